@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "sfu",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "SFU", targets: ["SFU"]),
+        .executable(name: "sfu", targets: ["sfu"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // System libraries, each wrapped once (see Sources/SFU/Crypto and Sources/SFU/AudioLevel).
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        // Wrappers for C macros and variadic functions Swift cannot call.
+        .target(
+            name: "CShims",
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("vpx")]
+        ),
+        // The sans-IO media engine: wire formats, SRTP, audio level, talkers, forwarding, rooms.
+        .target(name: "SFU", dependencies: ["CSRTP", "COpus", "CShims"]),
+        // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
+        // speech synthesis, client-side SRTP endpoints.
+        .target(name: "SFUTestSupport", dependencies: ["SFU", "COpus", "CVPX", "CShims", "CSRTP"]),
+        .executableTarget(
+            name: "sfu",
+            dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
+    ]
+)

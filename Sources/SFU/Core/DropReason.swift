@@ -1,0 +1,74 @@
+/// Why the engine discarded an input. Every malformed or refused datagram ends as one of these, counted,
+/// never as a crash or a thrown error on the hot path.
+public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConvertible {
+    // Wire format
+    case truncated
+    case badVersion
+    case badLength
+    case badPadding
+    case badHeaderExtension
+    case badRTCP
+    case badCodecPayload
+    // Routing
+    case unknownConnection
+    case unknownSSRC
+    case noSRTPContext
+    // SRTP
+    case srtpAuthFailed
+    case srtpReplay
+    case srtpOther
+    // Policy
+    case hardMuted
+    case noFloor
+    case notForwarded
+    case rtxUnsupported
+    case staleAfterSwitch
+    case egressFull
+    case tooLarge
+
+    public var description: String {
+        switch self {
+        case .truncated: "truncated"
+        case .badVersion: "bad_version"
+        case .badLength: "bad_length"
+        case .badPadding: "bad_padding"
+        case .badHeaderExtension: "bad_header_extension"
+        case .badRTCP: "bad_rtcp"
+        case .badCodecPayload: "bad_codec_payload"
+        case .unknownConnection: "unknown_connection"
+        case .unknownSSRC: "unknown_ssrc"
+        case .noSRTPContext: "no_srtp_context"
+        case .srtpAuthFailed: "srtp_auth_failed"
+        case .srtpReplay: "srtp_replay"
+        case .srtpOther: "srtp_error"
+        case .hardMuted: "hard_muted"
+        case .noFloor: "no_floor"
+        case .notForwarded: "not_forwarded"
+        case .rtxUnsupported: "rtx_unsupported"
+        case .staleAfterSwitch: "stale_after_switch"
+        case .egressFull: "egress_full"
+        case .tooLarge: "too_large"
+        }
+    }
+}
+
+/// Counts of dropped inputs by reason; a fixed array, so counting allocates nothing.
+public struct DropCounters: Sendable, Equatable {
+    private var counts = [UInt64](repeating: 0, count: DropReason.allCases.count)
+
+    public init() {}
+
+    @inlinable public mutating func count(_ reason: DropReason) { self[reason] &+= 1 }
+
+    public subscript(reason: DropReason) -> UInt64 {
+        get { counts[reason.rawValue] }
+        set { counts[reason.rawValue] = newValue }
+    }
+
+    public var total: UInt64 { counts.reduce(0, &+) }
+
+    /// Non-zero counters, for stats and logs.
+    public var nonZero: [(DropReason, UInt64)] {
+        DropReason.allCases.compactMap { counts[$0.rawValue] > 0 ? ($0, counts[$0.rawValue]) : nil }
+    }
+}

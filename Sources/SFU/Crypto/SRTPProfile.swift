@@ -1,0 +1,58 @@
+/// The SRTP protection profiles the node negotiates over DTLS-SRTP (RFC 5764 section 4.1.2, RFC 7714
+/// section 14.2), with their master key and salt sizes.
+public enum SRTPProfile: UInt16, CaseIterable, Sendable, CustomStringConvertible {
+    case aesCM128HmacSHA1_80 = 0x0001
+    case aesCM128HmacSHA1_32 = 0x0002
+    case aeadAES128GCM = 0x0007
+    case aeadAES256GCM = 0x0008
+
+    /// The DTLS-SRTP protection profile identifier (the raw value).
+    public var dtlsIdentifier: UInt16 { rawValue }
+
+    public var masterKeyLength: Int {
+        switch self {
+        case .aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32, .aeadAES128GCM: 16
+        case .aeadAES256GCM: 32
+        }
+    }
+
+    /// RFC 3711 uses a 112-bit master salt; RFC 7714 section 12 a 96-bit one.
+    public var masterSaltLength: Int {
+        switch self {
+        case .aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32: 14
+        case .aeadAES128GCM, .aeadAES256GCM: 12
+        }
+    }
+
+    /// Bytes `protect` adds to an RTP packet (authentication tag, or AEAD tag).
+    public var rtpOverhead: Int {
+        switch self {
+        case .aesCM128HmacSHA1_80: 10
+        case .aesCM128HmacSHA1_32: 4
+        case .aeadAES128GCM, .aeadAES256GCM: 16
+        }
+    }
+
+    /// The OpenSSL name, as used in `SSL_CTX_set_tlsext_use_srtp`.
+    public var description: String {
+        switch self {
+        case .aesCM128HmacSHA1_80: "SRTP_AES128_CM_SHA1_80"
+        case .aesCM128HmacSHA1_32: "SRTP_AES128_CM_SHA1_32"
+        case .aeadAES128GCM: "SRTP_AEAD_AES_128_GCM"
+        case .aeadAES256GCM: "SRTP_AEAD_AES_256_GCM"
+        }
+    }
+}
+
+/// One direction's master key and salt, as exported from DTLS (RFC 5764 section 4.2).
+public struct SRTPKeyingMaterial: Sendable, Equatable {
+    public var profile: SRTPProfile
+    public var masterKey: [UInt8]
+    public var masterSalt: [UInt8]
+
+    public init(profile: SRTPProfile, masterKey: [UInt8], masterSalt: [UInt8]) {
+        self.profile = profile
+        self.masterKey = masterKey
+        self.masterSalt = masterSalt
+    }
+}

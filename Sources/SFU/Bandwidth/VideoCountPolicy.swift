@@ -1,0 +1,86 @@
+/// How many videos a subscriber's downlink can take (EnableX ABWD, `media-core.md` section 4), with hysteresis
+/// so the count does not flap.
+///
+/// With estimate B, per-video bandwidth S and audio reserve A (the forwarded talkers' audio), R = max(S, A)
+/// and n_fit = floor((B - R) / S), clamped to [0, maxVideos]:
+/// - before any estimate n is 1; the first estimate sets n = n_fit at once;
+/// - down: at once when B < 0.5 (R + n S), else when n_fit < n has held for 1 s;
+/// - up: one step when B >= R + (n + 1) S * 1.15 has held for 3 s and 5 s have passed since the last change.
+/// An alert `{bandwidth, stream_bandwidth, number_of_videos}` is due only when n changes.
+public struct VideoCountPolicy: Sendable {
+    public struct Parameters: Sendable, Equatable {
+        public var downHold: MonoTime.Interval = .seconds(1)
+        public var upHold: MonoTime.Interval = .seconds(3)
+        public var minTimeBetweenIncreases: MonoTime.Interval = .seconds(5)
+        public var upMargin = 1.15
+        public var emergencyFraction = 0.5
+        public init() {}
+    }
+
+    public struct Alert: Equatable, Sendable {
+        public var bandwidthKbps: Int
+        public var streamBandwidthKbps: Int
+        public var numberOfVideos: Int
+    }
+
+    public var parameters: Parameters
+    public private(set) var numberOfVideos: Int
+    private var settled = false
+    private var lastChange: MonoTime?
+    private var downSince: MonoTime?
+    private var upSince: MonoTime?
+
+    public init(parameters: Parameters = .init(), initial: Int = 1) {
+        self.parameters = parameters
+        self.numberOfVideos = initial
+    }
+
+    /// Feeds an estimate (kbps). `maxVideos` is the subscriber's video slot count; `audioKbps` the reserve for
+    /// its forwarded audio. Returns an alert when the number of videos changed.
+    public mutating func update(
+        estimateKbps b: Int, streamKbps s: Int, audioKbps a: Int, maxVideos: Int, now: MonoTime
+    ) -> Alert? {
+        guard s > 0 else { return nil }
+        let r = max(s, a)
+        let fit = max(0, min(maxVideos, (b - r) / s))
+        let n = numberOfVideos
+        var next = n
+        if !settled {
+            settled = true
+            next = fit
+        } else if Double(b) < parameters.emergencyFraction * Double(r + n * s) {
+            next = fit
+        } else if fit < n {
+            upSince = nil
+            if let since = downSince {
+                if now - since >= parameters.downHold { next = fit }
+            } else {
+                downSince = now
+            }
+        } else {
+            downSince = nil
+            if n < maxVideos, Double(b) >= Double(r) + Double((n + 1) * s) * parameters.upMargin {
+                if let since = upSince {
+                    let spacedEnough = lastChange.map { now - $0 >= parameters.minTimeBetweenIncreases } ?? true
+                    if now - since >= parameters.upHold, spacedEnough { next = n + 1 }
+                } else {
+                    upSince = now
+                }
+            } else {
+                upSince = nil
+            }
+        }
+        if next > maxVideos { next = maxVideos }
+        guard next != n else { return nil }
+        numberOfVideos = next
+        lastChange = now
+        downSince = nil
+        upSince = nil
+        return Alert(bandwidthKbps: b, streamBandwidthKbps: s, numberOfVideos: next)
+    }
+
+    /// Applies a smaller slot count at once (the subscriber renegotiated fewer video slots).
+    public mutating func clamp(maxVideos: Int) {
+        if numberOfVideos > maxVideos { numberOfVideos = maxVideos }
+    }
+}

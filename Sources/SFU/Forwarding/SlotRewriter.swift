@@ -1,0 +1,124 @@
+/// Makes one slot's output a single continuous RTP stream while the source feeding it changes
+/// (`media-core.md` section 5; the role mediasoup's SeqManager and LiveKit's RTPMunger play).
+///
+/// At a switch to packet p (extended sequence p.seq): seqOffset = lastSeqOut + 1 + g - p.seq, where g = 1 leaves
+/// a gap when the previous source's last frame was cut short (no marker seen); tsOffset = lastTsOut +
+/// max(1, elapsed wall time in clock units) - p.ts; VP8 picture ID, TL0PICIDX and KEYIDX continue from the last
+/// output. Packets of the new source older than the switch packet are stale and dropped. All offsets live in
+/// 64-bit extended space so they survive wrap-around.
+public struct SlotRewriter: Sendable {
+    public struct Output: Equatable, Sendable {
+        public var sequenceNumber: UInt16
+        public var timestamp: UInt32
+        public var pictureID: UInt16?
+        public var tl0PicIdx: UInt8?
+        public var keyIndex: UInt8?
+        /// True on the first packet after a switch or resume: audio sets the marker bit (RFC 3551 section 4.1).
+        public var firstAfterSwitch: Bool
+    }
+
+    public let clockRate: Int64
+    /// The source currently mapped (a track identifier chosen by the caller).
+    public private(set) var source: Int?
+    private var switchFloor: Int64 = 0  // first extended seq of the current source
+    private var seqOffset: Int64 = 0
+    private var tsOffset: UInt32 = 0
+    private var picOffset: UInt16 = 0
+    private var tl0Offset: UInt8 = 0
+    private var keyIdxOffset: UInt8 = 0
+    private var pendingSwitch = true
+    private var pendingResume = false
+
+    // Last output, for continuity at the next switch.
+    public private(set) var started = false
+    private var lastSeqOut: Int64 = 0
+    private var lastTsOut: UInt32 = 0
+    private var lastOutTime: MonoTime = .zero
+    private var lastMarker = true
+    private var lastPic: UInt16 = 0
+    private var lastTl0: UInt8 = 0
+    private var lastKeyIdx: UInt8 = 0
+    private var highestIn: Int64 = .min
+
+    public init(clockRate: Int) {
+        self.clockRate = Int64(clockRate)
+    }
+
+    /// Maps a new source; its next accepted packet starts the continuation.
+    public mutating func switchTo(_ source: Int?) {
+        guard source != self.source else { return }
+        self.source = source
+        pendingSwitch = true
+    }
+
+    /// Re-anchors the current source after a pause (hard mute lifted): seq stays gapless, ts jumps by the
+    /// elapsed time, the first packet carries the switch flag.
+    public mutating func resume() { pendingSwitch = true }
+
+    /// The rewritten fields for a packet of the current source, or nil when it is older than the switch.
+    public mutating func rewrite(
+        extendedSequence ext: Int64, timestamp: UInt32, marker: Bool, vp8: VP8Descriptor?, now: MonoTime
+    ) -> Output? {
+        var first = false
+        if pendingSwitch {
+            pendingSwitch = false
+            first = true
+            if started {
+                let gap: Int64 = lastMarker ? 0 : 1
+                seqOffset = lastSeqOut + 1 + gap - ext
+                let elapsed = max(1, (now - lastOutTime).nanoseconds * clockRate / 1_000_000_000)
+                tsOffset = lastTsOut &+ UInt32(truncatingIfNeeded: elapsed) &- timestamp
+                if let d = vp8 {
+                    if let pid = d.pictureID {
+                        let m = d.pictureIDModulus
+                        picOffset = ((lastPic &+ 1) &- pid) & (m - 1)
+                    }
+                    if let t = d.tl0PicIdx { tl0Offset = (lastTl0 &+ 1) &- t }
+                    if let k = d.keyIndex { keyIdxOffset = ((lastKeyIdx &+ 1) &- k) & 0x1F }
+                }
+            } else {
+                seqOffset = 0
+                tsOffset = 0
+                picOffset = 0
+                tl0Offset = 0
+                keyIdxOffset = 0
+            }
+            switchFloor = ext
+            highestIn = ext - 1
+        }
+        guard ext >= switchFloor else { return nil }
+        let outExt = ext + seqOffset
+        let outTs = timestamp &+ tsOffset
+        var out = Output(sequenceNumber: UInt16(truncatingIfNeeded: outExt), timestamp: outTs, pictureID: nil,
+                         tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: first)
+        if let d = vp8 {
+            if let pid = d.pictureID { out.pictureID = (pid &+ picOffset) & (d.pictureIDModulus - 1) }
+            if let t = d.tl0PicIdx { out.tl0PicIdx = t &+ tl0Offset }
+            if let k = d.keyIndex { out.keyIndex = (k &+ keyIdxOffset) & 0x1F }
+        }
+        if ext > highestIn || !started {
+            highestIn = ext
+            lastSeqOut = outExt
+            lastTsOut = outTs
+            lastOutTime = now
+            lastMarker = marker
+            if let p = out.pictureID { lastPic = p }
+            if let t = out.tl0PicIdx { lastTl0 = t }
+            if let k = out.keyIndex { lastKeyIdx = k }
+        }
+        started = true
+        return out
+    }
+
+    /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a
+    /// hard mute), `tsIncrement` after the last output. Keeps the stream continuous for the next switch.
+    public mutating func synthesize(tsIncrement: UInt32, now: MonoTime) -> (sequenceNumber: UInt16, timestamp: UInt32)? {
+        guard started else { return nil }
+        lastSeqOut += 1
+        lastTsOut = lastTsOut &+ tsIncrement
+        lastOutTime = now
+        lastMarker = true
+        pendingSwitch = true  // whatever comes next re-anchors after the synthetic packets
+        return (UInt16(truncatingIfNeeded: lastSeqOut), lastTsOut)
+    }
+}

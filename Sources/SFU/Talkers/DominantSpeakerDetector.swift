@@ -1,0 +1,142 @@
+import Foundation
+/// Elects the dominant speaker of a room and tracks who is speaking, on the caller's clock.
+///
+/// Feeding (see `media-core.md` section 1): one level sample per 20 ms of audio. `push` takes how many
+/// samples a packet stands for (a DTX gap in RTP time fills silence); `fillSilence` pushes silence for any
+/// speaker whose samples stopped arriving (absent, dead or muted stream). Decisions run every
+/// `decisionInterval` (300 ms by default): a challenger replaces the dominant speaker when its immediate,
+/// medium and long log-score ratios exceed 3, 2 and 0; the largest medium ratio wins.
+public struct DominantSpeakerDetector {
+    public struct Configuration: Sendable, Equatable {
+        public var decisionInterval: MonoTime.Interval = .milliseconds(300)
+        /// Silence is pushed for a speaker after this long without a sample.
+        public var idleFill: MonoTime.Interval = .milliseconds(40)
+        /// A sample at or above this loudness (-dBov) counts toward "speaking" (LiveKit's default, 35).
+        public var speakingThreshold: UInt8 = 35
+        /// Loud samples (of 20 ms) needed in a 400 ms window to count as speaking (160 ms).
+        public var speakingMinSamples = 8
+
+        public init() {}
+    }
+
+    public var configuration: Configuration
+    private var speakers: [Int: Entry] = [:]
+    public private(set) var dominant: Int?
+    public private(set) var nextDecision: MonoTime
+
+    struct Entry {
+        var activity = SpeechActivity()
+        var lastSample: MonoTime
+        /// Excluded from candidacy (hard-muted, floor-less): never dominant, never speaking.
+        var paused = false
+        var speaking = false
+    }
+
+    public init(configuration: Configuration = .init(), now: MonoTime) {
+        self.configuration = configuration
+        self.nextDecision = now + configuration.decisionInterval
+    }
+
+    public var speakerIDs: [Int] { speakers.keys.sorted() }
+
+    public mutating func addSpeaker(_ id: Int, now: MonoTime) {
+        if speakers[id] == nil { speakers[id] = Entry(lastSample: now) }
+    }
+
+    public mutating func removeSpeaker(_ id: Int) {
+        speakers[id] = nil
+        if dominant == id { dominant = nil }
+    }
+
+    /// Takes a speaker out of (or back into) candidacy. Pausing the dominant speaker clears it at once, so the
+    /// next decision elects someone else.
+    public mutating func setPaused(_ id: Int, _ paused: Bool) {
+        guard speakers[id] != nil else { return }
+        speakers[id]!.paused = paused
+        if paused {
+            speakers[id]!.speaking = false
+            if dominant == id { dominant = nil }
+        }
+    }
+
+    public func isPaused(_ id: Int) -> Bool { speakers[id]?.paused ?? false }
+    public func isSpeaking(_ id: Int) -> Bool { speakers[id]?.speaking ?? false }
+
+    /// Records `count` samples: `count - 1` of silence (a DTX gap) followed by `level`.
+    public mutating func push(_ id: Int, level: UInt8, count: Int = 1, now: MonoTime) {
+        guard speakers[id] != nil else { return }
+        let n = max(1, min(count, SpeechActivity.historyLength))
+        for _ in 0..<(n - 1) { speakers[id]!.activity.push(level: LevelMath.silence) }
+        speakers[id]!.activity.push(level: level)
+        speakers[id]!.lastSample = now
+    }
+
+    /// Pushes silence for speakers whose samples stopped: one sample per 20 ms of the gap.
+    public mutating func fillSilence(now: MonoTime) {
+        for id in speakers.keys {
+            let gap = now - speakers[id]!.lastSample
+            guard gap >= configuration.idleFill else { continue }
+            let n = Int(gap.nanoseconds / 20_000_000)
+            for _ in 0..<min(n, SpeechActivity.historyLength) { speakers[id]!.activity.push(level: LevelMath.silence) }
+            speakers[id]!.lastSample = speakers[id]!.lastSample + .init(nanoseconds: Int64(n) * 20_000_000)
+        }
+    }
+
+    public struct Decision: Equatable, Sendable {
+        /// Set when the dominant speaker changed at this decision.
+        public var newDominant: Int?
+        /// Speakers whose speaking state changed, with the new state.
+        public var speakingChanges: [(id: Int, speaking: Bool)]
+
+        public static func == (a: Decision, b: Decision) -> Bool {
+            a.newDominant == b.newDominant && a.speakingChanges.map(\.id) == b.speakingChanges.map(\.id)
+                && a.speakingChanges.map(\.speaking) == b.speakingChanges.map(\.speaking)
+        }
+    }
+
+    /// Runs a decision if one is due. Returns nil when `now` is before `nextDecision`.
+    public mutating func decideIfDue(now: MonoTime) -> Decision? {
+        guard now >= nextDecision else { return nil }
+        nextDecision = now + configuration.decisionInterval
+        return decide(now: now)
+    }
+
+    /// Runs a decision now.
+    public mutating func decide(now: MonoTime) -> Decision {
+        fillSilence(now: now)
+        var changes: [(id: Int, speaking: Bool)] = []
+        for id in speakers.keys.sorted() {
+            speakers[id]!.activity.computeScores()
+            let a = speakers[id]!.activity
+            let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold)
+            let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold)
+            let speaking = !speakers[id]!.paused
+                && (recent >= configuration.speakingMinSamples || previous >= configuration.speakingMinSamples)
+            if speaking != speakers[id]!.speaking {
+                speakers[id]!.speaking = speaking
+                changes.append((id, speaking))
+            }
+        }
+        let reference: (immediate: Double, medium: Double, long: Double)
+        if let d = dominant, let e = speakers[d] {
+            reference = (e.activity.immediateScore, e.activity.mediumScore, e.activity.longScore)
+        } else {
+            reference = SpeechActivity.silentScores
+        }
+        var best: Int?
+        var bestR2 = 2.0
+        for id in speakers.keys.sorted() where id != dominant {
+            let e = speakers[id]!
+            guard !e.paused else { continue }
+            let r1 = log(e.activity.immediateScore / reference.immediate)
+            let r2 = log(e.activity.mediumScore / reference.medium)
+            let r3 = log(e.activity.longScore / reference.long)
+            if r1 > 3, r2 > 2, r3 > 0, r2 > bestR2 {
+                best = id
+                bestR2 = r2
+            }
+        }
+        if let best { dominant = best }
+        return Decision(newDominant: best, speakingChanges: changes)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// One speaker's level history and the three time-scale activity scores of Volfin & Cohen, "Dominant Speaker
+/// Identification for Multipoint Videoconferencing" (2012), with the parameters jitsi-utils and mediasoup use.
+///
+/// Levels arrive as RFC 6464 values (0 loud ... 127 silence) and are kept as volumes v = 127 - L, one per
+/// 20 ms, in a ring of 50 (one second).
+struct SpeechActivity {
+    static let historyLength = 50
+    static let minLevelWindow = 750  // 15 s of samples
+
+    private var ring = [UInt8](repeating: 0, count: historyLength)
+    private var head = 0  // next write position
+    private(set) var samplesSeen = 0
+
+    // Noise floor (volume units). 0 = not yet known.
+    private(set) var minLevel: Int = 0
+    private var nextMinLevel: Int = 0
+    private var nextMinLevelWindow = 0
+
+    private(set) var immediateScore = 1e-10
+    private(set) var mediumScore = 1e-10
+    private(set) var longScore = 1e-10
+
+    /// The i-th newest volume (0 = newest).
+    func volume(_ i: Int) -> Int {
+        Int(ring[(head - 1 - i + 2 * Self.historyLength) % Self.historyLength])
+    }
+
+    mutating func push(level: UInt8) {
+        let v = 127 - Int(min(level, 127))
+        ring[head] = UInt8(v)
+        head = (head + 1) % Self.historyLength
+        samplesSeen += 1
+        updateMinLevel(v)
+    }
+
+    /// The lowest non-zero volume replaces the floor at once; otherwise the floor follows the minimum over
+    /// 15 s windows through a geometric mean, so it rises slowly when the background gets louder.
+    private mutating func updateMinLevel(_ v: Int) {
+        guard v > 0 else { return }
+        if minLevel == 0 || v < minLevel {
+            minLevel = v
+            nextMinLevel = 0
+            nextMinLevelWindow = 0
+            return
+        }
+        if nextMinLevel == 0 {
+            nextMinLevel = v
+            nextMinLevelWindow = 1
+        } else {
+            nextMinLevel = min(nextMinLevel, v)
+            nextMinLevelWindow += 1
+            if nextMinLevelWindow >= Self.minLevelWindow {
+                minLevel = Int(sqrt(Double(minLevel * nextMinLevel)).rounded(.down))
+                nextMinLevel = 0
+                nextMinLevelWindow = 0
+            }
+        }
+    }
+
+    /// Quantised volume of the i-th newest sample: 0 below the noise floor + 10, else v / 10 (0...12).
+    func immediate(_ i: Int) -> Int {
+        let v = volume(i)
+        return v < minLevel + 10 ? 0 : v / 10
+    }
+
+    /// Recomputes the three scores from the history (called once per decision, not per packet).
+    mutating func computeScores() {
+        var imm = [Int](repeating: 0, count: Self.historyLength)
+        for i in 0..<Self.historyLength { imm[i] = immediate(i) }
+        var mediums = [Int](repeating: 0, count: 10)
+        for b in 0..<10 {
+            var c = 0
+            for k in (5 * b)..<(5 * b + 5) where imm[k] > 7 { c += 1 }
+            mediums[b] = c
+        }
+        let long = mediums.reduce(0) { $0 + ($1 > 4 ? 1 : 0) }
+        immediateScore = Self.score(imm[0], n: 13, lambda: 0.78)
+        mediumScore = Self.score(mediums[0], n: 5, lambda: 24)
+        longScore = Self.score(long, n: 10, lambda: 47)
+    }
+
+    /// S(v; n, lambda) = max(1e-10, ln C(n, v) + n ln 0.5 - ln lambda + lambda v): the log-likelihood ratio of
+    /// speech (exponential prior with rate lambda) against a binomial(n, 0.5) non-speech model.
+    static func score(_ v: Int, n: Int, lambda: Double) -> Double {
+        let lnBinomial = lgamma(Double(n + 1)) - lgamma(Double(v + 1)) - lgamma(Double(n - v + 1))
+        return max(1e-10, lnBinomial + Double(n) * log(0.5) - log(lambda) + lambda * Double(v))
+    }
+
+    /// The scores of a speaker that has only ever been silent: what an absent dominant speaker counts as.
+    static let silentScores = (
+        immediate: score(0, n: 13, lambda: 0.78), medium: score(0, n: 5, lambda: 24), long: score(0, n: 10, lambda: 47)
+    )
+
+    /// Samples in `range` (newest = 0) whose level is at or above `-threshold` dBov.
+    func loudSamples(in range: Range<Int>, threshold: UInt8) -> Int {
+        let minVolume = 127 - Int(threshold)
+        var c = 0
+        for i in range where i < min(samplesSeen, Self.historyLength) && volume(i) >= minVolume { c += 1 }
+        return c
+    }
+}

@@ -122,3 +122,9 @@ public struct SlotRewriter: Sendable {
         return (UInt16(truncatingIfNeeded: lastSeqOut), lastTsOut)
     }
 }
+
+extension SlotRewriter {
+    /// The timestamp offset of the current mapping, once its first packet went out: a forwarded sender
+    /// report adds it so that the slot's RTP/NTP pairing (lip sync) stays right.
+    public var timestampOffset: UInt32? { started && !pendingSwitch ? tsOffset : nil }
+}

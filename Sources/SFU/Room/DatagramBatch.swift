@@ -1,0 +1,65 @@
+/// Identifies one client transport (a 5-tuple after ICE) within a worker. The node allocates them; the engine
+/// only routes by them.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public var raw: UInt32
+    public init(_ raw: UInt32) { self.raw = raw }
+    public var description: String { "conn#\(raw)" }
+}
+
+/// Datagrams the engine wants sent, written into buffers allocated once: the hot path fills them without
+/// allocating, and the I/O shell hands the whole batch to `sendmmsg`.
+public final class DatagramBatch {
+    public let capacity: Int
+    /// Bytes per buffer: an MTU-sized packet plus SRTP's worst-case trailer.
+    public let bufferSize: Int
+    private let storage: UnsafeMutableRawBufferPointer
+    private let destinations: UnsafeMutablePointer<ConnectionID>
+    private let lengths: UnsafeMutablePointer<Int>
+    public private(set) var count = 0
+    /// Datagrams refused because the batch was full since the last `removeAll`.
+    public private(set) var overflows = 0
+
+    public init(capacity: Int = 1024, bufferSize: Int = 1500 + SRTPSession.maxOverhead) {
+        self.capacity = capacity
+        self.bufferSize = bufferSize
+        storage = .allocate(byteCount: capacity * bufferSize, alignment: 16)
+        destinations = .allocate(capacity: capacity)
+        lengths = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        storage.deallocate()
+        destinations.deallocate()
+        lengths.deallocate()
+    }
+
+    public var isFull: Bool { count >= capacity }
+
+    /// The buffer the next datagram is written into, or nil (counted) when the batch is full.
+    public func nextBuffer() -> UnsafeMutableRawBufferPointer? {
+        guard count < capacity else { overflows += 1; return nil }
+        return UnsafeMutableRawBufferPointer(rebasing: storage[(count * bufferSize)..<((count + 1) * bufferSize)])
+    }
+
+    /// Keeps the datagram written into `nextBuffer()`.
+    public func commit(length: Int, to destination: ConnectionID) {
+        precondition(count < capacity && length <= bufferSize)
+        destinations[count] = destination
+        lengths[count] = length
+        count += 1
+    }
+
+    public func destination(at i: Int) -> ConnectionID { destinations[i] }
+
+    public func datagram(at i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: storage[(i * bufferSize)..<(i * bufferSize + lengths[i])])
+    }
+
+    /// Copies of all datagrams (tests and tools; the node reads them in place).
+    public var all: [(ConnectionID, [UInt8])] { (0..<count).map { (destinations[$0], Array(datagram(at: $0))) } }
+
+    public func removeAll() {
+        count = 0
+        overflows = 0
+    }
+}

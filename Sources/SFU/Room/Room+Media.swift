@@ -1,0 +1,208 @@
+/// The RTP path: decrypt, check, measure, fan out to slots.
+extension Room {
+    func drop(_ reason: DropReason) { counters.drops.count(reason) }
+
+    /// Handles one datagram (RTP or RTCP, RFC 5761 multiplexed) from a connection. The datagram is decrypted
+    /// in place in `buffer`. Anything wrong with it becomes a counted drop.
+    public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from id: ConnectionID,
+                        now: MonoTime, into out: DatagramBatch) {
+        counters.packetsIn &+= 1
+        counters.bytesIn &+= UInt64(length)
+        guard length <= buffer.count else { return drop(.badLength) }
+        guard let conn = connections[id] else { return drop(.unknownConnection) }
+        let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+        if isRTCP(packet) { return receiveRTCP(buffer, length: length, conn: conn, now: now, into: out) }
+        guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated) }
+        guard let route = conn.tracksBySSRC[ssrc], let track = tracks[route.track] else { return drop(.unknownSSRC) }
+        guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
+        // Decrypt even what policy will drop: the SRTP rollover counter must follow every packet, or the first
+        // packet after a long hard mute fails to authenticate (media-core.md section 6).
+        let plainLength: Int
+        switch srtp.unprotectRTP(buffer, length: length) {
+        case .success(let n): plainLength = n
+        case .failure(let r): return drop(r)
+        }
+        let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
+        let header: RTPHeader
+        switch RTPHeader.parse(plain) {
+        case .success(let h): header = h
+        case .failure(let r): return drop(r)
+        }
+        guard let owner = participants[track.owner] else { return drop(.unknownSSRC) }
+        if let refused = refusal(owner, track.kind) { return drop(refused) }
+        if route.rtx { return drop(.rtxUnsupported) }
+        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload) }
+        let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
+        let ext = track.unwrapper.unwrap(header.sequenceNumber)
+        noteReception(track, header: header, extendedSequence: ext, now: now)
+        if track.kind == .audio {
+            guard case .success(let opus) = OpusPacketInfo.parse(payload) else { return drop(.badCodecPayload) }
+            measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload,
+                         extendedSequence: ext, now: now)
+            forward(track, plain: plain, header: header, vp8: nil, extendedSequence: ext, now: now, into: out)
+        } else {
+            guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload) }
+            track.history?.store(extendedSequence: ext, packet: plain)
+            if vp8.isKeyframeStart { track.keyframes.keyframeArrived() }
+            if !track.live {
+                track.live = true
+                refreshAllSubscribers(now: now, into: out)
+            }
+            forward(track, plain: plain, header: header, vp8: vp8, extendedSequence: ext, now: now, into: out)
+        }
+    }
+
+    /// Packet counts and interarrival jitter for receiver reports (RFC 3550 appendix A.8).
+    private func noteReception(_ t: SourceTrack, header: RTPHeader, extendedSequence ext: Int64, now: MonoTime) {
+        t.packets &+= 1
+        t.bytes &+= UInt64(header.payloadLength)
+        t.lastPacketAt = now
+        if t.baseSequence == nil { t.baseSequence = ext }
+        let clock = Int64(t.description.codec.clockRate)
+        let arrival = now.nanoseconds / 1000 * clock / 1_000_000
+        let transit = arrival - Int64(header.timestamp)
+        if let last = t.lastTransit {
+            let d = Double(abs(transit - last))
+            t.jitter += (d - t.jitter) / 16
+        }
+        t.lastTransit = transit
+    }
+
+    /// Feeds the detector one sample per 20 ms of RTP time: a timestamp jump over contiguous sequence numbers
+    /// (DTX) fills silence; a sequence gap (loss) is not filled (media-core.md section 1).
+    private func measureLevel(_ t: SourceTrack, owner: Participant, header: RTPHeader, plain: UnsafeRawBufferPointer,
+                              opus: OpusPacketInfo, payload: UnsafeRawBufferPointer, extendedSequence ext: Int64,
+                              now: MonoTime) {
+        var claimed: AudioLevelExtension?
+        if let id = t.description.audioLevelExtensionID, let r = header.extensions(in: plain).find(id) {
+            claimed = AudioLevelExtension.read(plain, range: r)
+        }
+        let (level, verdict) = t.meter.measure(claimed: claimed, opus: opus, payload: payload)
+        if let verdict, verdict.meanDifference > configuration.levelMismatchThresholdDb {
+            events.append(.levelMismatch(participant: owner.id, meanDifferenceDb: verdict.meanDifference))
+        }
+        guard let level else { return }
+        t.lastLevel = level
+        var samples = 1
+        if let last = t.detectorLastSeq {
+            guard ext > last else { return }  // reordered or duplicate: already counted
+            if ext == last + 1 {
+                t.detectorTsCarry += Int64(header.timestamp &- t.detectorLastTs)
+                samples = Int(t.detectorTsCarry / 960)
+                t.detectorTsCarry %= 960
+                guard samples > 0 else { t.detectorLastSeq = ext; t.detectorLastTs = header.timestamp; return }
+            } else {
+                t.detectorTsCarry = 0
+            }
+        }
+        t.detectorLastSeq = ext
+        t.detectorLastTs = header.timestamp
+        detector.push(owner.index, level: level, count: samples, now: now)
+    }
+
+    private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, vp8: VP8Descriptor?,
+                         extendedSequence ext: Int64, now: MonoTime, into out: DatagramBatch) {
+        let t = track.index
+        var i = 0
+        while i < track.sinks.count {
+            let ref = track.sinks[i]
+            i += 1
+            guard let sub = participants[ref.subscriber], let s = sub.subscriber,
+                  let cid = sub.subscribeConnection, let conn = connections[cid], conn.outbound != nil else { continue }
+            if ref.kind == .video {
+                let slot = s.videoSlots[ref.index]
+                if slot.pending == t {
+                    guard vp8?.isKeyframeStart == true else { continue }
+                    let old = slot.current
+                    s.videoSlots[ref.index].current = t
+                    s.videoSlots[ref.index].pending = nil
+                    s.videoSlots[ref.index].rewriter.switchTo(t)
+                    if let old, old != t, let oldTrack = tracks[old] { oldTrack.sinks.removeAll { $0 == ref } }
+                }
+                guard s.videoSlots[ref.index].current == t else { continue }
+                guard let rw = s.videoSlots[ref.index].rewriter.rewrite(
+                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: vp8, now: now)
+                else { drop(.staleAfterSwitch); continue }
+                if emit(&s.videoSlots[ref.index], conn: conn, source: plain, header: header, vp8: vp8, rewrite: rw,
+                        marker: header.marker, level: nil, into: out) {
+                    s.videoSlots[ref.index].sendLog?.log(.init(
+                        outSequence: rw.sequenceNumber, source: t, sourceSequence: ext, output: rw,
+                        marker: header.marker, sentAt: now, lastResend: nil))
+                }
+            } else {
+                guard s.audioSlots[ref.index].current == t else { continue }
+                guard let rw = s.audioSlots[ref.index].rewriter.rewrite(
+                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: nil, now: now)
+                else { drop(.staleAfterSwitch); continue }
+                // RFC 3551 section 4.1: the marker bit flags the first packet after a silence period.
+                _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, header: header, vp8: nil, rewrite: rw,
+                         marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, into: out)
+            }
+        }
+    }
+
+    /// Writes the slot's copy of a source packet: slot SSRC and payload type, rewritten sequence number,
+    /// timestamp and VP8 fields, the audio level extension under the subscriber's id (other extensions are
+    /// not passed on: their ids were negotiated with the publisher), then protects it.
+    @discardableResult
+    func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, header: RTPHeader,
+              vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?,
+              into out: DatagramBatch) -> Bool {
+        guard let srtp = conn.outbound else { return false }
+        guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
+        let d = slot.description
+        let levelID = level == nil ? nil : d.audioLevelExtensionID
+        var w = ByteWriter(buf)
+        w.u8(0x80 | (levelID != nil ? 0x10 : 0))
+        w.u8((marker ? 0x80 : 0) | (d.payloadType & 0x7F))
+        w.u16(rw.sequenceNumber)
+        w.u32(rw.timestamp)
+        w.u32(d.ssrc)
+        if let id = levelID, let level {
+            // One-byte form (RFC 8285 section 4.2), one element, padded to a word.
+            w.u16(0xBEDE); w.u16(1)
+            w.u8(id << 4); w.u8(level & 0x7F); w.u16(0)
+        }
+        let payloadStart = w.offset
+        guard w.bytes(UnsafeRawBufferPointer(rebasing: source[header.payloadRange])),
+              w.offset + SRTPSession.maxOverhead <= buf.count else { drop(.tooLarge); return false }
+        if let vp8 {
+            vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex,
+                        in: UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset]))
+        }
+        switch srtp.protectRTP(buf, length: w.offset) {
+        case .success(let n):
+            out.commit(length: n, to: conn.id)
+            slot.packetsSent &+= 1
+            slot.bytesSent &+= UInt64(header.payloadLength)
+            counters.packetsOut &+= 1
+            counters.bytesOut &+= UInt64(n)
+            return true
+        case .failure(let r):
+            drop(r)
+            return false
+        }
+    }
+
+    /// Protects an RTCP packet written at the start of the batch's next buffer and commits it.
+    func commitRTCP(_ buf: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, into out: DatagramBatch) {
+        guard let srtp = conn.outbound else { return }
+        switch srtp.protectRTCP(buf, length: length) {
+        case .success(let n):
+            out.commit(length: n, to: conn.id)
+            counters.rtcpOut &+= 1
+        case .failure(let r):
+            drop(r)
+        }
+    }
+
+    /// Sends a PLI to a source's publisher, at most one per 200 ms (RFC 4585 section 6.3.1).
+    func requestKeyframe(_ track: SourceTrack, now: MonoTime, into out: DatagramBatch) {
+        guard let owner = participants[track.owner], let cid = owner.publishConnection, let conn = connections[cid],
+              conn.outbound != nil, track.keyframes.request(now: now) else { return }
+        guard let buf = out.nextBuffer() else { return drop(.egressFull) }
+        guard let n = PictureLossIndication.write(sender: nodeSSRC, media: track.description.ssrc, into: buf) else { return }
+        counters.keyframeRequestsSent &+= 1
+        commitRTCP(buf, length: n, conn: conn, into: out)
+    }
+}

@@ -1,0 +1,197 @@
+/// The RTCP path: keyframe requests, NACKs answered from history, sender reports forwarded per slot, receiver
+/// reports and estimates, and the node's own receiver reports.
+extension Room {
+    func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, now: MonoTime,
+                     into out: DatagramBatch) {
+        guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
+        let plainLength: Int
+        switch srtp.unprotectRTCP(buffer, length: length) {
+        case .success(let n): plainLength = n
+        case .failure(let r): return drop(r)
+        }
+        let p = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
+        if let r = RTCPCompound.validate(p) { return drop(r) }
+        counters.rtcpIn &+= 1
+        _ = RTCPCompound.forEach(p) { pkt in
+            switch (pkt.type, pkt.countOrFormat) {
+            case (.senderReport?, _):
+                if case .success(let sr) = SenderReport.parse(p, pkt) { onSenderReport(sr, conn: conn, now: now, into: out) }
+            case (.receiverReport?, _):
+                if case .success(let rr) = ReceiverReport.parse(p, pkt) { onReports(rr.reports, conn: conn, now: now) }
+            case (.payloadFeedback?, FeedbackFormat.pli):
+                if let h = FeedbackHeader.parse(p, pkt) { onKeyframeRequest(slotSSRC: h.mediaSSRC, conn: conn, now: now, into: out) }
+            case (.payloadFeedback?, FeedbackFormat.fir):
+                if let (_, entries) = FullIntraRequest.parse(p, pkt) {
+                    for e in entries { onKeyframeRequest(slotSSRC: e.ssrc, conn: conn, now: now, into: out) }
+                }
+            case (.payloadFeedback?, FeedbackFormat.applicationLayer):
+                if let remb = REMB.parse(p, pkt) { onEstimate(conn: conn, now: now, into: out) { $0.onREMB(bitrate: remb.bitrate, now: now) } }
+            case (.transportFeedback?, FeedbackFormat.nack):
+                var lost: [UInt16] = []
+                if let h = GenericNACK.forEachLost(p, pkt, { lost.append($0) }) {
+                    onNACK(slotSSRC: h.mediaSSRC, lost: lost, conn: conn, now: now, into: out)
+                }
+            case (.transportFeedback?, FeedbackFormat.transportCC):
+                if let fb = TransportCCFeedback.parse(p, pkt) {
+                    onEstimate(conn: conn, now: now, into: out) { $0.onTransportFeedback(fb, now: now) }
+                }
+            default:
+                break  // SDES, BYE, APP and unknown types need no action
+            }
+        }
+    }
+
+    private func slot(for ssrc: UInt32, conn: Connection) -> (SubscriberState, SlotRef)? {
+        guard let ref = conn.slotsBySSRC[ssrc], let s = participants[ref.subscriber]?.subscriber else { return nil }
+        return (s, ref)
+    }
+
+    /// PLI/FIR on a slot reach its current source and the source it is switching to, throttled per source.
+    private func onKeyframeRequest(slotSSRC: UInt32, conn: Connection, now: MonoTime, into out: DatagramBatch) {
+        guard let (s, ref) = slot(for: slotSSRC, conn: conn), ref.kind == .video else { return }
+        let slot = s.slot(ref)
+        for t in [slot.current, slot.pending].compactMap({ $0 }) {
+            if let track = tracks[t] { requestKeyframe(track, now: now, into: out) }
+        }
+    }
+
+    /// Retransmits from the source's history what the slot sent under each lost sequence number, at most
+    /// once per round trip per packet. NACKs are never forwarded upstream.
+    private func onNACK(slotSSRC: UInt32, lost: [UInt16], conn: Connection, now: MonoTime, into out: DatagramBatch) {
+        guard let (s, ref) = slot(for: slotSSRC, conn: conn), ref.kind == .video else { return }
+        let rtt = s.videoSlots[ref.index].rtt ?? .milliseconds(100)
+        for seq in lost {
+            guard let rec = s.videoSlots[ref.index].sendLog?.lookup(seq) else { continue }
+            if let last = rec.lastResend, now - last < rtt { continue }
+            guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),
+                  case .success(let h) = RTPHeader.parse(pkt),
+                  case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
+            else { continue }
+            if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, header: h, vp8: vp8, rewrite: rec.output,
+                    marker: rec.marker, level: nil, into: out) {
+                s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
+                s.videoSlots[ref.index].retransmissions &+= 1
+                counters.retransmissions &+= 1
+            }
+        }
+    }
+
+    /// Forwards a source's sender report on every slot it feeds, with the slot's SSRC and the RTP timestamp
+    /// shifted by the slot's offset; NTP time is untouched so receivers keep lip sync (RFC 3550 section 6.4.1).
+    private func onSenderReport(_ sr: SenderReport, conn: Connection, now: MonoTime, into out: DatagramBatch) {
+        guard let route = conn.tracksBySSRC[sr.ssrc], !route.rtx, let track = tracks[route.track] else { return }
+        track.lastSR = sr
+        track.lastSRMiddle = UInt32(truncatingIfNeeded: sr.ntpTimestamp >> 16)
+        track.lastSRArrival = now
+        guard let owner = participants[track.owner], refusal(owner, track.kind) == nil else { return }
+        for ref in track.sinks {
+            guard let sub = participants[ref.subscriber], let s = sub.subscriber, let cid = sub.subscribeConnection,
+                  let sconn = connections[cid] else { continue }
+            let slot = s.slot(ref)
+            guard slot.current == track.index, let offset = slot.rewriter.timestampOffset else { continue }
+            let rewritten = SenderReport(ssrc: slot.description.ssrc, ntpTimestamp: sr.ntpTimestamp,
+                                         rtpTimestamp: sr.rtpTimestamp &+ offset,
+                                         packetCount: UInt32(truncatingIfNeeded: slot.packetsSent),
+                                         octetCount: UInt32(truncatingIfNeeded: slot.bytesSent))
+            guard let buf = out.nextBuffer() else { return drop(.egressFull) }
+            guard let n = rewritten.write(into: buf) else { continue }
+            mutateSlot(s, ref) { $0.lastSRMiddle = UInt32(truncatingIfNeeded: sr.ntpTimestamp >> 16); $0.lastSRSentAt = now }
+            commitRTCP(buf, length: n, conn: sconn, into: out)
+        }
+    }
+
+    /// A subscriber's reception reports on its slots: loss, and round-trip time from LSR/DLSR (RFC 3550
+    /// section 6.4.1) when the report answers a sender report the node forwarded.
+    private func onReports(_ blocks: [ReportBlock], conn: Connection, now: MonoTime) {
+        for b in blocks {
+            guard let (s, ref) = slot(for: b.ssrc, conn: conn) else { continue }
+            mutateSlot(s, ref) { slot in
+                slot.fractionLost = b.fractionLost
+                if b.lastSenderReport != 0, b.lastSenderReport == slot.lastSRMiddle, let sent = slot.lastSRSentAt {
+                    let dlsr = Int64(b.delaySinceLastSenderReport) * 1_000_000_000 / 65536
+                    let rtt = (now - sent).nanoseconds - dlsr
+                    if rtt > 0 { slot.rtt = .init(nanoseconds: rtt) }
+                }
+            }
+        }
+    }
+
+    /// A new downlink estimate for the connection's subscriber: the video count may change (and be reported).
+    private func onEstimate(conn: Connection, now: MonoTime, into out: DatagramBatch, _ update: (inout any DownlinkEstimator) -> Void) {
+        guard let p = participants[conn.participant], let s = p.subscriber else { return }
+        update(&s.estimator)
+        guard let bps = s.estimator.estimate else { return }
+        let audio = configuration.audioReserveKbps * s.audioSlots.filter { $0.current != nil }.count
+        if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: configuration.streamBandwidthKbps,
+                                           audioKbps: audio, maxVideos: s.videoSlots.count, now: now) {
+            events.append(.bandwidthAlert(participant: p.id, bandwidthKbps: alert.bandwidthKbps,
+                                          streamBandwidthKbps: alert.streamBandwidthKbps,
+                                          numberOfVideos: alert.numberOfVideos))
+            refreshSubscriber(p, now: now, into: out)
+        }
+    }
+
+    /// The node's receiver reports to each publisher (RFC 3550 section 6.4.2): loss and jitter per track.
+    func sendDueReceiverReports(now: MonoTime, into out: DatagramBatch) {
+        for conn in connections.values where now >= conn.nextReceiverReport {
+            conn.nextReceiverReport = now + configuration.receiverReportInterval
+            var blocks: [ReportBlock] = []
+            for (ssrc, route) in conn.tracksBySSRC where !route.rtx {
+                guard let t = tracks[route.track], let base = t.baseSequence, let highest = t.unwrapper.highest else { continue }
+                let expected = highest - base + 1
+                let lost = max(0, expected - Int64(t.packets))
+                let expectedInterval = expected - t.expectedPrior
+                let receivedInterval = Int64(t.packets) - Int64(t.receivedPrior)
+                t.expectedPrior = expected
+                t.receivedPrior = t.packets
+                let lostInterval = expectedInterval - receivedInterval
+                let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
+                let dlsr = t.lastSRArrival.map { UInt32(truncatingIfNeeded: (now - $0).nanoseconds * 65536 / 1_000_000_000) } ?? 0
+                blocks.append(ReportBlock(ssrc: ssrc, fractionLost: fraction, cumulativeLost: Int32(min(lost, 0x7FFFFF)),
+                                          extendedHighestSequence: UInt32(truncatingIfNeeded: highest),
+                                          jitter: UInt32(t.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,
+                                          delaySinceLastSenderReport: t.lastSR == nil ? 0 : dlsr))
+            }
+            guard !blocks.isEmpty, conn.outbound != nil else { continue }
+            guard let buf = out.nextBuffer() else { return drop(.egressFull) }
+            guard let n = ReceiverReport(ssrc: nodeSSRC, reports: Array(blocks.prefix(31))).write(into: buf) else { continue }
+            commitRTCP(buf, length: n, conn: conn, into: out)
+        }
+    }
+
+    /// Opus silence frames (RFC 6716 section 3: TOC 0xF8, a 20 ms CELT frame that decodes to silence) on audio
+    /// slots whose source was muted, 20 ms apart, so receivers end comfort noise cleanly; then nothing.
+    func sendDueSilence(now: MonoTime, into out: DatagramBatch) {
+        for p in participants.values {
+            guard let s = p.subscriber, let cid = p.subscribeConnection, let conn = connections[cid] else { continue }
+            for i in s.audioSlots.indices where s.audioSlots[i].silenceFramesLeft > 0 && s.audioSlots[i].nextSilenceAt <= now {
+                if s.audioSlots[i].current != nil { s.audioSlots[i].silenceFramesLeft = 0; continue }
+                s.audioSlots[i].silenceFramesLeft -= 1
+                s.audioSlots[i].nextSilenceAt = now + .milliseconds(20)
+                guard let (seq, ts) = s.audioSlots[i].rewriter.synthesize(tsIncrement: 960, now: now),
+                      let srtp = conn.outbound, let buf = out.nextBuffer() else { continue }
+                let silence: [UInt8] = [0xF8, 0xFF, 0xFE]
+                let d = s.audioSlots[i].description
+                let n = silence.withUnsafeBytes {
+                    RTPPacketBuilder(payloadType: d.payloadType, sequenceNumber: seq, timestamp: ts, ssrc: d.ssrc)
+                        .write(payload: $0, into: buf)
+                }
+                guard let n, case .success(let m) = srtp.protectRTP(buf, length: n) else { continue }
+                out.commit(length: m, to: conn.id)
+                s.audioSlots[i].packetsSent &+= 1
+                counters.packetsOut &+= 1
+            }
+        }
+    }
+
+    /// Repeats PLIs to sources that slots are still waiting on; stops waiting when nobody is.
+    func retryKeyframeRequests(now: MonoTime, into out: DatagramBatch) {
+        for track in tracks.values where track.kind == .video {
+            guard let due = track.keyframes.nextRetry(rtt: nil), due <= now else { continue }
+            let waited = track.sinks.contains { ref in
+                participants[ref.subscriber]?.subscriber.map { $0.slot(ref).pending == track.index } ?? false
+            }
+            if waited { requestKeyframe(track, now: now, into: out) } else { track.keyframes.keyframeArrived() }
+        }
+    }
+}

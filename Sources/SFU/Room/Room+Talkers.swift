@@ -1,0 +1,211 @@
+/// Talker lists, candidacy and slot assignment.
+extension Room {
+    /// Moderators and, in lecture mode, the floor holder may publish; everyone may in group mode.
+    func mayPublish(_ p: Participant) -> Bool {
+        configuration.mode == .group || p.role == .moderator || floor.holder == p.index
+    }
+
+    func audioAllowed(_ p: Participant) -> Bool {
+        mayPublish(p) && !p.hardMutedAudio && !(roomAudioMuted && p.role != .moderator)
+    }
+
+    func videoAllowed(_ p: Participant) -> Bool { mayPublish(p) && !p.hardMutedVideo }
+
+    /// Why a participant's packet of `kind` may not leave, if it may not.
+    func refusal(_ p: Participant, _ kind: MediaKind) -> DropReason? {
+        if !mayPublish(p) { return .noFloor }
+        if kind == .audio { return audioAllowed(p) ? nil : .hardMuted }
+        return p.hardMutedVideo ? .hardMuted : nil
+    }
+
+    /// Takes a participant out of talker candidacy at once when its audio may not be forwarded.
+    func updateCandidacy(_ p: Participant) {
+        guard p.audioTrack != nil else { return }
+        let wasDominant = detector.dominant == p.index
+        detector.setPaused(p.index, !audioAllowed(p))
+        if wasDominant, detector.dominant == nil { events.append(.dominantSpeaker(participant: nil)) }
+    }
+
+    var pinnedIDs: [String] { pins.compactMap { participants[$0]?.id } }
+
+    func candidates() -> [Int: TalkerCandidate] {
+        var c: [Int: TalkerCandidate] = [:]
+        for p in participants.values {
+            let hasAudio = p.audioTrack != nil && audioAllowed(p)
+            let hasVideo = p.videoTrack.flatMap { tracks[$0] }.map { $0.live } == true && videoAllowed(p) && !p.videoMuted
+            guard hasAudio || hasVideo else { continue }
+            c[p.index] = TalkerCandidate(speaking: hasAudio && detector.isSpeaking(p.index), hasAudio: hasAudio, hasVideo: hasVideo)
+        }
+        return c
+    }
+
+    func apply(_ d: DominantSpeakerDetector.Decision, now: MonoTime) {
+        for change in d.speakingChanges where change.speaking { moveToFront(change.id) }
+        if let newDominant = d.newDominant {
+            moveToFront(newDominant)
+            counters.dominantSpeakerChanges += 1
+            events.append(.dominantSpeaker(participant: participants[newDominant]?.id))
+        }
+        if d.newDominant != nil || !d.speakingChanges.isEmpty { listsDirty = true }
+    }
+
+    func moveToFront(_ i: Int) {
+        recency.removeAll { $0 == i }
+        recency.insert(i, at: 0)
+    }
+
+    func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
+        listsDirty = false
+        let c = candidates()
+        for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, candidates: c, now: now, into: out) }
+    }
+
+    func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
+        refreshSubscriber(p, candidates: candidates(), now: now, into: out)
+    }
+
+    /// Rebuilds one subscriber's list, moves sources between its slots (sticky: a kept source keeps its slot;
+    /// a newcomer takes an evicted source's slot), and reports the list and slot map when either changed.
+    func refreshSubscriber(_ p: Participant, candidates c: [Int: TalkerCandidate], now: MonoTime, into out: DatagramBatch) {
+        guard let s = p.subscriber else { return }
+        let k = configuration.maxActiveTalkers
+        let length = min(k, p.talkerCount ?? k, max(s.audioSlots.count, s.videoSlots.count))
+        let videos = min(s.videoCount.numberOfVideos, s.videoSlots.count)
+        let list = TalkerListBuilder.build(recency: recency, candidates: c, pins: pins, subscriber: p.index,
+                                           length: length, videos: videos)
+        let audioWanted = Array(list.filter { c[$0.participant]!.hasAudio }.map(\.participant).prefix(s.audioSlots.count))
+        let videoWanted = Array(list.filter(\.video).map(\.participant).prefix(s.videoSlots.count))
+        assign(audioWanted, kind: .audio, subscriber: p, now: now, into: out)
+        assign(videoWanted, kind: .video, subscriber: p, now: now, into: out)
+        let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
+        guard list != s.talkers || map != s.lastEmittedMap else { return }
+        s.talkers = list
+        s.lastEmittedMap = map
+        let talkers = list.compactMap { e in
+            participants[e.participant].map {
+                RoomEvent.Talker(participant: $0.id, pinned: e.pinned, speaking: e.speaking, video: e.video)
+            }
+        }
+        let slots = (s.audioSlots + s.videoSlots).map {
+            RoomEvent.SlotAssignment(mid: $0.description.mid, kind: $0.description.codec.kind,
+                                     participant: $0.assigned.flatMap { participants[$0]?.id })
+        }
+        events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
+    }
+
+    private func assign(_ wanted: [Int], kind: MediaKind, subscriber p: Participant, now: MonoTime, into out: DatagramBatch) {
+        guard let s = p.subscriber else { return }
+        let count = kind == .audio ? s.audioSlots.count : s.videoSlots.count
+        let wantedSet = Set(wanted)
+        var placed = Set<Int>()
+        for i in 0..<count {
+            if let a = s.slot(SlotRef(subscriber: p.index, kind: kind, index: i)).assigned, wantedSet.contains(a) { placed.insert(a) }
+        }
+        var unplaced = wanted.filter { !placed.contains($0) }[...]
+        // Evicted slots first (a newcomer takes the evicted source's slot), then empty ones.
+        for pass in 0..<2 {
+            for i in 0..<count {
+                let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
+                let a = s.slot(ref).assigned
+                let evicted = a != nil && !wantedSet.contains(a!)
+                guard pass == 0 ? evicted : a == nil else { continue }
+                if let next = unplaced.popFirst() {
+                    place(next, in: ref, subscriber: s, now: now, into: out)
+                } else if evicted {
+                    clear(ref, subscriber: s)
+                }
+            }
+        }
+        // A placed participant whose track changed (re-published) is re-pointed.
+        for i in 0..<count {
+            let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
+            let slot = s.slot(ref)
+            if let a = slot.assigned, let t = track(of: a, kind), slot.current != t, slot.pending != t {
+                place(a, in: ref, subscriber: s, now: now, into: out)
+            }
+        }
+    }
+
+    func track(of participant: Int, _ kind: MediaKind) -> Int? {
+        guard let p = participants[participant] else { return nil }
+        return kind == .audio ? p.audioTrack : p.videoTrack
+    }
+
+    private func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, now: MonoTime, into out: DatagramBatch) {
+        guard let t = track(of: who, ref.kind), let track = tracks[t] else { return }
+        let before = s.slot(ref)
+        mutateSlot(s, ref) { slot in
+            slot.assigned = who
+            if ref.kind == .audio {
+                slot.current = t
+                slot.rewriter.switchTo(t)
+                slot.silenceFramesLeft = 0
+            } else if slot.current != t {
+                slot.pending = t  // the old source keeps flowing until the new one's keyframe
+            }
+        }
+        if ref.kind == .audio, let old = before.current, old != t { tracks[old]?.sinks.removeAll { $0 == ref } }
+        if ref.kind == .video, let old = before.pending, old != t { tracks[old]?.sinks.removeAll { $0 == ref } }
+        if !track.sinks.contains(ref) { track.sinks.append(ref) }
+        if ref.kind == .video, s.slot(ref).pending == t {
+            track.keyframes.startWaiting(now: now)
+            requestKeyframe(track, now: now, into: out)
+        }
+    }
+
+    private func clear(_ ref: SlotRef, subscriber s: SubscriberState) {
+        detachSink(ref, s.slot(ref))
+        mutateSlot(s, ref) { slot in
+            slot.assigned = nil
+            slot.current = nil
+            slot.pending = nil
+            slot.rewriter.switchTo(nil)
+        }
+    }
+
+    func detachSink(_ ref: SlotRef, _ slot: Slot) {
+        for t in [slot.current, slot.pending].compactMap({ $0 }) { tracks[t]?.sinks.removeAll { $0 == ref } }
+    }
+
+    func mutateSlot(_ s: SubscriberState, _ ref: SlotRef, _ body: (inout Slot) -> Void) {
+        if ref.kind == .audio { body(&s.audioSlots[ref.index]) } else { body(&s.videoSlots[ref.index]) }
+    }
+
+    /// Applies a change of what a participant may publish (hard mute, floor, role): candidacy at once, audio
+    /// slots fed by it get a few silence frames then nothing, video slots stop, then every list is rebuilt.
+    func publishingChanged(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
+        updateCandidacy(p)
+        if let t = p.audioTrack, let track = tracks[t], !audioAllowed(p) {
+            for ref in track.sinks {
+                guard let s = participants[ref.subscriber]?.subscriber else { continue }
+                mutateSlot(s, ref) { slot in
+                    guard slot.current == t else { return }
+                    slot.current = nil
+                    slot.assigned = nil
+                    slot.silenceFramesLeft = configuration.silenceFramesOnMute
+                    slot.nextSilenceAt = now
+                }
+            }
+            track.sinks.removeAll()
+        }
+        if let t = p.videoTrack, let track = tracks[t], !videoAllowed(p) {
+            for ref in track.sinks {
+                guard let s = participants[ref.subscriber]?.subscriber else { continue }
+                mutateSlot(s, ref) { slot in
+                    if slot.current == t { slot.current = nil; slot.assigned = nil; slot.rewriter.switchTo(nil) }
+                    if slot.pending == t { slot.pending = nil; slot.assigned = nil }
+                }
+            }
+            track.sinks.removeAll()
+        }
+        sendDueSilence(now: now, into: out)
+        refreshAllSubscribers(now: now, into: out)
+    }
+
+    func updateVideoLiveness(now: MonoTime) {
+        for t in tracks.values where t.kind == .video {
+            let live = t.lastPacketAt.map { now - $0 < configuration.videoStaleAfter } ?? false
+            if live != t.live { t.live = live; listsDirty = true }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+/// One conference room: the sans-IO media engine for its participants.
+///
+/// Inputs are calls with the caller's `now`: control calls (admit, publish, subscribe, moderation), datagrams
+/// from connections (`receive`) and timer ticks (`tick`). Outputs are datagrams written into a
+/// `DatagramBatch`, events drained with `drainEvents()`, and `nextDeadline`, the time by which `tick` should
+/// run again. The room owns no socket, thread or clock; it is not thread-safe and lives on one worker.
+public final class Room {
+    public let name: String
+    public internal(set) var configuration: RoomConfiguration
+    public internal(set) var counters = RoomCounters()
+
+    var participants: [Int: Participant] = [:]
+    var participantsByID: [String: Int] = [:]
+    var tracks: [Int: SourceTrack] = [:]
+    var connections: [ConnectionID: Connection] = [:]
+    var nextParticipantIndex = 0
+    var nextTrackIndex = 0
+
+    var detector: DominantSpeakerDetector
+    /// Recency order R: front = most recently elected or started speaking; joiners at the end.
+    var recency: [Int] = []
+    var pins: [Int] = []
+    public internal(set) var locked = false
+    public internal(set) var roomAudioMuted = false
+    var floor = FloorState()
+    var events: [RoomEvent] = []
+    var listsDirty = false
+
+    /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
+    public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
+
+    public init(name: String, configuration: RoomConfiguration = .init(), now: MonoTime) throws(RoomError) {
+        try configuration.validate()
+        self.name = name
+        self.configuration = configuration
+        self.detector = DominantSpeakerDetector(configuration: configuration.detector, now: now)
+    }
+
+    // MARK: Events and time
+
+    /// Events since the last call, oldest first.
+    public func drainEvents() -> [RoomEvent] {
+        defer { events.removeAll(keepingCapacity: true) }
+        return events
+    }
+
+    /// When `tick` should run next: the next talker decision, silence frame, keyframe retry or report.
+    public var nextDeadline: MonoTime {
+        var t = detector.nextDecision
+        for p in participants.values {
+            if let s = p.subscriber {
+                for slot in s.audioSlots where slot.silenceFramesLeft > 0 { t = min(t, slot.nextSilenceAt) }
+            }
+        }
+        for track in tracks.values where track.kind == .video {
+            if let r = track.keyframes.nextRetry(rtt: nil) { t = min(t, r) }
+        }
+        for c in connections.values { t = min(t, c.nextReceiverReport) }
+        return t
+    }
+
+    /// Runs what is due at `now`: talker decisions, silence frames, keyframe retries, receiver reports.
+    public func tick(now: MonoTime, into out: DatagramBatch) {
+        if let decision = detector.decideIfDue(now: now) { apply(decision, now: now) }
+        updateVideoLiveness(now: now)
+        sendDueSilence(now: now, into: out)
+        retryKeyframeRequests(now: now, into: out)
+        sendDueReceiverReports(now: now, into: out)
+        if listsDirty { refreshAllSubscribers(now: now, into: out) }
+    }
+
+    // MARK: Membership
+
+    public var participantIDs: [String] { participants.values.sorted { $0.index < $1.index }.map(\.id) }
+
+    func participant(_ id: String) throws(RoomError) -> Participant {
+        guard let i = participantsByID[id], let p = participants[i] else {
+            throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(id)")
+        }
+        return p
+    }
+
+    /// Admits a participant. Refused while the room is locked, or when the ID is taken.
+    public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
+                      now: MonoTime) throws(RoomError) {
+        guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
+        guard participantsByID[id] == nil else {
+            throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
+        }
+        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(name) is locked") }
+        if let t = talkerCount, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
+            throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
+        }
+        let index = nextParticipantIndex
+        nextParticipantIndex += 1
+        let p = Participant(id: id, index: index, name: name ?? id, role: role, talkerCount: talkerCount)
+        participants[index] = p
+        participantsByID[id] = index
+        recency.append(index)
+        events.append(.participantState(participant: id, state: .joined, reason: nil))
+        listsDirty = true
+    }
+
+    /// Removes a participant: its tracks stop feeding slots, its connections are forgotten (the node closes
+    /// the transports), pins and floor state referring to it are cleared. `by` must be a moderator when given.
+    public func remove(_ id: String, by: String? = nil, reason: String? = nil, now: MonoTime,
+                       into out: DatagramBatch) throws(RoomError) {
+        if let by { try requireModerator(by, .dropUnauthorized) }
+        let p = try participant(id)
+        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t) }
+        for c in [p.publishConnection, p.subscribeConnection].compactMap({ $0 }) { connections[c] = nil }
+        if let s = p.subscriber {
+            for (i, slot) in s.audioSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
+            for (i, slot) in s.videoSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
+        }
+        detector.removeSpeaker(p.index)
+        participants[p.index] = nil
+        participantsByID[id] = nil
+        recency.removeAll { $0 == p.index }
+        if pins.contains(p.index) {
+            pins.removeAll { $0 == p.index }
+            events.append(.pins(pinnedIDs))
+        }
+        floor.forget(p.index)
+        events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))
+        refreshAllSubscribers(now: now, into: out)
+    }
+
+    /// The connections the room routes (the node closes them when the room or participant goes).
+    public func connections(of id: String) -> [ConnectionID] {
+        guard let i = participantsByID[id], let p = participants[i] else { return [] }
+        return Array(Set([p.publishConnection, p.subscribeConnection].compactMap { $0 }))
+    }
+
+    public var allConnections: [ConnectionID] { Array(connections.keys) }
+
+    private func removeTrack(_ t: Int) {
+        guard let track = tracks[t] else { return }
+        for ref in track.sinks {
+            guard let s = participants[ref.subscriber]?.subscriber else { continue }
+            mutateSlot(s, ref) { slot in
+                if slot.current == t { slot.current = nil; slot.rewriter.switchTo(nil) }
+                if slot.pending == t { slot.pending = nil }
+            }
+        }
+        tracks[t] = nil
+    }
+
+    // MARK: Media binding
+
+    /// Binds a participant's sending connection and the tracks its offer declares. Replaces earlier tracks.
+    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
+                                now: MonoTime) throws(RoomError) {
+        let p = try participant(id)
+        guard published.filter({ $0.codec.kind == .audio }).count <= 1,
+              published.filter({ $0.codec.kind == .video }).count <= 1 else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a participant publishes at most one audio and one video track")
+        }
+        let ssrcs = published.flatMap { [$0.ssrc] + ($0.rtxSSRC.map { [$0] } ?? []) }
+        guard Set(ssrcs).count == ssrcs.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "SSRCs must be distinct")
+        }
+        let conn = connectionFor(connection, participant: p)
+        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) {
+            if let old = tracks[t] {
+                conn.tracksBySSRC[old.description.ssrc] = nil
+                if let r = old.description.rtxSSRC { conn.tracksBySSRC[r] = nil }
+            }
+            removeTrack(t)
+        }
+        p.audioTrack = nil
+        p.videoTrack = nil
+        p.publishConnection = connection
+        for d in published {
+            let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
+            nextTrackIndex += 1
+            tracks[t.index] = t
+            conn.tracksBySSRC[d.ssrc] = (t.index, false)
+            if let r = d.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true) }
+            if d.codec.kind == .audio {
+                p.audioTrack = t.index
+                detector.addSpeaker(p.index, now: now)
+            } else {
+                p.videoTrack = t.index
+            }
+        }
+        conn.nextReceiverReport = now + configuration.receiverReportInterval
+        updateCandidacy(p)
+        listsDirty = true
+    }
+
+    /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line).
+    public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
+                                 now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        let ssrcs = slots.map(\.ssrc)
+        guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs and mids must be distinct")
+        }
+        if let old = p.subscriber {
+            for (i, slot) in old.audioSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
+            for (i, slot) in old.videoSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
+        }
+        let conn = connectionFor(connection, participant: p)
+        conn.slotsBySSRC.removeAll()
+        let audio = slots.filter { $0.codec.kind == .audio }.map(Slot.init)
+        let video = slots.filter { $0.codec.kind == .video }.map(Slot.init)
+        for (i, s) in audio.enumerated() { conn.slotsBySSRC[s.description.ssrc] = SlotRef(subscriber: p.index, kind: .audio, index: i) }
+        for (i, s) in video.enumerated() { conn.slotsBySSRC[s.description.ssrc] = SlotRef(subscriber: p.index, kind: .video, index: i) }
+        var policy = p.subscriber?.videoCount ?? VideoCountPolicy(parameters: configuration.videoCount, initial: min(1, video.count))
+        policy.clamp(maxVideos: video.count)
+        p.subscriber = SubscriberState(audioSlots: audio, videoSlots: video, videoCount: policy)
+        p.subscribeConnection = connection
+        refreshSubscriber(p, now: now, into: out)
+    }
+
+    private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
+        if let c = connections[id], c.participant == p.index { return c }
+        let c = Connection(id: id, participant: p.index)
+        connections[id] = c
+        return c
+    }
+
+    /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
+    /// `outbound` protects what the node sends (RFC 5764 section 4.2).
+    public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
+        guard let c = connections[connection] else {
+            throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
+        }
+        c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
+        c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
+        events.append(.participantState(participant: participants[c.participant]!.id, state: .connected, reason: nil))
+    }
+
+    /// The connection lost its transport (ICE consent expired, DTLS closed).
+    public func connectionLost(_ connection: ConnectionID, reason: String) {
+        guard let c = connections[connection], let p = participants[c.participant] else { return }
+        events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
+    }
+
+    // MARK: Settings
+
+    /// Changes settings live; talker lists and slots follow at once.
+    public func update(now: MonoTime, into out: DatagramBatch, _ change: (inout RoomConfiguration) -> Void) throws(RoomError) {
+        var c = configuration
+        change(&c)
+        try c.validate()
+        guard c.mode == configuration.mode || floor.holder == nil else {
+            throw RoomError(.invalidSetting, .conflict, "release the floor before changing the room mode")
+        }
+        if pins.count > c.maxActiveTalkers - 1 {
+            throw RoomError(.pinLimitReached, .conflict,
+                            "\(pins.count) users are pinned; unpin some before lowering max_active_talkers to \(c.maxActiveTalkers)")
+        }
+        let levelChanged = c.levelSource != configuration.levelSource
+        configuration = c
+        detector.configuration = c.detector
+        if levelChanged { for t in tracks.values where t.kind == .audio { t.meter.setSource(c.levelSource) } }
+        for p in participants.values { updateCandidacy(p) }
+        refreshAllSubscribers(now: now, into: out)
+    }
+
+    /// The subscriber's own talker count (at most the room's max_active_talkers).
+    public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        if let t = count, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
+            throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
+        }
+        p.talkerCount = count
+        refreshSubscriber(p, now: now, into: out)
+    }
+
+    /// The client reports its camera on or off (soft mute, from signaling).
+    public func setVideoMuted(_ id: String, _ muted: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        p.videoMuted = muted
+        refreshAllSubscribers(now: now, into: out)
+    }
+}

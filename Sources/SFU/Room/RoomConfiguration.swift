@@ -1,0 +1,81 @@
+/// A room's settings; every field has a default, and `validate` names the bad key.
+public struct RoomConfiguration: Sendable, Equatable {
+    public enum Mode: String, Sendable, Codable { case group, lecture }
+
+    public var mode: Mode = .group
+    /// K: how many talkers each subscriber receives at most (1-12, EnableX's range for web clients).
+    public var maxActiveTalkers = 6
+    /// Per-video bandwidth in kbps for the video-count rule.
+    public var streamBandwidthKbps = 300
+    public var levelSource: LevelSource = .extension
+    /// Audio bandwidth reserved per forwarded talker, kbps, in the video-count rule.
+    public var audioReserveKbps = 40
+    /// Opus silence frames sent on an audio slot when its source is muted, so decoders end comfort noise.
+    public var silenceFramesOnMute = 10
+    /// A video source with no packet for this long stops occupying video slots (the client stopped its camera).
+    public var videoStaleAfter: MonoTime.Interval = .seconds(2)
+    /// Verify mode flags a participant when claimed and heard levels differ by more than this, on average.
+    public var levelMismatchThresholdDb = 12.0
+    /// Interval of the node's receiver reports to publishers.
+    public var receiverReportInterval: MonoTime.Interval = .seconds(1)
+    public var detector = DominantSpeakerDetector.Configuration()
+    public var videoCount = VideoCountPolicy.Parameters()
+
+    public static let maxActiveTalkersRange = 1...12
+
+    public init() {}
+
+    public func validate() throws(RoomError) {
+        guard Self.maxActiveTalkersRange.contains(maxActiveTalkers) else {
+            throw RoomError(.invalidSetting, .invalid, "max_active_talkers must be 1-12, got \(maxActiveTalkers)")
+        }
+        guard (1...100_000).contains(streamBandwidthKbps) else {
+            throw RoomError(.invalidSetting, .invalid, "stream_bandwidth must be 1-100000 kbps, got \(streamBandwidthKbps)")
+        }
+    }
+}
+
+public enum Codec: String, Sendable, Codable {
+    case opus, vp8
+
+    public var kind: MediaKind { self == .opus ? .audio : .video }
+    public var clockRate: Int { self == .opus ? 48_000 : 90_000 }
+}
+
+/// A track a participant publishes, as its SDP offer declares it (the edge binds SSRCs to tracks).
+public struct PublishedTrack: Sendable, Equatable {
+    public var codec: Codec
+    public var ssrc: UInt32
+    public var rtxSSRC: UInt32?
+    public var payloadType: UInt8
+    /// The negotiated id of the RFC 6464 audio level extension, if any.
+    public var audioLevelExtensionID: UInt8?
+
+    public init(codec: Codec, ssrc: UInt32, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil) {
+        self.codec = codec
+        self.ssrc = ssrc
+        self.rtxSSRC = rtxSSRC
+        self.payloadType = payloadType
+        self.audioLevelExtensionID = audioLevelExtensionID
+    }
+}
+
+/// One recvonly m-line of a subscriber: a slot the node fills with whichever talker the rules choose.
+public struct SlotDescription: Sendable, Equatable {
+    public var codec: Codec
+    public var mid: String
+    /// The SSRC the node sends this slot with (in the SDP answer).
+    public var ssrc: UInt32
+    /// The subscriber's payload type for the codec.
+    public var payloadType: UInt8
+    /// The subscriber's id for the audio level extension, to pass levels on.
+    public var audioLevelExtensionID: UInt8?
+
+    public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil) {
+        self.codec = codec
+        self.mid = mid
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.audioLevelExtensionID = audioLevelExtensionID
+    }
+}

@@ -1,0 +1,48 @@
+/// What the engine reports to the control plane, as values the node serialises (issue: events API).
+public enum RoomEvent: Equatable, Sendable {
+    /// A subscriber's ordered active talker list and its slot map changed. Emitted when the assignment is
+    /// decided, before any packet of the new mapping is forwarded.
+    case activeTalkers(subscriber: String, talkers: [Talker], slots: [SlotAssignment])
+    case dominantSpeaker(participant: String?)
+    /// ABWD (EnableX `onRoomBandwidthAlert`): sent only when `numberOfVideos` changes.
+    case bandwidthAlert(participant: String, bandwidthKbps: Int, streamBandwidthKbps: Int, numberOfVideos: Int)
+    case participantState(participant: String, state: ParticipantState, reason: String?)
+    case roomHardMute(audio: Bool, by: String)
+    case participantHardMute(participant: String, audio: Bool, video: Bool, by: String)
+    case pins([String])
+    case floor(action: FloorAction, by: String, target: String?, raisedHands: [String], approvedHands: [String])
+    case lock(locked: Bool, by: String)
+    case role(participant: String, role: Role, by: String)
+    /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
+    case levelMismatch(participant: String, meanDifferenceDb: Double)
+
+    public struct Talker: Equatable, Sendable {
+        public var participant: String
+        public var pinned: Bool
+        public var speaking: Bool
+        public var video: Bool
+    }
+
+    public struct SlotAssignment: Equatable, Sendable {
+        public var mid: String
+        public var kind: MediaKind
+        public var participant: String?
+    }
+}
+
+public enum ParticipantState: String, Sendable {
+    case joined, connected, disconnected, left, failed
+}
+
+public enum Role: String, Sendable, Codable, CaseIterable {
+    case moderator, participant
+}
+
+public enum MediaKind: String, Sendable, Codable {
+    case audio, video
+}
+
+public enum FloorAction: String, Sendable, CaseIterable, Codable {
+    case request, cancel, grant, deny, finish, release, invite, accept, reject
+    case cancelInvite = "cancel_invite"
+}

@@ -1,0 +1,154 @@
+/// Mutable per-participant state of a room. Internal: the room is the only writer.
+final class Participant {
+    let id: String
+    let index: Int
+    var name: String
+    var role: Role
+    var talkerCount: Int?
+    var hardMutedAudio = false
+    var hardMutedVideo = false
+    /// The client says its camera is off (signaling); stale video also counts as off.
+    var videoMuted = false
+    var publishConnection: ConnectionID?
+    var subscribeConnection: ConnectionID?
+    var audioTrack: Int?
+    var videoTrack: Int?
+    var subscriber: SubscriberState?
+
+    init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
+        self.id = id
+        self.index = index
+        self.name = name
+        self.role = role
+        self.talkerCount = talkerCount
+    }
+}
+
+/// A subscriber's slots, talker list and downlink estimate.
+final class SubscriberState {
+    var audioSlots: [Slot]
+    var videoSlots: [Slot]
+    var talkers: [TalkerEntry] = []
+    var lastEmittedMap: [Int?] = []
+    var estimator: any DownlinkEstimator = REMBEstimator()
+    var videoCount: VideoCountPolicy
+
+    init(audioSlots: [Slot], videoSlots: [Slot], videoCount: VideoCountPolicy) {
+        self.audioSlots = audioSlots
+        self.videoSlots = videoSlots
+        self.videoCount = videoCount
+    }
+
+    func slot(_ ref: SlotRef) -> Slot { ref.kind == .audio ? audioSlots[ref.index] : videoSlots[ref.index] }
+}
+
+/// A slot: fixed SSRC and mid towards the subscriber, fed by at most one source at a time.
+struct Slot {
+    let description: SlotDescription
+    /// The participant the rules placed here (what the slot map reports).
+    var assigned: Int?
+    /// The source track currently forwarded.
+    var current: Int?
+    /// Video: the source track waiting for its keyframe to take over.
+    var pending: Int?
+    var rewriter: SlotRewriter
+    var sendLog: SlotSendLog?
+    var packetsSent: UInt64 = 0
+    var bytesSent: UInt64 = 0
+    var retransmissions: UInt64 = 0
+    var silenceFramesLeft = 0
+    var nextSilenceAt: MonoTime = .never
+    /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
+    var lastSRMiddle: UInt32 = 0
+    var lastSRSentAt: MonoTime?
+    var rtt: MonoTime.Interval?
+    var fractionLost: UInt8 = 0
+
+    init(_ d: SlotDescription) {
+        description = d
+        rewriter = SlotRewriter(clockRate: d.codec.clockRate)
+        sendLog = d.codec.kind == .video ? SlotSendLog() : nil
+    }
+}
+
+/// Points at one slot of one subscriber.
+struct SlotRef: Hashable {
+    var subscriber: Int
+    var kind: MediaKind
+    var index: Int
+}
+
+/// A published track: the source side of forwarding.
+final class SourceTrack {
+    let index: Int
+    let owner: Int
+    let description: PublishedTrack
+    var unwrapper = SequenceUnwrapper()
+    var packets: UInt64 = 0
+    var bytes: UInt64 = 0
+    var lastPacketAt: MonoTime?
+    /// Slots fed by this track now or waiting for its keyframe.
+    var sinks: [SlotRef] = []
+    // Audio
+    var meter: LevelMeter
+    var lastLevel: UInt8 = LevelMath.silence
+    var detectorLastSeq: Int64?
+    var detectorTsCarry: Int64 = 0
+    var detectorLastTs: UInt32 = 0
+    // Video
+    let history: PacketHistory?
+    var keyframes = KeyframeRequester()
+    var live = false
+    // Reception statistics for receiver reports (RFC 3550 appendix A.3 and A.8).
+    var baseSequence: Int64?
+    var expectedPrior: Int64 = 0
+    var receivedPrior: UInt64 = 0
+    var jitter: Double = 0
+    var lastTransit: Int64?
+    var lastSRMiddle: UInt32 = 0
+    var lastSRArrival: MonoTime?
+    var lastSR: SenderReport?
+
+    init(index: Int, owner: Int, description: PublishedTrack, levelSource: LevelSource) {
+        self.index = index
+        self.owner = owner
+        self.description = description
+        meter = LevelMeter(source: levelSource)
+        history = description.codec == .vp8 ? PacketHistory() : nil
+    }
+
+    var kind: MediaKind { description.codec.kind }
+}
+
+/// A client transport bound to a participant, with its SRTP contexts and SSRC routing.
+final class Connection {
+    let id: ConnectionID
+    let participant: Int
+    var inbound: SRTPSession?
+    var outbound: SRTPSession?
+    /// Inbound SSRC -> (track, is RTX).
+    var tracksBySSRC: [UInt32: (track: Int, rtx: Bool)] = [:]
+    /// Slot SSRC -> slot, for the subscriber's feedback.
+    var slotsBySSRC: [UInt32: SlotRef] = [:]
+    var nextReceiverReport: MonoTime = .never
+
+    init(id: ConnectionID, participant: Int) {
+        self.id = id
+        self.participant = participant
+    }
+}
+
+/// Counters the room keeps for stats and metrics.
+public struct RoomCounters: Sendable, Equatable {
+    public var packetsIn: UInt64 = 0
+    public var bytesIn: UInt64 = 0
+    public var packetsOut: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+    public var rtcpIn: UInt64 = 0
+    public var rtcpOut: UInt64 = 0
+    public var keyframeRequestsSent: UInt64 = 0
+    public var retransmissions: UInt64 = 0
+    public var dominantSpeakerChanges: UInt64 = 0
+    public var drops = DropCounters()
+    public init() {}
+}

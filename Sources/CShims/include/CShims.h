@@ -24,3 +24,11 @@ vpx_codec_err_t sfu_vpx_vp8_decoder_init(vpx_codec_ctx_t *ctx);
 vpx_codec_err_t sfu_vpx_control_int(vpx_codec_ctx_t *ctx, int control, int value);
 
 #endif
+
+#ifndef SFU_CSHIMS_VPX_EXTRA
+#define SFU_CSHIMS_VPX_EXTRA
+/// Next compressed frame from the encoder: returns 1 and fills buf/size/keyframe, or 0 when there is none.
+int sfu_vpx_next_frame(vpx_codec_ctx_t *ctx, vpx_codec_iter_t *iter, const void **buf, size_t *size, int *keyframe);
+/// VP8D_GET_FRAME_CORRUPTED after a decode: 1 when the last frame was corrupt, 0 if clean, -1 on error.
+int sfu_vpx_frame_corrupted(vpx_codec_ctx_t *ctx);
+#endif

@@ -18,6 +18,9 @@ public struct SlotRewriter: Sendable {
     }
 
     public let clockRate: Int64
+    /// Video frames span packets, so a switch after a frame cut short leaves a sequence gap; an audio packet
+    /// is a whole frame and never does.
+    public let framesSpanPackets: Bool
     /// The source currently mapped (a track identifier chosen by the caller).
     public private(set) var source: Int?
     private var switchFloor: Int64 = 0  // first extended seq of the current source
@@ -40,8 +43,9 @@ public struct SlotRewriter: Sendable {
     private var lastKeyIdx: UInt8 = 0
     private var highestIn: Int64 = .min
 
-    public init(clockRate: Int) {
+    public init(clockRate: Int, framesSpanPackets: Bool) {
         self.clockRate = Int64(clockRate)
+        self.framesSpanPackets = framesSpanPackets
     }
 
     /// Maps a new source; its next accepted packet starts the continuation.
@@ -64,7 +68,7 @@ public struct SlotRewriter: Sendable {
             pendingSwitch = false
             first = true
             if started {
-                let gap: Int64 = lastMarker ? 0 : 1
+                let gap: Int64 = framesSpanPackets && !lastMarker ? 1 : 0
                 seqOffset = lastSeqOut + 1 + gap - ext
                 let elapsed = max(1, (now - lastOutTime).nanoseconds * clockRate / 1_000_000_000)
                 tsOffset = lastTsOut &+ UInt32(truncatingIfNeeded: elapsed) &- timestamp

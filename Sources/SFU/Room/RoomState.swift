@@ -66,7 +66,7 @@ struct Slot {
 
     init(_ d: SlotDescription) {
         description = d
-        rewriter = SlotRewriter(clockRate: d.codec.clockRate)
+        rewriter = SlotRewriter(clockRate: d.codec.clockRate, framesSpanPackets: d.codec.kind == .video)
         sendLog = d.codec.kind == .video ? SlotSendLog() : nil
     }
 }

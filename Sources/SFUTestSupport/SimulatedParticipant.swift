@@ -1,0 +1,126 @@
+import SFU
+
+/// A participant that behaves like a client on the wire: 20 ms Opus frames of whatever its script says
+/// (with the audio level extension computed from the frame, as browsers do), VP8 at 25 fps that answers
+/// the node's PLIs with a keyframe, all protected with SRTP.
+public final class SimulatedParticipant {
+    public var member: RoomHarness.Member
+    public var id: String { member.id }
+    /// What the microphone picks up at time t (seconds): 960 samples, or nil to send nothing.
+    public var audioScript: (Double) -> ArraySlice<Int16>?
+    public var sendsVideo: Bool
+    public var sendsLevelExtension: Bool
+    /// Claimed level override (a client lying in the extension).
+    public var claimedLevel: UInt8?
+    private let opus = OpusFrameEncoder()
+    private let vp8: VP8FrameEncoder?
+    private var packetizer: VP8Packetizer
+    private var seenRTCP = 0
+    public private(set) var keyframesSent = 0
+    public private(set) var plisReceived = 0
+    public private(set) var nacksReceived = 0
+    /// Plain RTP packets sent, by SSRC and sequence number (to compare with what subscribers get).
+    public private(set) var sentPayloads: [UInt16: [UInt8]] = [:]
+    /// Opus payloads sent, to recognise this participant's audio at subscribers.
+    public private(set) var sentAudio: Set<[UInt8]> = []
+
+    public init(_ member: RoomHarness.Member, video: Bool = false, levelExtension: Bool = true, seed: UInt8 = 0,
+                audio: @escaping (Double) -> ArraySlice<Int16>? = { _ in nil }) {
+        self.member = member
+        self.audioScript = audio
+        self.sendsVideo = video
+        self.sendsLevelExtension = levelExtension
+        self.vp8 = video ? VP8FrameEncoder(seed: seed) : nil
+        self.packetizer = VP8Packetizer(pictureID: UInt16(seed) &* 1000, tl0PicIdx: seed &* 10)
+    }
+
+    /// Sends this 20 ms step's audio (and video every other step) into the harness.
+    public func step(_ h: RoomHarness, t: Double, stepIndex: Int) {
+        if let pcm = audioScript(t) {
+            let payload = opus.encode(pcm)
+            sentAudio.insert(payload)
+            let level = claimedLevel ?? pcm.withUnsafeBufferPointer { LevelMath.level(of: $0) }
+            let packet = member.audio.packet(payload, level: sendsLevelExtension ? level : nil)
+            member.audio.timestamp &+= 960
+            h.send(packet, from: member.publish)
+        } else {
+            member.audio.timestamp &+= 960  // RTP time runs on while the mic is off
+        }
+        guard sendsVideo, let vp8, stepIndex % 2 == 0 else { return }
+        readFeedback(h)
+        let frame = vp8.next(keyframe: keyframesSent == 0 || plisPending)
+        plisPending = false
+        if frame.isKeyframe { keyframesSent += 1 }
+        let payloads = packetizer.packetize(frame)
+        for (i, p) in payloads.enumerated() {
+            let seq = member.video.sequenceNumber
+            let packet = member.video.packet(p, marker: i == payloads.count - 1)
+            sentPayloads[seq] = p
+            h.send(packet, from: member.publish)
+        }
+        member.video.timestamp &+= 3600
+    }
+
+    private var plisPending = false
+
+    private func readFeedback(_ h: RoomHarness) {
+        let rtcp = h.rtcp(to: member.publish.connection)
+        guard rtcp.count > seenRTCP else { return }
+        for p in rtcp[seenRTCP...] {
+            var (pkts, _) = ([RTCPPacket](), DropReason?.none)
+            _ = p.withUnsafeBytes { RTCPCompound.forEach($0) { pkts.append($0) } }
+            for pkt in pkts {
+                if pkt.packetType == RTCPPacketType.payloadFeedback.rawValue, pkt.countOrFormat == FeedbackFormat.pli {
+                    plisReceived += 1
+                    plisPending = true
+                }
+                if pkt.packetType == RTCPPacketType.transportFeedback.rawValue, pkt.countOrFormat == FeedbackFormat.nack {
+                    nacksReceived += 1
+                }
+            }
+        }
+        seenRTCP = rtcp.count
+    }
+}
+
+extension RoomHarness {
+    /// Runs `seconds` of 20 ms steps from `start` (seconds since the scenario began).
+    public func run(_ people: [SimulatedParticipant], from start: Double, seconds: Double, base: MonoTime? = nil) {
+        let origin = base ?? scenarioOrigin
+        let steps = Int((seconds * 50).rounded())
+        let first = Int((start * 50).rounded())
+        for k in first..<(first + steps) {
+            let t = Double(k) / 50
+            advance(to: origin + .milliseconds(Int64(k) * 20))
+            for p in people { p.step(self, t: t, stepIndex: k) }
+        }
+        advance(to: origin + .milliseconds(Int64(first + steps) * 20))
+    }
+
+    /// The time the harness was created at: scenario time zero.
+    public var scenarioOrigin: MonoTime { .milliseconds(1_000) }
+}
+
+/// Cuts a signal into 20 ms frames for a script: frame at time t, silence (low noise) outside `range`.
+public struct SpeechScript {
+    public let pcm: [Int16]
+    public let noise: [Int16]
+
+    public init(_ pcm: [Int16], noiseDbfs: Double = -65, seed: UInt64 = 3) {
+        self.pcm = pcm
+        self.noise = TestSignal.noise(dbfs: noiseDbfs, seconds: 1, seed: seed)
+    }
+
+    /// Speech looping from `start` while t is in `range`, room noise otherwise.
+    public func frame(at t: Double, speaking range: Range<Double>, start: Double? = nil) -> ArraySlice<Int16> {
+        let i = Int((t * 50).rounded())
+        if range.contains(t) {
+            let j = Int(((t - (start ?? range.lowerBound)) * 50).rounded())
+            let frames = pcm.count / 960
+            let k = ((j % frames) + frames) % frames
+            return pcm[(k * 960)..<((k + 1) * 960)]
+        }
+        let k = i % (noise.count / 960)
+        return noise[(k * 960)..<((k + 1) * 960)]
+    }
+}

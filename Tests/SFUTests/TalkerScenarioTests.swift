@@ -1,0 +1,103 @@
+import SFUTestSupport
+import Testing
+@testable import SFU
+
+/// Whole-room scenarios on virtual time with real speech through a real Opus encoder and SRTP.
+@Suite struct TalkerScenarioTests {
+    @Test func speakerGetsTheSlotAndTheEventsSaySo() throws {
+        let h = try RoomHarness()
+        let speechA = SpeechScript(Voices.a)
+        let quiet = SpeechScript([], noiseDbfs: -65)
+        let a = SimulatedParticipant(try h.join("A")) { speechA.frame(at: $0, speaking: 0.5..<10) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 2)) { quiet.frame(at: $0, speaking: 0..<0) }
+        let c = SimulatedParticipant(try h.join("C")) { quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, b, c], from: 0, seconds: 4)
+
+        #expect(h.dominantSpeakers.first?.1 == "A")
+        let elected = try #require(h.dominantSpeakers.first?.0)
+        #expect(elected - (h.scenarioOrigin + .milliseconds(500)) < .milliseconds(1500), "A elected \(elected)")
+        let last = try #require(h.talkerEvents(for: "B").last)
+        #expect(last.1.first == .init(participant: "A", pinned: false, speaking: true, video: false))
+        #expect(!last.1.contains { $0.participant == "B" }, "B never receives itself")
+        #expect(last.2.first { $0.mid == "a0" }?.participant == "A")
+        // B's slot a0 carries A's Opus payloads, rewritten to the slot SSRC and payload type.
+        let slot = h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0))
+        #expect(slot.count > 150)
+        #expect(slot.allSatisfy { $0.header.payloadType == 109 })
+        let seqs = slot.map(\.header.sequenceNumber)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "slot sequence numbers are contiguous")
+        #expect(h.room.counters.drops.total == 0, "\(h.room.counters.drops.nonZero)")
+    }
+
+    @Test func switchingSpeakersSwitchesTheSlotKeepingOneContinuousStream() throws {
+        var config = RoomConfiguration()
+        config.maxActiveTalkers = 1
+        let h = try RoomHarness(configuration: config)
+        let sa = SpeechScript(Voices.a), sc = SpeechScript(Voices.c, seed: 5), quiet = SpeechScript([])
+        let a = SimulatedParticipant(try h.join("A")) { sa.frame(at: $0, speaking: 0.2..<4) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        let c = SimulatedParticipant(try h.join("C")) { sc.frame(at: $0, speaking: 4.5..<9) }
+        h.run([a, b, c], from: 0, seconds: 9)
+
+        #expect(h.dominantSpeakers.map(\.1) == ["A", "C"])
+        let maps = h.talkerEvents(for: "B").map { $0.2.first?.participant }
+        #expect(maps.contains("A") && maps.last == "C")
+        let slot = h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0))
+        let seqs = slot.map(\.header.sequenceNumber)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "no gap or repeat across the switch")
+        let ts = slot.map(\.header.timestamp)
+        #expect(zip(ts, ts.dropFirst()).allSatisfy { Int32(bitPattern: $1 &- $0) > 0 }, "timestamps keep increasing")
+        // The first packet from C carries the marker bit (RFC 3551 section 4.1: start of a talkspurt).
+        #expect(slot.filter(\.header.marker).count == 2, "marker on the first packet and on the first after the switch")
+    }
+
+    @Test func levelsDecodedWithoutTheExtensionElectTheSameDominant() throws {
+        // media-core check 8: Opus without the level extension; the node decodes.
+        func run(extensionOn: Bool) throws -> [(MonoTime, String?)] {
+            var config = RoomConfiguration()
+            config.levelSource = .extension
+            let h = try RoomHarness(configuration: config)
+            let sa = SpeechScript(Voices.a), sc = SpeechScript(Voices.c, seed: 5), quiet = SpeechScript([])
+            let a = SimulatedParticipant(try h.join("A", levelExtension: extensionOn), levelExtension: extensionOn) { sa.frame(at: $0, speaking: 0.2..<4) }
+            let b = SimulatedParticipant(try h.join("B", levelExtension: extensionOn), levelExtension: extensionOn) { quiet.frame(at: $0, speaking: 0..<0) }
+            let c = SimulatedParticipant(try h.join("C", levelExtension: extensionOn), levelExtension: extensionOn) { sc.frame(at: $0, speaking: 4.5..<9) }
+            h.run([a, b, c], from: 0, seconds: 9)
+            return h.dominantSpeakers
+        }
+        let claimed = try run(extensionOn: true)
+        let decoded = try run(extensionOn: false)
+        #expect(claimed.map(\.1) == decoded.map(\.1))
+        for (x, y) in zip(claimed, decoded) {
+            #expect(abs((x.0 - y.0).milliseconds) <= 300, "within one decision tick: \(x.0) vs \(y.0)")
+        }
+    }
+
+    @Test func verifyModeFlagsAParticipantWhoseClaimedLevelIsALie() throws {
+        var config = RoomConfiguration()
+        config.levelSource = .verify
+        let h = try RoomHarness(configuration: config)
+        let quiet = SpeechScript([], noiseDbfs: -60)
+        let liar = SimulatedParticipant(try h.join("L")) { quiet.frame(at: $0, speaking: 0..<0) }
+        liar.claimedLevel = 5  // claims to shout
+        let honest = SimulatedParticipant(try h.join("H")) { quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([liar, honest], from: 0, seconds: 25)
+        let flagged = Set(h.events.compactMap { if case .levelMismatch(let p, _) = $0.1 { return p } else { return nil } })
+        #expect(flagged == ["L"])
+    }
+
+    @Test func maxActiveTalkersChangesLiveAndIsValidated() throws {
+        let h = try RoomHarness()
+        let speech = SpeechScript(Voices.a)
+        var people: [SimulatedParticipant] = []
+        for i in 0..<5 {
+            people.append(SimulatedParticipant(try h.join("P\(i)", audioSlots: 4)) { speech.frame(at: $0, speaking: Double(i)..<20) })
+        }
+        h.run(people, from: 0, seconds: 6)
+        #expect(h.talkerEvents(for: "P0").last?.1.count == 4)
+        try h.room.update(now: h.now, into: h.batch) { $0.maxActiveTalkers = 2 }
+        h.flush()
+        #expect(h.talkerEvents(for: "P0").last?.1.count == 2)
+        #expect(throws: RoomError.self) { try h.room.update(now: h.now, into: h.batch) { $0.maxActiveTalkers = 13 } }
+        #expect(h.room.configuration.maxActiveTalkers == 2)
+    }
+}

@@ -13,6 +13,8 @@ public final class RoomHarness {
     public private(set) var undecryptable = 0
     private var nextConnection: UInt32 = 1
     public var keepReceived = true
+    /// Which simulated participants sent each Opus payload (to attribute what subscribers receive).
+    public var payloadSenders: [[UInt8]: Set<String>] = [:]
     private var buffer = [UInt8](repeating: 0, count: 2048)
 
     public init(configuration: RoomConfiguration = .init(), name: String = "room") throws {

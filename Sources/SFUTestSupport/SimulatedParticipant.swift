@@ -39,6 +39,7 @@ public final class SimulatedParticipant {
         if let pcm = audioScript(t) {
             let payload = opus.encode(pcm)
             sentAudio.insert(payload)
+            h.payloadSenders[payload, default: []].insert(id)
             let level = claimedLevel ?? pcm.withUnsafeBufferPointer { LevelMath.level(of: $0) }
             let packet = member.audio.packet(payload, level: sendsLevelExtension ? level : nil)
             member.audio.timestamp &+= 960
@@ -111,16 +112,15 @@ public struct SpeechScript {
         self.noise = TestSignal.noise(dbfs: noiseDbfs, seconds: 1, seed: seed)
     }
 
-    /// Speech looping from `start` while t is in `range`, room noise otherwise.
+    /// Speech looping from `start` while t is in `range`, over the room noise; room noise alone otherwise.
     public func frame(at t: Double, speaking range: Range<Double>, start: Double? = nil) -> ArraySlice<Int16> {
         let i = Int((t * 50).rounded())
-        if range.contains(t) {
-            let j = Int(((t - (start ?? range.lowerBound)) * 50).rounded())
-            let frames = pcm.count / 960
-            let k = ((j % frames) + frames) % frames
-            return pcm[(k * 960)..<((k + 1) * 960)]
-        }
-        let k = i % (noise.count / 960)
-        return noise[(k * 960)..<((k + 1) * 960)]
+        let n = i % (noise.count / 960)
+        let room = noise[(n * 960)..<((n + 1) * 960)]
+        guard range.contains(t), !pcm.isEmpty else { return room }
+        let j = Int(((t - (start ?? range.lowerBound)) * 50).rounded())
+        let frames = pcm.count / 960
+        let k = ((j % frames) + frames) % frames
+        return ArraySlice(zip(pcm[(k * 960)..<((k + 1) * 960)], room).map { Int16(clamping: Int($0) + Int($1)) })
     }
 }

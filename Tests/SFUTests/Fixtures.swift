@@ -33,10 +33,11 @@ enum SlotSSRC {
 }
 
 extension RoomHarness {
-    /// Audio packets a member received (any audio slot) whose payload `from` sent.
+    /// Audio packets a member received (any audio slot) whose payload only `from` sent (frames that two
+    /// encoders happened to produce alike are not attributed).
     func audio(to m: RoomHarness.Member, from sender: SimulatedParticipant, slots: Int = 3) -> [(header: RTPHeader, packet: [UInt8])] {
         (0..<slots).flatMap { slotPackets(m, ssrcOffset: SlotSSRC.audio(UInt32($0))) }
-            .filter { sender.sentAudio.contains(Array($0.packet[$0.header.payloadRange])) }
+            .filter { payloadSenders[Array($0.packet[$0.header.payloadRange])] == [sender.id] }
             .sorted { $0.header.timestamp < $1.header.timestamp }
     }
 }

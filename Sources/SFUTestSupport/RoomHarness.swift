@@ -13,6 +13,9 @@ public final class RoomHarness {
     public private(set) var undecryptable = 0
     private var nextConnection: UInt32 = 1
     public var keepReceived = true
+    /// The network between node and clients: return false to lose a datagram (it sees the encrypted bytes;
+    /// the RTP header is in clear).
+    public var network: ((ConnectionID, [UInt8]) -> Bool)?
     /// Which simulated participants sent each Opus payload (to attribute what subscribers receive).
     public var payloadSenders: [[UInt8]: Set<String>] = [:]
     private var buffer = [UInt8](repeating: 0, count: 2048)
@@ -97,7 +100,9 @@ public final class RoomHarness {
         for i in 0..<batch.count {
             let dest = batch.destination(at: i)
             guard let c = clients[dest] else { continue }
-            if let plain = c.unprotect(Array(batch.datagram(at: i))) {
+            let datagram = Array(batch.datagram(at: i))
+            if let network, !network(dest, datagram) { continue }
+            if let plain = c.unprotect(datagram) {
                 if keepReceived { received[dest, default: []].append(plain) }
             } else {
                 undecryptable += 1

@@ -1,0 +1,150 @@
+import SFUTestSupport
+import Testing
+@testable import SFU
+
+@Suite struct RTCPScenarioTests {
+    /// A video publisher A (talking) and a subscriber B with one video slot, 2 s in.
+    func setUp() throws -> (RoomHarness, SimulatedParticipant, SimulatedParticipant) {
+        let h = try RoomHarness()
+        let sa = SpeechScript(Voices.a, seed: 1), quiet = SpeechScript([], seed: 2)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0..<30) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, b], from: 0, seconds: 2)
+        return (h, a, b)
+    }
+
+    func pli(from b: SimulatedParticipant, slot: UInt32) -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: 12)
+        _ = buf.withUnsafeMutableBytes { PictureLossIndication.write(sender: 0xB0B, media: slot, into: $0) }
+        return buf
+    }
+
+    func count(_ packets: [[UInt8]], type: RTCPPacketType, format: UInt8? = nil) -> Int {
+        packets.reduce(0) { n, p in
+            var c = 0
+            _ = p.withUnsafeBytes { RTCPCompound.forEach($0) { pkt in
+                if pkt.packetType == type.rawValue && (format == nil || pkt.countOrFormat == format!) { c += 1 }
+            } }
+            return n + c
+        }
+    }
+
+    @Test func keyframeRequestsReachTheCurrentSourceAtMostOncePer200ms() throws {
+        // media-core check 11, first half.
+        let (h, a, b) = try setUp()
+        let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
+        let before = count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli)
+        for i in 0..<10 {
+            h.advance(by: 10)
+            if i % 2 == 0 { h.send(pli(from: b, slot: slotSSRC), from: b.member.subscribe) }
+        }
+        let after = count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli)
+        #expect(after - before == 1, "5 PLIs in 100 ms became \(after - before) upstream")
+        h.advance(by: 250)
+        h.send(pli(from: b, slot: slotSSRC), from: b.member.subscribe)
+        #expect(count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli) - before == 2)
+    }
+
+    @Test func nackIsAnsweredFromHistoryAndNeverForwardedUpstream() throws {
+        // media-core check 11, second half: a lost slot packet is NACKed and retransmitted by the node.
+        let (h, a, b) = try setUp()
+        let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
+        var lostSeq: UInt16?
+        h.network = { dest, d in
+            guard dest == b.member.subscribe.connection, lostSeq == nil, d.count > 12,
+                  (UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])) == slotSSRC else { return true }
+            lostSeq = UInt16(d[2]) << 8 | UInt16(d[3])
+            return false
+        }
+        h.clearReceived()
+        h.run([a, b], from: 2, seconds: 0.2)
+        let lost = try #require(lostSeq)
+        #expect(!h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).contains { $0.header.sequenceNumber == lost })
+        var nack = [UInt8](repeating: 0, count: 32)
+        let n = try #require(nack.withUnsafeMutableBytes {
+            GenericNACK.write(sender: 0xB0B, media: slotSSRC, sequences: [lost], into: $0)
+        })
+        h.send(Array(nack[0..<n]), from: b.member.subscribe)
+        h.send(Array(nack[0..<n]), from: b.member.subscribe)  // a repeat within one RTT is not answered again
+        let video = h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0))
+        #expect(video.filter { $0.header.sequenceNumber == lost }.count == 1)
+        let checker = VP8StreamChecker()
+        for p in video.sorted(by: { Int16(bitPattern: $0.header.sequenceNumber &- $1.header.sequenceNumber) < 0 }) {
+            checker.receive(p.packet)
+        }
+        #expect(checker.errors.isEmpty && checker.incompleteFrames == 0, "the retransmission fills the gap")
+        #expect(a.nacksReceived == 0)
+        #expect(count(h.rtcp(to: a.member.publish.connection), type: .transportFeedback, format: FeedbackFormat.nack) == 0)
+        #expect(h.room.counters.retransmissions == 1)
+    }
+
+    @Test func senderReportsAreRewrittenForTheSlotSoLipSyncSurvives() throws {
+        let (h, a, b) = try setUp()
+        // A's SR pairs NTP time with A's current RTP audio timestamp.
+        let sr = SenderReport(ssrc: a.member.audio.ssrc, ntpTimestamp: 0xE000_0000_8000_0000,
+                              rtpTimestamp: a.member.audio.timestamp, packetCount: 100, octetCount: 1000)
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = try #require(buf.withUnsafeMutableBytes { sr.write(into: $0) })
+        h.clearReceived()
+        h.send(Array(buf[0..<n]), from: a.member.publish)
+        let got = h.rtcp(to: b.member.subscribe.connection)
+        #expect(got.count == 1)
+        let (pkts, _) = rtcpPackets(try #require(got.first))
+        let out = try #require(got.first!.withUnsafeBytes { SenderReport.parse($0, pkts[0]) }.successValue)
+        #expect(out.ssrc == b.member.audio.ssrc - 1 + SlotSSRC.audio(0))
+        #expect(out.ntpTimestamp == sr.ntpTimestamp)
+        // The slot's timestamps are A's plus a fixed offset; the SR must carry the same offset.
+        h.clearReceived()
+        let sa = SpeechScript(Voices.a, seed: 1)
+        let aa = a
+        aa.audioScript = { sa.frame(at: $0, speaking: 0..<30) }
+        let sentTs = a.member.audio.timestamp
+        h.run([a], from: 2, seconds: 0.02)
+        let next = try #require(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).first)
+        #expect(next.header.timestamp &- sentTs == out.rtpTimestamp &- sr.rtpTimestamp)
+    }
+
+    @Test func fallingREMBRaisesABandwidthAlertAndStopsVideo() throws {
+        var config = RoomConfiguration()
+        config.streamBandwidthKbps = 300
+        let h = try RoomHarness(configuration: config)
+        let sa = SpeechScript(Voices.a, seed: 1), quiet = SpeechScript([], seed: 2)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0..<30) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 2)) { quiet.frame(at: $0, speaking: 0..<0) }
+        func remb(_ bps: UInt64) {
+            var buf = [UInt8](repeating: 0, count: 32)
+            let n = buf.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: bps, ssrcs: [1]).write(into: $0) }!
+            h.send(Array(buf[0..<n]), from: b.member.subscribe)
+        }
+        h.run([a, b], from: 0, seconds: 1)
+        remb(2_000_000)
+        h.run([a, b], from: 1, seconds: 2)
+        #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).count > 10)
+        let alertsBefore = h.events.filter { if case .bandwidthAlert = $0.1 { return true } else { return false } }.count
+        remb(200_000)
+        h.flush()
+        let alerts = h.events.compactMap { e -> (Int, Int, Int)? in
+            if case .bandwidthAlert(let p, let bw, let s, let n) = e.1, p == "B" { return (bw, s, n) } else { return nil }
+        }
+        #expect(alerts.count == alertsBefore + 1)
+        #expect(alerts.last.map { $0.0 == 200 && $0.1 == 300 && $0.2 == 0 } == true)
+        #expect(h.talkerEvents(for: "B").last?.1.first?.video == false, "audio-only now")
+        h.clearReceived()
+        h.run([a, b], from: 3, seconds: 1)
+        #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).isEmpty)
+        #expect(h.audio(to: b.member, from: a, slots: 1).count > 40)
+    }
+
+    @Test func publishersGetReceiverReportsWithLossAndHighestSequence() throws {
+        let (h, a, _) = try setUp()
+        let reports = h.rtcp(to: a.member.publish.connection).compactMap { p -> ReceiverReport? in
+            let (pkts, _) = rtcpPackets(p)
+            return pkts.first { $0.packetType == 201 }.flatMap { pkt in p.withUnsafeBytes { ReceiverReport.parse($0, pkt) }.successValue }
+        }
+        #expect(reports.count >= 1)
+        let block = try #require(reports.last?.reports.first { $0.ssrc == a.member.audio.ssrc })
+        #expect(block.fractionLost == 0 && block.cumulativeLost == 0)
+        // The report is at most a second old: its highest sequence is within 50 packets of what A sent last.
+        #expect(a.member.audio.sequenceNumber &- UInt16(truncatingIfNeeded: block.extendedHighestSequence) <= 60)
+    }
+}

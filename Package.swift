@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "SFU", targets: ["SFU"]),
+        .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
         .executable(name: "sfu", targets: ["sfu"]),
     ],
     dependencies: [

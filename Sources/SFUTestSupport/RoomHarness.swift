@@ -65,8 +65,10 @@ public final class RoomHarness {
     }
 
     /// Sends a plain packet from a client: protects it and hands it to the room.
+    /// A packet the client cannot protect (libsrtp refuses its header) is not sent.
     public func send(_ plain: [UInt8], from client: SimulatedClient) {
-        sendRaw(client.protect(plain), from: client.connection)
+        guard let datagram = client.tryProtect(plain) else { return }
+        sendRaw(datagram, from: client.connection)
     }
 
     /// Hands a datagram to the room as it arrived (no protection added).

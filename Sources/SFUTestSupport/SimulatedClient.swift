@@ -22,11 +22,18 @@ public final class SimulatedClient {
 
     /// Encrypts a plain RTP or RTCP packet as this client would send it.
     public func protect(_ plain: [UInt8]) -> [UInt8] {
+        guard let p = tryProtect(plain) else { fatalError("client could not protect a \(plain.count)-byte packet") }
+        return p
+    }
+
+    /// Encrypts, or nil when libsrtp refuses the packet (too short or too long to be RTP/RTCP).
+    public func tryProtect(_ plain: [UInt8]) -> [UInt8]? {
+        guard plain.count + SRTPSession.maxOverhead <= scratch.count else { return nil }
         let isControl = plain.withUnsafeBytes { isRTCP($0) }
-        return scratch.withUnsafeMutableBytes { buf -> [UInt8] in
+        return scratch.withUnsafeMutableBytes { buf -> [UInt8]? in
             buf.copyBytes(from: plain)
             let r = isControl ? toNode.protectRTCP(buf, length: plain.count) : toNode.protectRTP(buf, length: plain.count)
-            guard case .success(let n) = r else { fatalError("client protect failed: \(r)") }
+            guard case .success(let n) = r else { return nil }
             return Array(buf[0..<n])
         }
     }

@@ -1,0 +1,125 @@
+import SFU
+
+/// One fuzz entry point per parser, plus the whole room. Each takes arbitrary bytes and checks the
+/// parser's promises: no crash, and on success every range it reports lies inside the input.
+/// Used by the in-process mutation tests and by the libFuzzer build in `Fuzz/`.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    case rtp, rtcp, vp8, opus, room
+
+    public func run(_ data: UnsafeRawBufferPointer) {
+        switch self {
+        case .rtp: Self.rtp(data)
+        case .rtcp: Self.rtcp(data)
+        case .vp8: Self.vp8(data)
+        case .opus: _ = OpusPacketInfo.parse(data)
+        case .room: FuzzRoom.shared.feed(data)
+        }
+    }
+
+    static func within(_ r: Range<Int>, _ n: Int) -> Bool { r.lowerBound >= 0 && r.upperBound <= n }
+
+    static func rtp(_ p: UnsafeRawBufferPointer) {
+        guard case .success(let h) = RTPHeader.parse(p) else { return }
+        precondition(within(h.payloadRange, p.count) && within(h.extensionRange, p.count))
+        for e in h.extensions(in: p) { precondition(within(e.range, p.count)) }
+    }
+
+    static func rtcp(_ p: UnsafeRawBufferPointer) {
+        _ = RTCPCompound.forEach(p) { pkt in
+            precondition(within(pkt.range, p.count))
+            _ = SenderReport.parse(p, pkt)
+            _ = ReceiverReport.parse(p, pkt)
+            _ = SourceDescription.parse(p, pkt)
+            _ = Goodbye.parse(p, pkt)
+            _ = GenericNACK.forEachLost(p, pkt) { _ in }
+            _ = FullIntraRequest.parse(p, pkt)
+            _ = REMB.parse(p, pkt)
+            _ = TransportCCFeedback.parse(p, pkt)
+        }
+    }
+
+    static func vp8(_ p: UnsafeRawBufferPointer) {
+        guard case .success(let d) = VP8Descriptor.parse(p) else { return }
+        precondition(d.size <= p.count)
+        var copy = Array(p)
+        copy.withUnsafeMutableBytes { d.rewrite(pictureID: 1, tl0PicIdx: 2, keyIndex: 3, in: $0) }
+    }
+
+    /// Seeds: valid inputs the mutators start from.
+    public var seeds: [[UInt8]] {
+        switch self {
+        case .rtp: return [[0x90, 0x6F, 0x12, 0x34, 0, 0, 0x10, 0, 0xDE, 0xAD, 0xBE, 0xEF, 0xBE, 0xDE, 0, 2, 0x10, 0x9E, 0x22, 1, 2, 3, 0, 0, 0xAA]]
+        case .rtcp: return [[0x81, 0xC9, 0, 7, 0, 0, 0, 1, 0, 0, 0, 2, 5, 0, 0, 1, 0, 0, 0x10, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0,
+                             0x8F, 0xCE, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0x52, 0x45, 0x4D, 0x42, 1, 0x13, 0xC8, 0xE8, 0x12, 0x34, 0x56, 0x78]]
+        case .vp8: return [[0x90, 0xF0, 0x92, 0x34, 0x07, 0xB5, 0x10, 0x02, 0x00]]
+        case .opus: return [[0x78, 0x80, 1, 2], [0xFB, 0x83, 1, 1, 0xAA, 0xBB, 0xCC], [0x7A, 0x01, 0x55, 0x66]]
+        case .room: return FuzzRoom.seeds
+        }
+    }
+}
+
+/// A room with one publisher and one subscriber. Fuzz input is taken as a plain RTP/RTCP packet that the
+/// publisher or subscriber protects (so it reaches the parsers behind SRTP), or as a raw datagram.
+public final class FuzzRoom {
+    nonisolated(unsafe) public static let shared = FuzzRoom()
+    let harness: RoomHarness
+    let publisher: RoomHarness.Member
+    let subscriber: RoomHarness.Member
+
+    init() {
+        harness = try! RoomHarness()
+        harness.keepReceived = false
+        publisher = try! harness.join("P", role: .moderator, publishVideo: true, audioSlots: 1, videoSlots: 1)
+        subscriber = try! harness.join("S", publishVideo: true, audioSlots: 1, videoSlots: 1)
+    }
+
+    /// First byte picks the route: 0-1 protected by the publisher, 2 by the subscriber, 3 raw.
+    public func feed(_ data: UnsafeRawBufferPointer) {
+        guard data.count >= 1 else { return }
+        let body = Array(data[1...].prefix(1400))
+        switch data[0] & 3 {
+        case 0, 1:
+            guard body.count >= 4 else { return }
+            harness.send(body, from: publisher.publish)
+        case 2:
+            guard body.count >= 4 else { return }
+            harness.send(body, from: subscriber.subscribe)
+        default:
+            harness.sendRaw(body, from: publisher.publish.connection)
+        }
+        harness.advance(by: 5)
+        harness.clearEvents()
+    }
+
+    static var seeds: [[UInt8]] {
+        var audio = RTPStreamWriter(ssrc: 0x5001, payloadType: 111, audioLevelExtensionID: 1)
+        var video = RTPStreamWriter(ssrc: 0x5002, payloadType: 96)
+        return [[0] + audio.packet([0x78, 0x80, 1, 2, 3], level: 30),
+                [1] + video.packet([0x90, 0xC0, 0x80, 0x01, 0x00, 0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A], marker: true),
+                [2, 0x81, 0xCE, 0, 2, 0, 0, 0, 1, 0, 0, 0x72, 0x00]]
+    }
+}
+
+/// Deterministic byte mutations (flip, set, insert, delete, truncate, splice a length field) for the
+/// in-process fuzz run.
+public struct Mutator {
+    var rng: SplitMix64
+    public init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+
+    public mutating func mutate(_ input: [UInt8]) -> [UInt8] {
+        var b = input
+        for _ in 0..<(1 + Int(rng.next() % 4)) {
+            let i = b.isEmpty ? 0 : Int(rng.next() % UInt64(b.count))
+            switch rng.next() % 7 {
+            case 0 where !b.isEmpty: b[i] ^= UInt8(1 << (rng.next() % 8))
+            case 1 where !b.isEmpty: b[i] = [0, 0xFF, 0x7F, 0x80, 1][Int(rng.next() % 5)]
+            case 2: b.insert(UInt8(truncatingIfNeeded: rng.next()), at: min(i, b.count))
+            case 3 where !b.isEmpty: b.remove(at: i)
+            case 4: b = Array(b.prefix(Int(rng.next() % UInt64(b.count + 1))))
+            case 5 where b.count > 3: b[i] = UInt8(truncatingIfNeeded: rng.next()); b[(i + 1) % b.count] = 0xFF
+            default: b += (0..<Int(rng.next() % 8)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            }
+        }
+        return b
+    }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs (C libraries it wraps, speech for test fixtures).
+set -euo pipefail
+packages=(libsrtp2-dev libopus-dev libvpx-dev libssl-dev pkg-config espeak-ng python3)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "installed: ${missing[*]}"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, runs every test, then fuzzes each parser and the room for a
+# bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+log=$(mktemp)
+set +e
+swift test 2>&1 | tee "$log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" 
+status=${PIPESTATUS[0]}
+set -e
+summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1)
+failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
+fuzz_status=0
+if [ "${SFU_FUZZ_SECONDS:-20}" != "0" ]; then
+  scripts/fuzz.sh "${SFU_FUZZ_SECONDS:-20}" || fuzz_status=$?
+fi
+echo "$summary"
+total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
+passed=$(( status == 0 ? total : total - failed ))
+echo "swift-testing: $passed passed, $failed failed"
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -20,6 +20,9 @@ public final class RoomHarness {
     public var payloadSenders: [[UInt8]: Set<String>] = [:]
     private var buffer = [UInt8](repeating: 0, count: 2048)
 
+    /// Measurement only: every connection uses libsrtp's null cipher (see `SRTPKeyingMaterial.nullCipher`).
+    public var nullCipher = false
+
     public init(configuration: RoomConfiguration = .init(), name: String = "room") throws {
         room = try Room(name: name, configuration: configuration, now: .milliseconds(1_000))
     }
@@ -58,7 +61,7 @@ public final class RoomHarness {
     }
 
     private func newClient() -> SimulatedClient {
-        let c = SimulatedClient(connection: ConnectionID(nextConnection), seed: UInt64(nextConnection) * 7919)
+        let c = SimulatedClient(connection: ConnectionID(nextConnection), seed: UInt64(nextConnection) * 7919, nullCipher: nullCipher)
         nextConnection += 1
         clients[c.connection] = c
         return c

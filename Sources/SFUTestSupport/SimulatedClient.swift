@@ -1,4 +1,4 @@
-import SFU
+@_spi(Measurement) import SFU
 
 /// The client end of one connection: the SRTP contexts a real client would hold after DTLS, with random keys
 /// mirrored into the node's connection (what the node's inbound session decrypts, this client protected).
@@ -10,12 +10,17 @@ public final class SimulatedClient {
     private let fromNode: SRTPSession
     private var scratch = [UInt8](repeating: 0, count: 2048)
 
-    public init(connection: ConnectionID, profile: SRTPProfile = .aeadAES128GCM, seed: UInt64) {
+    /// `nullCipher` (measurement only) makes both ends use libsrtp's null cipher and authentication.
+    public init(connection: ConnectionID, profile: SRTPProfile = .aeadAES128GCM, seed: UInt64, nullCipher: Bool = false) {
         var rng = SplitMix64(seed: seed)
         func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
         self.connection = connection
-        nodeInbound = SRTPKeyingMaterial(profile: profile, masterKey: bytes(profile.masterKeyLength), masterSalt: bytes(profile.masterSaltLength))
-        nodeOutbound = SRTPKeyingMaterial(profile: profile, masterKey: bytes(profile.masterKeyLength), masterSalt: bytes(profile.masterSaltLength))
+        var outbound = SRTPKeyingMaterial(profile: profile, masterKey: bytes(profile.masterKeyLength), masterSalt: bytes(profile.masterSaltLength))
+        var inbound = SRTPKeyingMaterial(profile: profile, masterKey: bytes(profile.masterKeyLength), masterSalt: bytes(profile.masterSaltLength))
+        inbound.nullCipher = nullCipher
+        outbound.nullCipher = nullCipher
+        nodeInbound = inbound
+        nodeOutbound = outbound
         toNode = try! SRTPSession(keys: nodeInbound, direction: .outbound)
         fromNode = try! SRTPSession(keys: nodeOutbound, direction: .inbound)
     }

@@ -50,6 +50,10 @@ public struct SRTPKeyingMaterial: Sendable, Equatable {
     public var masterKey: [UInt8]
     public var masterSalt: [UInt8]
 
+    /// Measurement only, never negotiated: libsrtp's null cipher and null authentication, so benchmarks can
+    /// tell the engine's own cost (and allocations) from the crypto library's.
+    @_spi(Measurement) public var nullCipher = false
+
     public init(profile: SRTPProfile, masterKey: [UInt8], masterSalt: [UInt8]) {
         self.profile = profile
         self.masterKey = masterKey

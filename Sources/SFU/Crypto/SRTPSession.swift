@@ -53,6 +53,10 @@ public final class SRTPSession {
             srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtp)
             srtp_crypto_policy_set_aes_gcm_256_16_auth(&policy.rtcp)
         }
+        if keys.nullCipher {
+            srtp_crypto_policy_set_null_cipher_hmac_null(&policy.rtp)
+            srtp_crypto_policy_set_null_cipher_hmac_null(&policy.rtcp)
+        }
         policy.ssrc.type = direction == .inbound ? ssrc_any_inbound : ssrc_any_outbound
         policy.window_size = UInt(replayWindow)
         policy.allow_repeat_tx = direction == .outbound ? 1 : 0

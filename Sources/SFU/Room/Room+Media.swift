@@ -110,10 +110,10 @@ extension Room {
             guard let sub = participants[ref.subscriber], let s = sub.subscriber,
                   let cid = sub.subscribeConnection, let conn = connections[cid], conn.outbound != nil else { continue }
             if ref.kind == .video {
-                let slot = s.videoSlots[ref.index]
-                if slot.pending == t {
+                // Fields are read in place: a copy of the slot would make the send log below copy on write.
+                if s.videoSlots[ref.index].pending == t {
                     guard vp8?.isKeyframeStart == true else { continue }
-                    let old = slot.current
+                    let old = s.videoSlots[ref.index].current
                     s.videoSlots[ref.index].current = t
                     s.videoSlots[ref.index].pending = nil
                     s.videoSlots[ref.index].rewriter.switchTo(t)

@@ -87,7 +87,7 @@ public final class Room {
         guard participantsByID[id] == nil else {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
         }
-        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(name) is locked") }
+        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(self.name) is locked") }
         if let t = talkerCount, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
             throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
         }

@@ -1,0 +1,26 @@
+// swift-tools-version:6.1
+// Microbenchmarks of the media engine (package-benchmark). Run from this folder:
+//   swift package benchmark                 # all, with wall clock, throughput and malloc counts
+//   swift package benchmark --filter Forward
+import PackageDescription
+
+let package = Package(
+    name: "sfu-benchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(name: "sfu", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "EngineBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SFU", package: "sfu"),
+                .product(name: "SFUTestSupport", package: "sfu"),
+            ],
+            path: "Benchmarks/EngineBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

@@ -147,4 +147,28 @@ import Testing
         // The report is at most a second old: its highest sequence is within 50 packets of what A sent last.
         #expect(a.member.audio.sequenceNumber &- UInt16(truncatingIfNeeded: block.extendedHighestSequence) <= 60)
     }
+
+    @Test func firOnASlotAlsoReachesItsSource() throws {
+        let (h, a, b) = try setUp()
+        let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
+        var buf = [UInt8](repeating: 0, count: 32)
+        let n = try #require(buf.withUnsafeMutableBytes { FullIntraRequest.write(sender: 0xB0B, target: slotSSRC, sequenceNumber: 1, into: $0) })
+        h.advance(by: 300)
+        let upstream = count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli)
+        h.send(Array(buf[0..<n]), from: b.member.subscribe)
+        #expect(count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli) == upstream + 1)
+    }
+
+    @Test func replayedDatagramIsDroppedAndNotForwardedTwice() throws {
+        let (h, a, b) = try setUp()
+        var w = a.member.audio
+        let datagram = a.member.publish.protect(w.packet(OpusFrameEncoder().encode(ArraySlice(TestSignal.sine(dbfs: -20, seconds: 0.02))), level: 20))
+        h.clearReceived()
+        h.sendRaw(datagram, from: a.member.publish.connection)
+        let once = h.rtp(to: b.member.subscribe.connection).count
+        h.sendRaw(datagram, from: a.member.publish.connection)
+        #expect(once == 1)
+        #expect(h.rtp(to: b.member.subscribe.connection).count == once)
+        #expect(h.room.counters.drops[.srtpReplay] == 1)
+    }
 }

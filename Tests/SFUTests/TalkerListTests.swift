@@ -91,6 +91,16 @@ import Testing
                 "older packets of the new source are stale")
     }
 
+    @Test func switchAfterADayIdleAdvancesTimestampWithoutOverflow() {
+        var r = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        r.switchTo(1)
+        let a = r.rewrite(extendedSequence: 1, timestamp: 0, marker: true, vp8: nil, now: .zero)!
+        r.switchTo(2)
+        let b = r.rewrite(extendedSequence: 9, timestamp: 77, marker: true, vp8: nil, now: .seconds(86_400 * 3))!
+        #expect(b.sequenceNumber == a.sequenceNumber &+ 1)
+        #expect(b.timestamp == 3600 * 90_000, "the advance is capped at one hour")
+    }
+
     @Test func videoSwitchAfterCutFrameLeavesOneSequenceGap() {
         var r = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
         r.switchTo(1)

@@ -100,4 +100,38 @@ import Testing
         #expect(throws: RoomError.self) { try h.room.update(now: h.now, into: h.batch) { $0.maxActiveTalkers = 13 } }
         #expect(h.room.configuration.maxActiveTalkers == 2)
     }
+
+    @Test func subscriberTalkerCountShortensOnlyItsOwnList() throws {
+        let h = try RoomHarness()
+        let speech = SpeechScript(Voices.a)
+        var people: [SimulatedParticipant] = []
+        for i in 0..<5 {
+            people.append(SimulatedParticipant(try h.join("P\(i)", audioSlots: 4)) { speech.frame(at: $0, speaking: 0..<20) })
+        }
+        try h.room.setTalkerCount("P0", 2, now: h.now, into: h.batch)
+        #expect(throws: RoomError.self) { try h.room.setTalkerCount("P0", 0, now: h.now, into: h.batch) }
+        h.run(people, from: 0, seconds: 3)
+        #expect(h.talkerEvents(for: "P0").last?.1.count == 2)
+        #expect(h.talkerEvents(for: "P0").last?.2.filter { $0.participant != nil }.count == 2, "only two slots fed")
+        #expect(h.talkerEvents(for: "P1").last?.1.count == 4)
+    }
+
+    @Test func sourcesStayInTheirSlotsWhileOthersComeAndGo() throws {
+        // Three talkers in three slots; when a fourth starts and one stops, the two who go on keep their slots
+        // and the newcomer takes the slot of the one who stopped.
+        let h = try RoomHarness()
+        let s = (0..<4).map { SpeechScript(Voices.a, seed: UInt64(20 + $0)) }
+        let quiet = SpeechScript([], seed: 30)
+        let l = SimulatedParticipant(try h.join("L", audioSlots: 3)) { quiet.frame(at: $0, speaking: 0..<0) }
+        let t = (0..<4).map { i in
+            SimulatedParticipant(try! h.join("T\(i)", audioSlots: 1)) { s[i].frame(at: $0, speaking: i == 3 ? 6..<12 : (i == 0 ? 0..<5 : 0..<12)) }
+        }
+        h.run([l] + t, from: 0, seconds: 4)
+        func slotOf(_ who: String) -> String? { h.talkerEvents(for: "L").last?.2.first { $0.participant == who }?.mid }
+        let before = (slotOf("T1"), slotOf("T2"), slotOf("T0"))
+        #expect(before.0 != nil && before.1 != nil && before.2 != nil)
+        h.run([l] + t, from: 4, seconds: 8)
+        #expect(slotOf("T1") == before.0 && slotOf("T2") == before.1, "talkers who go on keep their slots")
+        #expect(slotOf("T3") == before.2, "the newcomer takes the slot of the one who stopped")
+    }
 }

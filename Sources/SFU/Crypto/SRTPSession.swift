@@ -79,29 +79,29 @@ public final class SRTPSession {
     /// Encrypts and authenticates the RTP packet of `length` bytes at the start of `buffer`, in place.
     /// Returns the protected length. `buffer` needs `maxOverhead` spare bytes past `length`.
     public func protectRTP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Result<Int, DropReason> {
-        run(buffer, length, srtp_protect)
+        run(buffer, length, growing: true, srtp_protect)
     }
 
     /// Checks and decrypts an SRTP packet in place; returns the plain RTP length.
     public func unprotectRTP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Result<Int, DropReason> {
-        run(buffer, length, srtp_unprotect)
+        run(buffer, length, growing: false, srtp_unprotect)
     }
 
     public func protectRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Result<Int, DropReason> {
-        run(buffer, length, srtp_protect_rtcp)
+        run(buffer, length, growing: true, srtp_protect_rtcp)
     }
 
     public func unprotectRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Result<Int, DropReason> {
-        run(buffer, length, srtp_unprotect_rtcp)
+        run(buffer, length, growing: false, srtp_unprotect_rtcp)
     }
 
+    /// Protecting appends a trailer, so it needs `maxOverhead` spare bytes; unprotecting only shrinks.
     private func run(
-        _ buffer: UnsafeMutableRawBufferPointer, _ length: Int,
+        _ buffer: UnsafeMutableRawBufferPointer, _ length: Int, growing: Bool,
         _ op: (srtp_t?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?) -> srtp_err_status_t
     ) -> Result<Int, DropReason> {
-        guard length >= 4, length + SRTPSession.maxOverhead <= buffer.count else {
-            return .failure(length < 4 ? .truncated : .tooLarge)
-        }
+        guard length >= 4 else { return .failure(.truncated) }
+        guard length + (growing ? SRTPSession.maxOverhead : 0) <= buffer.count else { return .failure(.tooLarge) }
         var len = Int32(length)
         let status = op(session, buffer.baseAddress, &len)
         switch status {

@@ -70,7 +70,9 @@ public struct SlotRewriter: Sendable {
             if started {
                 let gap: Int64 = framesSpanPackets && !lastMarker ? 1 : 0
                 seqOffset = lastSeqOut + 1 + gap - ext
-                let elapsed = max(1, (now - lastOutTime).nanoseconds * clockRate / 1_000_000_000)
+                // Clamp before scaling: a slot idle for a day must not overflow (1 hour is plenty of advance).
+                let idle = min(max(0, (now - lastOutTime).nanoseconds), 3_600_000_000_000)
+                let elapsed = max(1, idle / 1000 * clockRate / 1_000_000)
                 tsOffset = lastTsOut &+ UInt32(truncatingIfNeeded: elapsed) &- timestamp
                 if let d = vp8 {
                     if let pid = d.pictureID {

@@ -58,11 +58,13 @@ extension Room {
         t.bytes &+= UInt64(header.payloadLength)
         t.lastPacketAt = now
         if t.baseSequence == nil { t.baseSequence = ext }
-        let clock = Int64(t.description.codec.clockRate)
-        let arrival = now.nanoseconds / 1000 * clock / 1_000_000
-        let transit = arrival - Int64(header.timestamp)
+        // Arrival in RTP units, modulo 2^32 like the timestamps it is compared with (32-bit arithmetic as in
+        // appendix A.8, so uptime never overflows it).
+        let clock = Double(t.description.codec.clockRate)
+        let arrival = UInt32(truncatingIfNeeded: Int64((Double(now.nanoseconds) * clock / 1e9).rounded(.down)))
+        let transit = Int32(bitPattern: arrival &- header.timestamp)
         if let last = t.lastTransit {
-            let d = Double(abs(transit - last))
+            let d = Double(abs(Int64(transit &- last)))
             t.jitter += (d - t.jitter) / 16
         }
         t.lastTransit = transit

@@ -146,7 +146,8 @@ extension Room {
                 t.receivedPrior = t.packets
                 let lostInterval = expectedInterval - receivedInterval
                 let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
-                let dlsr = t.lastSRArrival.map { UInt32(truncatingIfNeeded: (now - $0).nanoseconds * 65536 / 1_000_000_000) } ?? 0
+                // DLSR in 1/65536 s (RFC 3550 section 6.4.1), clamped to its 32 bits (about 18 hours).
+                let dlsr = t.lastSRArrival.map { UInt32(min(0xFFFF_FFFF, (now - $0).nanoseconds / 15_259)) } ?? 0
                 blocks.append(ReportBlock(ssrc: ssrc, fractionLost: fraction, cumulativeLost: Int32(min(lost, 0x7FFFFF)),
                                           extendedHighestSequence: UInt32(truncatingIfNeeded: highest),
                                           jitter: UInt32(t.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,

@@ -56,23 +56,23 @@ extension Room {
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         listsDirty = false
-        let c = candidates()
-        for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, candidates: c, now: now, into: out) }
+        let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins)
+        for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, prepared, now: now, into: out) }
     }
 
     func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
-        refreshSubscriber(p, candidates: candidates(), now: now, into: out)
+        refreshSubscriber(p, TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins), now: now, into: out)
     }
 
     /// Rebuilds one subscriber's list, moves sources between its slots (sticky: a kept source keeps its slot;
     /// a newcomer takes an evicted source's slot), and reports the list and slot map when either changed.
-    func refreshSubscriber(_ p: Participant, candidates c: [Int: TalkerCandidate], now: MonoTime, into out: DatagramBatch) {
+    func refreshSubscriber(_ p: Participant, _ prepared: TalkerListBuilder.Prepared, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
+        let c = prepared.candidates
         let k = configuration.maxActiveTalkers
         let length = min(k, p.talkerCount ?? k, max(s.audioSlots.count, s.videoSlots.count))
         let videos = min(s.videoCount.numberOfVideos, s.videoSlots.count)
-        let list = TalkerListBuilder.build(recency: recency, candidates: c, pins: pins, subscriber: p.index,
-                                           length: length, videos: videos)
+        let list = prepared.list(for: p.index, length: length, videos: videos)
         let audioWanted = Array(list.filter { c[$0.participant]!.hasAudio }.map(\.participant).prefix(s.audioSlots.count))
         let videoWanted = Array(list.filter(\.video).map(\.participant).prefix(s.videoSlots.count))
         assign(audioWanted, kind: .audio, subscriber: p, now: now, into: out)

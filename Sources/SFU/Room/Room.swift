@@ -184,6 +184,7 @@ public final class Room {
                 p.videoTrack = t.index
             }
         }
+        if p.audioTrack == nil { detector.removeSpeaker(p.index) }
         conn.nextReceiverReport = now + configuration.receiverReportInterval
         updateCandidacy(p)
         listsDirty = true

@@ -104,7 +104,7 @@ final class SourceTrack {
     var expectedPrior: Int64 = 0
     var receivedPrior: UInt64 = 0
     var jitter: Double = 0
-    var lastTransit: Int64?
+    var lastTransit: Int32?
     var lastSRMiddle: UInt32 = 0
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?

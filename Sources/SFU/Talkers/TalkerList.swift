@@ -29,48 +29,73 @@ public struct TalkerCandidate: Equatable, Sendable {
     }
 }
 
-/// Builds a subscriber's ordered active talker list (EnableX semantics, `media-core.md` section 3).
+/// Builds subscribers' ordered active talker lists (EnableX semantics, `media-core.md` section 3).
 ///
 /// Talkers first, in recency order (pinned talkers always; non-pinned ones up to `length - pins`, at least
 /// one), then pinned non-talkers in pin order, then recent non-talkers to fill the list. The subscriber
-/// never appears in its own list.
+/// never appears in its own list. `prepare` orders the room once; each subscriber's list then costs
+/// O(length + pins), not O(room), which matters for rooms of a thousand.
 public enum TalkerListBuilder {
     public static func build(
         recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int], subscriber: Int, length: Int, videos: Int
     ) -> [TalkerEntry] {
-        guard length > 0 else { return [] }
-        let pinned = pins.filter { $0 != subscriber && candidates[$0] != nil }
+        prepare(recency: recency, candidates: candidates, pins: pins).list(for: subscriber, length: length, videos: videos)
+    }
+
+    public static func prepare(recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int]) -> Prepared {
+        let pinned = pins.filter { candidates[$0] != nil }
         let pinnedSet = Set(pinned)
-        let talkerBudget = max(1, length - pinned.count)
-        var list: [TalkerEntry] = []
-        var listed = Set<Int>()
-        var nonPinnedTalkers = 0
-
-        func add(_ id: Int) {
-            let c = candidates[id]!
-            list.append(TalkerEntry(participant: id, pinned: pinnedSet.contains(id), speaking: c.speaking, video: false))
-            listed.insert(id)
+        var talkers: [Int] = []
+        var others: [Int] = []
+        for id in recency {
+            guard let c = candidates[id] else { continue }
+            if c.speaking { talkers.append(id) } else if !pinnedSet.contains(id) { others.append(id) }
         }
+        return Prepared(candidates: candidates, pinned: pinned, pinnedSet: pinnedSet, talkers: talkers, others: others)
+    }
 
-        for id in recency where id != subscriber {
-            guard let c = candidates[id], c.speaking else { continue }
-            if pinnedSet.contains(id) {
-                add(id)
-            } else if nonPinnedTalkers < talkerBudget {
-                add(id)
-                nonPinnedTalkers += 1
+    /// The room's candidates in list order, shared by every subscriber's list.
+    public struct Prepared {
+        let candidates: [Int: TalkerCandidate]
+        let pinned: [Int]
+        let pinnedSet: Set<Int>
+        /// Speaking candidates in recency order (pinned ones included).
+        let talkers: [Int]
+        /// Silent, unpinned candidates in recency order.
+        let others: [Int]
+
+        public func list(for subscriber: Int, length: Int, videos: Int) -> [TalkerEntry] {
+            guard length > 0 else { return [] }
+            let pinCount = pinned.count - (pinnedSet.contains(subscriber) ? 1 : 0)
+            let talkerBudget = max(1, length - pinCount)
+            var list: [TalkerEntry] = []
+            list.reserveCapacity(length + pinCount)
+            var placedPinned = 0
+            var nonPinnedTalkers = 0
+            func add(_ id: Int) {
+                let c = candidates[id]!
+                list.append(TalkerEntry(participant: id, pinned: pinnedSet.contains(id), speaking: c.speaking, video: false))
             }
+            for id in talkers where id != subscriber {
+                if pinnedSet.contains(id) {
+                    add(id)
+                    placedPinned += 1
+                } else if nonPinnedTalkers < talkerBudget {
+                    add(id)
+                    nonPinnedTalkers += 1
+                } else if placedPinned == pinCount {
+                    break  // every pinned talker is placed and the talker budget is spent
+                }
+            }
+            for id in pinned where id != subscriber && !(candidates[id]!.speaking) { add(id) }
+            for id in others where list.count < length && id != subscriber { add(id) }
+            if list.count > length { list.removeLast(list.count - length) }
+            var granted = 0
+            for i in list.indices where granted < videos && candidates[list[i].participant]!.hasVideo {
+                list[i].video = true
+                granted += 1
+            }
+            return list
         }
-        for id in pinned where !listed.contains(id) { add(id) }
-        for id in recency where list.count < length && id != subscriber && !listed.contains(id) && candidates[id] != nil {
-            add(id)
-        }
-        if list.count > length { list.removeLast(list.count - length) }
-        var granted = 0
-        for i in list.indices where granted < videos && candidates[list[i].participant]!.hasVideo {
-            list[i].video = true
-            granted += 1
-        }
-        return list
     }
 }

@@ -55,12 +55,16 @@ import Testing
         #expect(run(rx, expected, rtcp: true, protect: false).successValue == rtcp)
     }
 
+    /// A sender and a receiver sharing keys made of `fill`.
+    func pair(_ profile: SRTPProfile, fill: UInt8) throws -> (tx: SRTPSession, rx: SRTPSession) {
+        let keys = SRTPKeyingMaterial(profile: profile, masterKey: .init(repeating: fill, count: profile.masterKeyLength),
+                                      masterSalt: .init(repeating: fill &+ 1, count: profile.masterSaltLength))
+        return (try SRTPSession(keys: keys, direction: .outbound), try SRTPSession(keys: keys, direction: .inbound))
+    }
+
     @Test(arguments: SRTPProfile.allCases)
     func replayedPacketIsDropped(_ profile: SRTPProfile) throws {
-        let keys = SRTPKeyingMaterial(profile: profile, masterKey: .init(repeating: 1, count: profile.masterKeyLength),
-                                      masterSalt: .init(repeating: 2, count: profile.masterSaltLength))
-        let tx = try SRTPSession(keys: keys, direction: .outbound)
-        let rx = try SRTPSession(keys: keys, direction: .inbound)
+        let (tx, rx) = try pair(profile, fill: 1)
         let p = try #require(run(tx, Self.plainRTP, protect: true).successValue)
         #expect(run(rx, p, protect: false).successValue == Self.plainRTP)
         #expect(run(rx, p, protect: false).failureValue == .srtpReplay)
@@ -68,10 +72,7 @@ import Testing
 
     @Test(arguments: SRTPProfile.allCases)
     func tamperedPacketFailsAuthentication(_ profile: SRTPProfile) throws {
-        let keys = SRTPKeyingMaterial(profile: profile, masterKey: .init(repeating: 3, count: profile.masterKeyLength),
-                                      masterSalt: .init(repeating: 4, count: profile.masterSaltLength))
-        let tx = try SRTPSession(keys: keys, direction: .outbound)
-        let rx = try SRTPSession(keys: keys, direction: .inbound)
+        let (tx, rx) = try pair(profile, fill: 3)
         var p = try #require(run(tx, Self.plainRTP, protect: true).successValue)
         p[20] ^= 1
         #expect(run(rx, p, protect: false).failureValue == .srtpAuthFailed)

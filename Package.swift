@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "SFU", targets: ["SFU"]),
         .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
+        .library(name: "WebRTCEdge", targets: ["WebRTCEdge"]),
         .executable(name: "sfu", targets: ["sfu"]),
     ],
     dependencies: [
@@ -17,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // Wrappers for C macros and variadic functions Swift cannot call.
         .target(
             name: "CShims",
@@ -24,6 +26,9 @@ let package = Package(
         ),
         // The sans-IO media engine: wire formats, SRTP, audio level, talkers, forwarding, rooms.
         .target(name: "SFU", dependencies: ["CSRTP", "COpus", "CShims"]),
+        // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite (then DTLS-SRTP
+        // and SDP): datagrams and time in, datagrams, keys and events out.
+        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL"]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "COpus", "CVPX", "CShims", "CSRTP"]),
@@ -32,5 +37,6 @@ let package = Package(
             dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
+        .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU"]),
     ]
 )

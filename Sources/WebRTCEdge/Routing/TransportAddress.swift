@@ -1,0 +1,76 @@
+/// An IP address and UDP port, as a value: the edge never touches `sockaddr` (the node converts at the
+/// socket). Hashable, so it keys the 5-tuple table (the local half is the worker's one socket).
+public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum IP: Hashable, Sendable {
+        case v4(UInt32)
+        case v6(UInt64, UInt64)
+    }
+
+    public var ip: IP
+    public var port: UInt16
+
+    public init(ip: IP, port: UInt16) {
+        self.ip = ip
+        self.port = port
+    }
+
+    /// Parses "a.b.c.d:port" or "[v6]:port" (full or "::"-compressed hex groups).
+    public init?(_ text: String) {
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            guard let ip = Self.parseV6(String(text[text.index(after: text.startIndex)..<close])),
+                  text[text.index(after: close)...].first == ":",
+                  let port = UInt16(text[text.index(close, offsetBy: 2)...]) else { return nil }
+            self.init(ip: ip, port: port)
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let ip = Self.parseV4(String(parts[0])), let port = UInt16(parts[1]) else { return nil }
+            self.init(ip: .v4(ip), port: port)
+        }
+    }
+
+    static func parseV4(_ s: String) -> UInt32? {
+        let octets = s.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return nil }
+        var v: UInt32 = 0
+        for o in octets {
+            guard let b = UInt8(o), String(b) == o else { return nil }
+            v = v << 8 | UInt32(b)
+        }
+        return v
+    }
+
+    static func parseV6(_ s: String) -> IP? {
+        let halves = s.components(separatedBy: "::")
+        guard halves.count <= 2 else { return nil }
+        func groups(_ t: String) -> [UInt16]? {
+            t.isEmpty ? [] : t.split(separator: ":", omittingEmptySubsequences: false).map { UInt16($0, radix: 16) }
+                .reduce([UInt16]?([])) { acc, g in g.flatMap { g in acc.map { $0 + [g] } } }
+        }
+        guard let head = groups(halves[0]) else { return nil }
+        var all = head
+        if halves.count == 2 {
+            guard let tail = groups(halves[1]), head.count + tail.count < 8 else { return nil }
+            all += [UInt16](repeating: 0, count: 8 - head.count - tail.count) + tail
+        }
+        guard all.count == 8 else { return nil }
+        let hi = all[0..<4].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
+        let lo = all[4..<8].reduce(UInt64(0)) { $0 << 16 | UInt64($1) }
+        return .v6(hi, lo)
+    }
+
+    public var description: String {
+        switch ip {
+        case .v4(let v): "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF):\(port)"
+        case .v6(let hi, let lo):
+            "[\((0..<8).map { i in String(UInt16(truncatingIfNeeded: (i < 4 ? hi : lo) >> (48 - 16 * UInt64(i % 4))), radix: 16) }.joined(separator: ":"))]:\(port)"
+        }
+    }
+
+    /// The address without the port, as SDP candidates write it.
+    public var host: String {
+        let d = description
+        return String(d[..<d.lastIndex(of: ":")!]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    }
+}
+
+import Foundation

@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL"]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
-        .target(name: "SFUTestSupport", dependencies: ["SFU", "COpus", "CVPX", "CShims", "CSRTP"]),
+        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
         .executableTarget(
             name: "sfu",
             dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]

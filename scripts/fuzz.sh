@@ -7,14 +7,25 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 opus room)
+[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 opus stun room)
 runtime=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift/clang/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a
 scratch=$PWD/.build-fuzz
-swift build --package-path Fuzz --scratch-path "$scratch" -c debug \
-  -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp \
-  -Xswiftc -parse-as-library -Xlinker "$runtime" -Xlinker -lstdc++ 2>&1 | grep -E "error|warning: unre|Compiling sfu|Build" || true
+build() {
+  mkdir -p "$scratch"
+  swift build --package-path Fuzz --scratch-path "$scratch" -c debug \
+    -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp \
+    -Xswiftc -parse-as-library -Xlinker "$runtime" -Xlinker -lstdc++ > "$scratch/build.log" 2>&1
+}
+# An incremental build can miss a change to the root package's manifest: retry once from clean.
+if ! build; then
+  rm -rf "$scratch/debug" "$scratch/x86_64-unknown-linux-gnu" "$scratch/plugins"
+  if ! build; then
+    grep -E "error" "$scratch/build.log" | head -20
+    echo "!! fuzz build failed (full log: $scratch/build.log)"
+    exit 1
+  fi
+fi
 bin="$scratch/debug/sfu-fuzz"
-[ -x "$bin" ] || { echo "fuzz build failed"; exit 1; }
 mkdir -p "$scratch/crashes"
 status=0
 for t in "${targets[@]}"; do

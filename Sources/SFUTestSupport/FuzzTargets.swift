@@ -1,10 +1,11 @@
 import SFU
+import WebRTCEdge
 
 /// One fuzz entry point per parser, plus the whole room. Each takes arbitrary bytes and checks the
 /// parser's promises: no crash, and on success every range it reports lies inside the input.
 /// Used by the in-process mutation tests and by the libFuzzer build in `Fuzz/`.
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    case rtp, rtcp, vp8, opus, room
+    case rtp, rtcp, vp8, opus, stun, room
 
     public func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -12,6 +13,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .rtcp: Self.rtcp(data)
         case .vp8: Self.vp8(data)
         case .opus: _ = OpusPacketInfo.parse(data)
+        case .stun: Self.stun(data)
         case .room: FuzzRoom.shared.feed(data)
         }
     }
@@ -38,6 +40,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    static func stun(_ p: UnsafeRawBufferPointer) {
+        guard case .success(let m) = STUNMessage.parse(p) else { return }
+        _ = m.verifyFingerprint(p)
+        _ = m.verifyIntegrity(p, key: [1, 2, 3])
+        _ = m.mappedAddress(in: p)
+        _ = m.usernameString(in: p)
+        let agent = ICELiteAgent(local: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))
+        _ = agent.handle(m, p, from: TransportAddress(ip: .v4(0x7F00_0001), port: 9), now: .zero)
+    }
+
     static func vp8(_ p: UnsafeRawBufferPointer) {
         guard case .success(let d) = VP8Descriptor.parse(p) else { return }
         precondition(d.size <= p.count)
@@ -52,6 +64,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .rtcp: return [[0x81, 0xC9, 0, 7, 0, 0, 0, 1, 0, 0, 0, 2, 5, 0, 0, 1, 0, 0, 0x10, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0,
                              0x8F, 0xCE, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0x52, 0x45, 0x4D, 0x42, 1, 0x13, 0xC8, 0xE8, 0x12, 0x34, 0x56, 0x78]]
         case .vp8: return [[0x90, 0xF0, 0x92, 0x34, 0x07, 0xB5, 0x10, 0x02, 0x00]]
+        case .stun:
+            let c = ICEControllingClient(local: ICECredentials(ufrag: "h6vY", password: "x"),
+                                         remote: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))
+            return [c.bindingRequest(nominate: true, transactionID: Array(repeating: 7, count: 12))]
         case .opus: return [[0x78, 0x80, 1, 2], [0xFB, 0x83, 1, 1, 0xAA, 0xBB, 0xCC], [0x7A, 0x01, 0x55, 0x66]]
         case .room: return FuzzRoom.seeds
         }

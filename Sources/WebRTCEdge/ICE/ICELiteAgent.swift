@@ -1,0 +1,160 @@
+import COpenSSL
+import SFU
+
+/// ICE short-term credentials (RFC 8445 section 5.3, RFC 8839 section 5.4): ufrag of at least 4 and password
+/// of at least 22 ice-chars.
+public struct ICECredentials: Sendable, Equatable {
+    public var ufrag: String
+    public var password: String
+
+    public init(ufrag: String, password: String) {
+        self.ufrag = ufrag
+        self.password = password
+    }
+
+    static let iceChars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+    /// Fresh random credentials from OpenSSL's CSPRNG (the password keys MESSAGE-INTEGRITY).
+    public static func random() -> ICECredentials {
+        func token(_ n: Int) -> String {
+            var raw = [UInt8](repeating: 0, count: n)
+            precondition(RAND_bytes(&raw, Int32(n)) == 1, "RAND_bytes failed")
+            return String(raw.map { iceChars[Int($0) & 63] })
+        }
+        return ICECredentials(ufrag: token(8), password: token(24))
+    }
+}
+
+public enum ICEState: String, Sendable {
+    /// No valid check yet.
+    case new
+    /// A nominated address has passed a check and consent is fresh.
+    case connected
+    /// No valid check for `disconnectedAfter`: consent may be lapsing (browsers check every ~5 s).
+    case disconnected
+    /// Consent expired (RFC 7675 section 5.1, 30 s by default): the client is gone.
+    case failed
+    case closed
+}
+
+/// The node's side of ICE for one connection: an ICE-lite agent (RFC 8445 section 2.5), always controlled,
+/// answering the client's connectivity checks and following its nominations.
+///
+/// A Binding request is valid when its FINGERPRINT and MESSAGE-INTEGRITY (keyed with the local password)
+/// check and its USERNAME is "local-ufrag:remote-ufrag". Every valid check refreshes consent for its source
+/// address and makes it an address media may come from; USE-CANDIDATE selects it as the address the node
+/// sends to, so a client that roams (Wi-Fi to 4G) is followed as soon as it nominates its new path.
+public final class ICELiteAgent {
+    public enum Event: Equatable, Sendable {
+        case stateChanged(ICEState)
+        case selectedAddressChanged(TransportAddress)
+    }
+
+    public let local: ICECredentials
+    /// The client's ufrag from its SDP; when set, the USERNAME's second half must match it.
+    public var remoteUfrag: String?
+    public var consentTimeout: MonoTime.Interval = .seconds(30)
+    public var disconnectedAfter: MonoTime.Interval = .seconds(10)
+    public private(set) var state: ICEState = .new
+    public private(set) var selected: TransportAddress?
+    private var lastCheck: [TransportAddress: MonoTime] = [:]
+    private var events: [Event] = []
+    public private(set) var checksAnswered = 0
+    public private(set) var checksRefused = 0
+
+    public init(local: ICECredentials = .random(), remoteUfrag: String? = nil) {
+        self.local = local
+        self.remoteUfrag = remoteUfrag
+    }
+
+    public func drainEvents() -> [Event] {
+        defer { events.removeAll() }
+        return events
+    }
+
+    /// Whether media and DTLS from `address` may be accepted: it passed a check and its consent is fresh.
+    public func isValidated(_ address: TransportAddress, now: MonoTime) -> Bool {
+        guard state != .failed, state != .closed, let t = lastCheck[address] else { return false }
+        return now - t < consentTimeout
+    }
+
+    public var validatedAddresses: [TransportAddress] { Array(lastCheck.keys) }
+
+    /// Answers a Binding request from `from`. Returns the response datagram, or why the request was refused
+    /// (an error response is returned for requests that authenticate but cannot be honoured).
+    public func handle(_ m: STUNMessage, _ p: UnsafeRawBufferPointer, from: TransportAddress,
+                       now: MonoTime) -> Result<[UInt8], EdgeDropReason> {
+        guard state != .closed, state != .failed else { return .failure(.stunUnexpected) }
+        guard m.method == STUNMessage.bindingMethod else { return .failure(.stunUnexpected) }
+        if m.messageClass == .indication { return .failure(.stunUnexpected) }  // keepalives need no answer
+        guard m.messageClass == .request else { return .failure(.stunUnexpected) }
+        guard m.verifyFingerprint(p) else { checksRefused += 1; return .failure(.stunBadFingerprint) }
+        guard let user = m.usernameString(in: p), usernameMatches(user) else {
+            checksRefused += 1
+            return .failure(.stunUnknownUsername)
+        }
+        guard m.verifyIntegrity(p, key: Array(local.password.utf8)) else {
+            checksRefused += 1
+            return .failure(.stunUnauthenticated)
+        }
+        // RFC 8445 section 7.3.1.1: a lite agent is always controlled; a peer that also claims the controlled
+        // role must switch, told by 487 (Role Conflict).
+        if m.iceControlled != nil {
+            var b = STUNMessageBuilder(class: .error, transactionID: m.transactionID)
+            b.addErrorCode(487, reason: "Role Conflict")
+            b.addMessageIntegrity(key: Array(local.password.utf8))
+            b.addFingerprint()
+            return .success(b.bytes)
+        }
+        lastCheck[from] = now
+        checksAnswered += 1
+        if m.useCandidate, selected != from {
+            selected = from
+            events.append(.selectedAddressChanged(from))
+        }
+        if selected != nil, state != .connected { setState(.connected) }
+        var b = STUNMessageBuilder(class: .success, transactionID: m.transactionID)
+        b.addXORMappedAddress(from)
+        b.addMessageIntegrity(key: Array(local.password.utf8))
+        b.addFingerprint()
+        return .success(b.bytes)
+    }
+
+    private func usernameMatches(_ user: String) -> Bool {
+        guard let colon = user.firstIndex(of: ":") else { return false }
+        guard user[..<colon] == local.ufrag else { return false }
+        if let remoteUfrag { return user[user.index(after: colon)...] == remoteUfrag }
+        return true
+    }
+
+    /// Consent bookkeeping: disconnected after `disconnectedAfter` without a valid check on the selected
+    /// address, failed after `consentTimeout`.
+    public func tick(now: MonoTime) {
+        guard let s = selected, let t = lastCheck[s], state == .connected || state == .disconnected else { return }
+        let quiet = now - t
+        if quiet >= consentTimeout {
+            setState(.failed)
+        } else if quiet >= disconnectedAfter, state == .connected {
+            setState(.disconnected)
+        }
+        for (a, t) in lastCheck where now - t >= consentTimeout { lastCheck[a] = nil }
+    }
+
+    /// When `tick` has something to decide.
+    public var nextDeadline: MonoTime {
+        guard let s = selected, let t = lastCheck[s] else { return .never }
+        switch state {
+        case .connected: return t + disconnectedAfter
+        case .disconnected: return t + consentTimeout
+        default: return .never
+        }
+    }
+
+    public func close() { setState(.closed) }
+
+    private func setState(_ s: ICEState) {
+        guard s != state else { return }
+        state = s
+        events.append(.stateChanged(s))
+    }
+}

@@ -22,13 +22,13 @@ let package = Package(
         // Wrappers for C macros and variadic functions Swift cannot call.
         .target(
             name: "CShims",
-            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("vpx")]
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("vpx"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
         // The sans-IO media engine: wire formats, SRTP, audio level, talkers, forwarding, rooms.
         .target(name: "SFU", dependencies: ["CSRTP", "COpus", "CShims"]),
         // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite (then DTLS-SRTP
         // and SDP): datagrams and time in, datagrams, keys and events out.
-        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL"]),
+        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL", "CShims"]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),

@@ -126,7 +126,7 @@ extension Room {
                     extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: vp8, now: now)
                 else { drop(.staleAfterSwitch); continue }
                 if emit(&s.videoSlots[ref.index], conn: conn, source: plain, header: header, vp8: vp8, rewrite: rw,
-                        marker: header.marker, level: nil, into: out) {
+                        marker: header.marker, level: nil, now: now, into: out) {
                     s.videoSlots[ref.index].sendLog?.log(.init(
                         outSequence: rw.sequenceNumber, source: t, sourceSequence: ext, output: rw,
                         marker: header.marker, sentAt: now, lastResend: nil))
@@ -138,7 +138,7 @@ extension Room {
                 else { drop(.staleAfterSwitch); continue }
                 // RFC 3551 section 4.1: the marker bit flags the first packet after a silence period.
                 _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, header: header, vp8: nil, rewrite: rw,
-                         marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, into: out)
+                         marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, now: now, into: out)
             }
         }
     }
@@ -148,14 +148,15 @@ extension Room {
     /// not passed on: their ids were negotiated with the publisher), then protects it.
     @discardableResult
     func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, header: RTPHeader,
-              vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?,
+              vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?, now: MonoTime,
               into out: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
         let d = slot.description
         let levelID = level == nil ? nil : d.audioLevelExtensionID
+        let sendTimeID = d.absSendTimeExtensionID
         var w = ByteWriter(buf)
-        w.u8(0x80 | (levelID != nil ? 0x10 : 0))
+        w.u8(0x80 | (levelID != nil || sendTimeID != nil ? 0x10 : 0))
         w.u8((marker ? 0x80 : 0) | (d.payloadType & 0x7F))
         w.u16(rw.sequenceNumber)
         w.u32(rw.timestamp)
@@ -164,6 +165,10 @@ extension Room {
             // One-byte form (RFC 8285 section 4.2), one element, padded to a word.
             w.u16(0xBEDE); w.u16(1)
             w.u8(id << 4); w.u8(level & 0x7F); w.u16(0)
+        } else if let id = sendTimeID {
+            // abs-send-time: 24-bit 6.18 fixed-point seconds, wrapping every 64 s (webrtc.org extension).
+            w.u16(0xBEDE); w.u16(1)
+            w.u8(id << 4 | 2); w.u24(absSendTime(now))
         }
         let payloadStart = w.offset
         guard w.bytes(UnsafeRawBufferPointer(rebasing: source[header.payloadRange])),
@@ -207,4 +212,10 @@ extension Room {
         counters.keyframeRequestsSent &+= 1
         commitRTCP(buf, length: n, conn: conn, into: out)
     }
+}
+
+/// `now` as abs-send-time: seconds in 6.18 fixed point, low 24 bits.
+func absSendTime(_ now: MonoTime) -> UInt32 {
+    let ns = UInt64(bitPattern: now.nanoseconds)
+    return UInt32(truncatingIfNeeded: ((ns / 1000) << 18) / 1_000_000) & 0xFF_FFFF
 }

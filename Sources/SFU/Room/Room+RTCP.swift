@@ -68,7 +68,7 @@ extension Room {
                   case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
             else { continue }
             if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, header: h, vp8: vp8, rewrite: rec.output,
-                    marker: rec.marker, level: nil, into: out) {
+                    marker: rec.marker, level: nil, now: now, into: out) {
                 s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
                 s.videoSlots[ref.index].retransmissions &+= 1
                 counters.retransmissions &+= 1

@@ -70,12 +70,16 @@ public struct SlotDescription: Sendable, Equatable {
     public var payloadType: UInt8
     /// The subscriber's id for the audio level extension, to pass levels on.
     public var audioLevelExtensionID: UInt8?
+    /// The subscriber's id for abs-send-time, stamped on video so its receiver can estimate bandwidth (REMB).
+    public var absSendTimeExtensionID: UInt8?
 
-    public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil) {
+    public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
+                absSendTimeExtensionID: UInt8? = nil) {
         self.codec = codec
         self.mid = mid
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
+        self.absSendTimeExtensionID = absSendTimeExtensionID
     }
 }

@@ -190,7 +190,8 @@ public final class DTLSEndpoint {
         guard code != 0 else { return "\(what) failed" }
         var buf = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buf, buf.count)
-        return "\(what) failed: \(String(cString: buf))"
+        let message = buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return "\(what) failed: \(String(decoding: message, as: UTF8.self))"
     }
 }
 

@@ -19,9 +19,10 @@ public struct SessionDescription: Sendable, Equatable {
         var current: MediaDescription?
         var sawVersion = false
         var number = 0
-        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" }) {
+        // CRLF is one Character in Swift: split on any newline so CRLF and bare LF both work.
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             number += 1
-            let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : String(raw)
+            let line = String(raw)
             if line.isEmpty { continue }  // tolerate a trailing blank line
             let bytes = Array(line.utf8)
             guard bytes.count >= 2, bytes[1] == UInt8(ascii: "="), let type = line.first else {

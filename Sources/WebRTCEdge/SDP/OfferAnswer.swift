@@ -1,0 +1,236 @@
+import SFU
+
+/// What the node puts in every answer about its own transport.
+public struct LocalTransport: Sendable {
+    public var ice: ICECredentials
+    public var fingerprint: DTLSFingerprint
+    /// Host candidates: the worker's address, then any announced addresses (a node behind NAT or with a
+    /// public IP, as mediasoup's announced address).
+    public var candidates: [TransportAddress]
+
+    public init(ice: ICECredentials, fingerprint: DTLSFingerprint, candidates: [TransportAddress]) {
+        self.ice = ice
+        self.fingerprint = fingerprint
+        self.candidates = candidates
+    }
+}
+
+/// What the client's offer says about its transport.
+public struct RemoteTransport: Sendable, Equatable {
+    public var ufrag: String
+    public var password: String
+    public var fingerprint: DTLSFingerprint
+}
+
+/// JSEP offer/answer for the node's two kinds of connection (RFC 8829 subset, BUNDLE RFC 8843, rtcp-mux
+/// RFC 5761). The node is ICE-lite and the DTLS server (`a=setup:passive`); every accepted m-line is bundled.
+public enum OfferAnswer {
+    public static let audioLevelURI = "urn:ietf:params:rtp-hdrext:ssrc-audio-level"
+    public static let midURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
+    public static let absSendTimeURI = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
+
+    public struct Publish: Sendable {
+        public var answer: SessionDescription
+        public var tracks: [PublishedTrack]
+        public var remote: RemoteTransport
+    }
+
+    public struct Subscribe: Sendable {
+        public var answer: SessionDescription
+        public var slots: [SlotDescription]
+        public var remote: RemoteTransport
+    }
+
+    /// Answers a client's sending connection: accepts one Opus and one VP8 (with RTX) m-line, binds their
+    /// SSRCs to tracks, rejects everything else (port 0).
+    public static func answerPublish(_ offerText: String, local: LocalTransport) throws(SDPError) -> Publish {
+        let offer = try SessionDescription.parse(offerText)
+        let remote = try remoteTransport(offer)
+        var answer = baseAnswer(offer, local: local)
+        var tracks: [PublishedTrack] = []
+        for m in offer.media {
+            let kind = m.kind
+            guard (kind == "audio" || kind == "video"), m.port != 0, m.direction == .sendonly || m.direction == .sendrecv,
+                  !tracks.contains(where: { $0.codec.kind.rawValue == kind }) else {
+                answer.media.append(rejected(m))
+                continue
+            }
+            try requireBundledAndMuxed(m, offer)
+            guard let codec = chooseCodec(m) else {
+                answer.media.append(rejected(m))
+                continue
+            }
+            let ssrcs = m.ssrcs
+            guard let ssrc = m.fidGroups.first?.media ?? ssrcs.first else {
+                throw SDPError(line: m.lineNumber, text: "m=\(kind)",
+                               reason: "no a=ssrc lines: binding tracks by mid/rid alone is not supported yet")
+            }
+            let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
+            let levelID = kind == "audio" ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
+            tracks.append(PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt,
+                                         audioLevelExtensionID: levelID))
+            var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
+            for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key }) where uri == midURI || (uri == audioLevelURI && kind == "audio") {
+                a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))
+            }
+            if kind == "video" {
+                for fb in ["nack", "nack pli", "ccm fir"] { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(fb)")) }
+            }
+            answer.media.append(a)
+        }
+        guard !tracks.isEmpty else {
+            throw SDPError(line: 0, text: "", reason: "no sendonly/sendrecv audio (Opus) or video (VP8) m-line to publish")
+        }
+        finishBundle(&answer)
+        return Publish(answer: answer, tracks: tracks, remote: remote)
+    }
+
+    /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8) m-line becomes a
+    /// slot the node sends on with an SSRC from `ssrc(kind, index)`.
+    public static func answerSubscribe(_ offerText: String, local: LocalTransport,
+                                       ssrc: (MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
+        let offer = try SessionDescription.parse(offerText)
+        let remote = try remoteTransport(offer)
+        var answer = baseAnswer(offer, local: local)
+        var slots: [SlotDescription] = []
+        for m in offer.media {
+            guard m.kind == "audio" || m.kind == "video", m.port != 0, m.direction == .recvonly || m.direction == .sendrecv,
+                  let mid = m.mid, let codec = chooseCodec(m) else {
+                answer.media.append(rejected(m))
+                continue
+            }
+            try requireBundledAndMuxed(m, offer)
+            let kind: MediaKind = m.kind == "audio" ? .audio : .video
+            let index = slots.filter { $0.codec.kind == kind }.count
+            let s = ssrc(kind, index)
+            let levelID = kind == .audio ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
+            let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
+            slots.append(SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt,
+                                         audioLevelExtensionID: levelID, absSendTimeExtensionID: sendTimeID))
+            var a = acceptedMedia(m, codec: codec, direction: "sendonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
+            for (id, uri) in [(levelID, audioLevelURI), (sendTimeID, absSendTimeURI)] {
+                if let id { a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)")) }
+            }
+            if kind == .video {
+                for fb in ["nack", "nack pli", "ccm fir", "goog-remb"] { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(fb)")) }
+            }
+            a.attributes.append(SDPAttribute("msid", "sfu slot-\(mid)"))
+            a.attributes.append(SDPAttribute("ssrc", "\(s) cname:sfu"))
+            a.attributes.append(SDPAttribute("ssrc", "\(s) msid:sfu slot-\(mid)"))
+            answer.media.append(a)
+        }
+        guard !slots.isEmpty else {
+            throw SDPError(line: 0, text: "", reason: "no recvonly audio (Opus) or video (VP8) m-line to subscribe with")
+        }
+        finishBundle(&answer)
+        return Subscribe(answer: answer, slots: slots, remote: remote)
+    }
+
+    // MARK: Pieces
+
+    struct CodecChoice {
+        var codec: Codec
+        var pt: UInt8
+        var rtx: UInt8?
+        var rtpmap: String
+        var fmtp: String?
+    }
+
+    /// Opus/48000/2 for audio; VP8/90000 (and its RTX, RFC 4588) for video. RED, ULPFEC and the rest are
+    /// not accepted.
+    static func chooseCodec(_ m: MediaDescription) -> CodecChoice? {
+        let maps = m.rtpmaps
+        let fmtps = m.fmtps
+        for f in m.formats {
+            guard let pt = UInt8(f), let map = maps[pt] else { continue }
+            if m.kind == "audio", map.name == "opus", map.clock == 48_000 {
+                return CodecChoice(codec: .opus, pt: pt, rtx: nil, rtpmap: "opus/48000/2", fmtp: fmtps[pt])
+            }
+            if m.kind == "video", map.name == "vp8", map.clock == 90_000 {
+                let rtx = maps.first { $0.value.name == "rtx" && fmtps[$0.key] == "apt=\(pt)" }?.key
+                return CodecChoice(codec: .vp8, pt: pt, rtx: rtx, rtpmap: "VP8/90000", fmtp: nil)
+            }
+        }
+        return nil
+    }
+
+    static func remoteTransport(_ offer: SessionDescription) throws(SDPError) -> RemoteTransport {
+        func find(_ key: String) -> String? {
+            offer.attribute(key) ?? offer.media.lazy.compactMap { $0.attribute(key) }.first
+        }
+        guard let ufrag = find("ice-ufrag"), let pwd = find("ice-pwd") else {
+            throw SDPError(line: 0, text: "", reason: "missing a=ice-ufrag or a=ice-pwd")
+        }
+        guard (4...256).contains(ufrag.count), (22...256).contains(pwd.count) else {
+            throw SDPError(line: 0, text: "a=ice-ufrag:\(ufrag)", reason: "ICE ufrag must be 4-256 and password 22-256 characters (RFC 8839)")
+        }
+        let prints = offer.attributes.filter { $0.key == "fingerprint" } + offer.media.flatMap { $0.attributes.filter { $0.key == "fingerprint" } }
+        guard let fingerprint = prints.lazy.compactMap({ DTLSFingerprint(sdp: $0.value ?? "") }).first else {
+            throw SDPError(line: 0, text: "", reason: "no a=fingerprint with sha-256")
+        }
+        let setup = find("setup") ?? "actpass"
+        guard setup == "actpass" || setup == "active" else {
+            throw SDPError(line: 0, text: "a=setup:\(setup)", reason: "the node is the DTLS server: the offer must be actpass or active")
+        }
+        return RemoteTransport(ufrag: ufrag, password: pwd, fingerprint: fingerprint)
+    }
+
+    static func requireBundledAndMuxed(_ m: MediaDescription, _ offer: SessionDescription) throws(SDPError) {
+        guard let mid = m.mid, offer.bundleMids?.contains(mid) == true else {
+            throw SDPError(line: m.lineNumber, text: "m=\(m.kind)", reason: "every m-line must be in the BUNDLE group (RFC 8843)")
+        }
+        guard m.has("rtcp-mux") else {
+            throw SDPError(line: m.lineNumber, text: "m=\(m.kind)", reason: "a=rtcp-mux is required (RFC 5761)")
+        }
+    }
+
+    static func baseAnswer(_ offer: SessionDescription, local: LocalTransport) -> SessionDescription {
+        var a = SessionDescription()
+        a.origin = "- \(UInt32.random(in: 1...UInt32.max)) 1 IN IP4 0.0.0.0"
+        a.attributes = [SDPAttribute("ice-lite"), SDPAttribute("msid-semantic", " WMS *")]
+        return a
+    }
+
+    static func rejected(_ m: MediaDescription) -> MediaDescription {
+        var r = MediaDescription(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.isEmpty ? ["0"] : m.formats)
+        r.connection = "IN IP4 0.0.0.0"
+        if let mid = m.mid { r.attributes.append(SDPAttribute("mid", mid)) }
+        r.attributes.append(SDPAttribute("inactive"))
+        return r
+    }
+
+    static func acceptedMedia(_ m: MediaDescription, codec: CodecChoice, direction: String, local: LocalTransport,
+                              first: Bool) -> MediaDescription {
+        let port = local.candidates.first.map { Int($0.port) } ?? 9
+        var formats = ["\(codec.pt)"]
+        if let rtx = codec.rtx { formats.append("\(rtx)") }
+        var a = MediaDescription(kind: m.kind, port: port, proto: "UDP/TLS/RTP/SAVPF", formats: formats)
+        a.connection = "IN IP4 " + (local.candidates.first.flatMap { if case .v4 = $0.ip { $0.host } else { nil } } ?? "0.0.0.0")
+        a.attributes = [
+            SDPAttribute("mid", m.mid ?? ""), SDPAttribute(direction),
+            SDPAttribute("ice-ufrag", local.ice.ufrag), SDPAttribute("ice-pwd", local.ice.password),
+            SDPAttribute("fingerprint", local.fingerprint.description), SDPAttribute("setup", "passive"),
+            SDPAttribute("rtcp-mux"),
+        ]
+        if m.has("rtcp-rsize") { a.attributes.append(SDPAttribute("rtcp-rsize")) }
+        a.attributes.append(SDPAttribute("rtpmap", "\(codec.pt) \(codec.rtpmap)"))
+        if let f = codec.fmtp { a.attributes.append(SDPAttribute("fmtp", "\(codec.pt) \(f)")) }
+        if let rtx = codec.rtx {
+            a.attributes.append(SDPAttribute("rtpmap", "\(rtx) rtx/90000"))
+            a.attributes.append(SDPAttribute("fmtp", "\(rtx) apt=\(codec.pt)"))
+        }
+        for (i, c) in local.candidates.enumerated() {
+            // RFC 8445 section 5.1.2: host type preference 126, local preference by order, component 1.
+            let priority = (126 << 24) | ((65535 - i) << 8) | 255
+            a.attributes.append(SDPAttribute("candidate", "\(i + 1) 1 udp \(priority) \(c.host) \(c.port) typ host"))
+        }
+        a.attributes.append(SDPAttribute("end-of-candidates"))
+        return a
+    }
+
+    /// The answer's BUNDLE group holds the accepted mids, in order.
+    static func finishBundle(_ answer: inout SessionDescription) {
+        let mids = answer.media.filter { $0.port != 0 }.compactMap(\.mid)
+        answer.attributes.insert(SDPAttribute("group", "BUNDLE " + mids.joined(separator: " ")), at: 0)
+    }
+}

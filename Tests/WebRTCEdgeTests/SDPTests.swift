@@ -1,0 +1,140 @@
+import Foundation
+import SFU
+import Testing
+@testable import WebRTCEdge
+
+func fixture(_ name: String) throws -> String {
+    let url = try #require(Bundle.module.url(forResource: name, withExtension: "sdp", subdirectory: "Fixtures"))
+    return try String(contentsOf: url, encoding: .utf8)
+}
+
+@Suite struct SDPTests {
+    static let cert = try! DTLSCertificate()
+    let local = LocalTransport(ice: ICECredentials(ufrag: "nodeUfrg", password: "nodePasswordNodePassword"),
+                               fingerprint: SDPTests.cert.fingerprint,
+                               candidates: [TransportAddress("127.0.0.1:10000")!, TransportAddress("203.0.113.7:10000")!])
+
+    @Test(arguments: ["chrome-publish", "chrome-subscribe", "aiortc-publish", "aiortc-subscribe"])
+    func realOffersParse(_ name: String) throws {
+        let d = try SessionDescription.parse(try fixture(name))
+        #expect(!d.media.isEmpty)
+        #expect(d.bundleMids == d.media.compactMap(\.mid))
+        #expect(try SessionDescription.parse(d.text) == d, "serialising and parsing again changes nothing")
+    }
+
+    @Test func chromePublishOfferBindsOpusAndVP8WithRTX() throws {
+        let offerText = try fixture("chrome-publish")
+        let offer = try SessionDescription.parse(offerText)
+        let r = try OfferAnswer.answerPublish(offerText, local: local)
+        let audio = try #require(r.tracks.first { $0.codec == .opus })
+        let video = try #require(r.tracks.first { $0.codec == .vp8 })
+        #expect(audio.payloadType == 111 && audio.ssrc == offer.media[0].ssrcs.first)
+        #expect(audio.audioLevelExtensionID == offer.media[0].extmaps.first { $0.value == OfferAnswer.audioLevelURI }?.key)
+        let fid = try #require(offer.media[1].fidGroups.first)
+        #expect(video.ssrc == fid.media && video.rtxSSRC == fid.rtx)
+        #expect(offer.media[1].rtpmaps[video.payloadType]?.name == "vp8")
+        #expect(r.remote.fingerprint == DTLSFingerprint(sdp: offer.media[0].attribute("fingerprint")!))
+        let answer = try SessionDescription.parse(r.answer.text)
+        #expect(answer.attribute("ice-lite") != nil || answer.attributes.contains { $0.key == "ice-lite" })
+        #expect(answer.bundleMids == ["0", "1"])
+        for m in answer.media {
+            #expect(m.direction == .recvonly)
+            #expect(m.attribute("setup") == "passive" && m.has("rtcp-mux"))
+            #expect(m.attribute("fingerprint") == local.fingerprint.description)
+            #expect(m.values("candidate").count == 2)
+        }
+        #expect(answer.media[0].formats == ["111"], "RED, G.722, PCMU and the rest are not accepted")
+        #expect(Set(answer.media[0].extmaps.values) == [OfferAnswer.audioLevelURI, OfferAnswer.midURI])
+        #expect(answer.media[1].formats.count == 2, "VP8 and its RTX")
+        #expect(answer.media[1].values("rtcp-fb").contains("\(video.payloadType) nack pli"))
+    }
+
+    @Test func aiortcPublishOfferBindsItsTracks() throws {
+        let r = try OfferAnswer.answerPublish(try fixture("aiortc-publish"), local: local)
+        #expect(r.tracks.map(\.codec) == [.opus, .vp8])
+        #expect(r.tracks[1].rtxSSRC != nil)
+    }
+
+    @Test(arguments: ["chrome-subscribe", "aiortc-subscribe"])
+    func subscribeOfferBecomesSlots(_ name: String) throws {
+        var next: UInt32 = 0x5000
+        let r = try OfferAnswer.answerSubscribe(try fixture(name), local: local) { _, _ in next += 1; return next }
+        #expect(r.slots.filter { $0.codec == .opus }.count == 3)
+        #expect(r.slots.filter { $0.codec == .vp8 }.count == 2)
+        #expect(Set(r.slots.map(\.ssrc)).count == 5)
+        let answer = try SessionDescription.parse(r.answer.text)
+        for (m, slot) in zip(answer.media.filter { $0.port != 0 }, r.slots) {
+            #expect(m.direction == .sendonly)
+            #expect(m.ssrcs == [slot.ssrc])
+            #expect(m.mid == slot.mid)
+        }
+        #expect(r.slots.filter { $0.codec == .vp8 }.allSatisfy { $0.absSendTimeExtensionID != nil },
+                "video carries abs-send-time so the subscriber can send REMB")
+    }
+
+    static let minimal = """
+        v=0\r
+        o=- 1 1 IN IP4 0.0.0.0\r
+        s=-\r
+        t=0 0\r
+        a=group:BUNDLE 0\r
+        a=fingerprint:sha-256 \((0..<32).map { _ in "AB" }.joined(separator: ":"))\r
+        a=ice-ufrag:abcd\r
+        a=ice-pwd:abcdefghijklmnopqrstuvwxyz\r
+        m=audio 9 UDP/TLS/RTP/SAVPF 111\r
+        c=IN IP4 0.0.0.0\r
+        a=mid:0\r
+        a=sendonly\r
+        a=rtcp-mux\r
+        a=setup:actpass\r
+        a=rtpmap:111 opus/48000/2\r
+        a=ssrc:1234 cname:x\r
+
+        """
+
+    @Test func minimalOfferIsAnswered() throws {
+        let r = try OfferAnswer.answerPublish(Self.minimal, local: local)
+        #expect(r.tracks == [PublishedTrack(codec: .opus, ssrc: 1234, payloadType: 111)])
+    }
+
+    @Test(arguments: [
+        ("", "empty description"),
+        ("hello", "not a <type>=<value> line"),
+        ("v=1\r\n", "must start with v=0"),
+        ("v=0\r\nm=audio\r\n", "m= needs"),
+        ("v=0\r\nq=what\r\n", "unknown line type"),
+    ])
+    func malformedDescriptionsNameTheLine(_ text: String, _ reason: String) {
+        do {
+            _ = try SessionDescription.parse(text)
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.reason.contains(reason), "\(error)")
+            #expect(text.isEmpty || error.line >= 1)
+        }
+    }
+
+    @Test(arguments: [
+        ("a=fingerprint:sha-256", "a=fingerprint:sha-1 AB:CD\r\na=x", "sha-256"),
+        ("a=setup:actpass", "a=setup:passive", "DTLS server"),
+        ("a=rtcp-mux\r\n", "", "rtcp-mux"),
+        ("a=group:BUNDLE 0", "a=group:LS 0", "BUNDLE"),
+        ("a=ice-pwd:abcdefghijklmnopqrstuvwxyz", "a=ice-pwd:short", "ICE ufrag"),
+        ("a=ssrc:1234 cname:x\r\n", "", "mid/rid"),
+        ("opus/48000/2", "PCMU/8000", "no sendonly"),
+    ])
+    func unsupportedOffersAreRefusedWithAReason(_ find: String, _ replace: String, _ reason: String) {
+        let text = Self.minimal.replacingOccurrences(of: find, with: replace)
+        do {
+            _ = try OfferAnswer.answerPublish(text, local: local)
+            Issue.record("accepted an offer with \(replace)")
+        } catch {
+            #expect(error.description.contains(reason), "\(error)")
+        }
+    }
+
+    @Test func oversizedDescriptionIsRefused() {
+        let huge = "v=0\r\n" + String(repeating: "a=x\r\n", count: 20_000)
+        #expect(throws: SDPError.self) { try SessionDescription.parse(huge) }
+    }
+}

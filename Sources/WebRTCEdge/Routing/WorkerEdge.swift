@@ -1,0 +1,112 @@
+import SFU
+
+/// Everything between a worker's UDP socket and its rooms, sans-IO: the port router, each connection's
+/// ICE-lite agent and DTLS server. The node feeds it datagrams and time; it answers with datagrams to send,
+/// SRTP keys to install in the room, media to hand to the room, and connection state changes.
+public final class WorkerEdge {
+    public enum Output: Equatable {
+        case send([UInt8], to: TransportAddress)
+        /// DTLS finished: install these keys on the connection (`Room.setSRTP`).
+        case keys(ConnectionID, DTLSEndpoint.SRTPKeys)
+        /// The datagram is RTP/RTCP of this connection: pass it to its room.
+        case media(ConnectionID)
+        case state(ConnectionID, ICEState)
+        case selected(ConnectionID, TransportAddress)
+        case failed(ConnectionID, String)
+    }
+
+    public let certificate: DTLSCertificate
+    public var candidates: [TransportAddress]
+    /// First DTLS retransmission timeout (1 s by RFC 6347; tests shorten it).
+    public var dtlsInitialTimeout: MonoTime.Interval = .seconds(1)
+    public let router = EdgeRouter()
+    private var dtls: [ConnectionID: DTLSEndpoint] = [:]
+    private var pending: [ConnectionID: ICELiteAgent] = [:]
+
+    public init(certificate: DTLSCertificate, candidates: [TransportAddress]) {
+        self.certificate = certificate
+        self.candidates = candidates
+    }
+
+    /// Fresh ICE credentials for a new connection: what its SDP answer carries.
+    public func prepare(_ connection: ConnectionID) -> LocalTransport {
+        let agent = ICELiteAgent()
+        pending[connection] = agent
+        return LocalTransport(ice: agent.local, fingerprint: certificate.fingerprint, candidates: candidates)
+    }
+
+    /// Binds the client's transport parameters from its offer; from now on its checks are answered.
+    public func attach(_ connection: ConnectionID, remote: RemoteTransport) throws {
+        guard let agent = pending.removeValue(forKey: connection) else {
+            throw DTLSError.setup("connection \(connection) was not prepared")
+        }
+        agent.remoteUfrag = remote.ufrag
+        router.add(connection, agent: agent)
+        dtls[connection] = try DTLSEndpoint(role: .server, certificate: certificate, remoteFingerprint: remote.fingerprint,
+                                            initialRetransmitTimeout: dtlsInitialTimeout)
+    }
+
+    /// Forgets a connection (participant left, room destroyed); sends DTLS close_notify if it was up.
+    public func remove(_ connection: ConnectionID) -> [Output] {
+        var out: [Output] = []
+        if let d = dtls.removeValue(forKey: connection), let to = router.agent(connection)?.selected {
+            out += d.close().map { .send($0, to: to) }
+        }
+        router.remove(connection)
+        pending[connection] = nil
+        return out
+    }
+
+    /// Where the room's datagrams for `connection` go: the address the client nominated last.
+    public func destination(of connection: ConnectionID) -> TransportAddress? { router.agent(connection)?.selected }
+
+    public func receive(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> [Output] {
+        var out: [Output] = []
+        switch router.route(datagram, from: from, now: now) {
+        case .reply(let bytes, let conn):
+            out.append(.send(bytes, to: from))
+            out += agentEvents(conn)
+        case .dtls(let conn):
+            guard let d = dtls[conn] else { break }
+            let wasConnected = d.state == .connected
+            out += d.receive(datagram, now: now).map { .send($0, to: from) }
+            out += dtlsOutcome(conn, d, wasConnected: wasConnected)
+        case .media(let conn):
+            if dtls[conn]?.state == .connected { out.append(.media(conn)) }
+        case .dropped:
+            break  // counted by the router
+        }
+        return out
+    }
+
+    public func tick(now: MonoTime) -> [Output] {
+        var out: [Output] = []
+        router.tick(now: now)
+        for (conn, d) in dtls {
+            out += agentEvents(conn)
+            guard now >= d.nextDeadline, let to = router.agent(conn)?.selected ?? router.agent(conn)?.validatedAddresses.first else { continue }
+            out += d.tick(now: now).map { .send($0, to: to) }
+            out += dtlsOutcome(conn, d, wasConnected: false)
+        }
+        return out
+    }
+
+    public var nextDeadline: MonoTime { min(router.nextDeadline, dtls.values.map(\.nextDeadline).min() ?? .never) }
+
+    private func agentEvents(_ conn: ConnectionID) -> [Output] {
+        (router.agent(conn)?.drainEvents() ?? []).map {
+            switch $0 {
+            case .stateChanged(let s): .state(conn, s)
+            case .selectedAddressChanged(let a): .selected(conn, a)
+            }
+        }
+    }
+
+    private func dtlsOutcome(_ conn: ConnectionID, _ d: DTLSEndpoint, wasConnected: Bool) -> [Output] {
+        switch d.state {
+        case .connected where !wasConnected: return d.keys.map { [.keys(conn, $0)] } ?? []
+        case .failed(let reason): dtls[conn] = nil; return [.failed(conn, reason)]
+        default: return []
+        }
+    }
+}

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 opus stun room)
+[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 opus stun sdp room)
 runtime=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift/clang/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a
 scratch=$PWD/.build-fuzz
 build() {
@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   SFU_FUZZ_TARGET=$t SFU_FUZZ_SEEDS="$corpus" "$bin"
   echo "== fuzzing $t for ${seconds}s"
-  if ! SFU_FUZZ_TARGET=$t "$bin" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=1500 \
+  if ! SFU_FUZZ_TARGET=$t "$bin" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=4096 \
       -artifact_prefix="$scratch/crashes/$t-" -print_final_stats=1 "$corpus" > "$scratch/$t.log" 2>&1; then
     echo "!! $t: crash or error, see $scratch/$t.log and $scratch/crashes"; tail -40 "$scratch/$t.log"; status=1
   fi

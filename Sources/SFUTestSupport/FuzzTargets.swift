@@ -5,7 +5,7 @@ import WebRTCEdge
 /// parser's promises: no crash, and on success every range it reports lies inside the input.
 /// Used by the in-process mutation tests and by the libFuzzer build in `Fuzz/`.
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    case rtp, rtcp, vp8, opus, stun, room
+    case rtp, rtcp, vp8, opus, stun, sdp, room
 
     public func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -14,6 +14,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .vp8: Self.vp8(data)
         case .opus: _ = OpusPacketInfo.parse(data)
         case .stun: Self.stun(data)
+        case .sdp: Self.sdp(data)
         case .room: FuzzRoom.shared.feed(data)
         }
     }
@@ -50,6 +51,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         _ = agent.handle(m, p, from: TransportAddress(ip: .v4(0x7F00_0001), port: 9), now: .zero)
     }
 
+    static let sdpLocal = LocalTransport(ice: ICECredentials(ufrag: "fuzz", password: "fuzzfuzzfuzzfuzzfuzzfuzz"),
+                                         fingerprint: DTLSFingerprint(bytes: [UInt8](repeating: 1, count: 32)),
+                                         candidates: [TransportAddress(ip: .v4(0x7F00_0001), port: 10000)])
+
+    static func sdp(_ p: UnsafeRawBufferPointer) {
+        let text = String(decoding: p, as: UTF8.self)
+        if let d = try? SessionDescription.parse(text) { _ = try? SessionDescription.parse(d.text) }
+        _ = try? OfferAnswer.answerPublish(text, local: sdpLocal)
+        _ = try? OfferAnswer.answerSubscribe(text, local: sdpLocal) { _, i in UInt32(i + 1) }
+    }
+
     static func vp8(_ p: UnsafeRawBufferPointer) {
         guard case .success(let d) = VP8Descriptor.parse(p) else { return }
         precondition(d.size <= p.count)
@@ -69,6 +81,18 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                                          remote: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))
             return [c.bindingRequest(nominate: true, transactionID: Array(repeating: 7, count: 12))]
         case .opus: return [[0x78, 0x80, 1, 2], [0xFB, 0x83, 1, 1, 0xAA, 0xBB, 0xCC], [0x7A, 0x01, 0x55, 0x66]]
+        case .sdp:
+            let offer = """
+                v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0 1\r\n\
+                a=fingerprint:sha-256 \((0..<32).map { _ in "AB" }.joined(separator: ":"))\r\n\
+                a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwxyz\r\n\
+                m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendonly\r\na=rtcp-mux\r\n\
+                a=rtpmap:111 opus/48000/2\r\na=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\na=ssrc:1 cname:x\r\n\
+                m=video 9 UDP/TLS/RTP/SAVPF 96 97\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\na=recvonly\r\na=rtcp-mux\r\n\
+                a=rtpmap:96 VP8/90000\r\na=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\na=ssrc-group:FID 2 3\r\n\
+                a=ssrc:2 cname:x\r\na=ssrc:3 cname:x\r\n
+                """
+            return [Array(offer.utf8)]
         case .room: return FuzzRoom.seeds
         }
     }

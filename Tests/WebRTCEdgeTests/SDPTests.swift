@@ -133,6 +133,18 @@ func fixture(_ name: String) throws -> String {
         }
     }
 
+    /// Inputs the fuzzers found crashing the parser (an empty split indexed at [0]).
+    @Test(arguments: ["a=ssrc:\r\n", "a=ssrc: \r\n", "a=extmap:/ urn:x\r\n", "a=extmap:/\r\n"])
+    func emptyAttributeValuesDoNotCrash(_ line: String) {
+        let text = Self.minimal + line
+        _ = try? OfferAnswer.answerPublish(text, local: local)
+        _ = try? OfferAnswer.answerSubscribe(text, local: local) { _, _ in 1 }
+    }
+
+    @Test func portWithoutDigitsIsRefused() {
+        #expect(throws: SDPError.self) { try SessionDescription.parse("v=0\r\nm=audio / UDP/TLS/RTP/SAVPF 0\r\n") }
+    }
+
     @Test func oversizedDescriptionIsRefused() {
         let huge = "v=0\r\n" + String(repeating: "a=x\r\n", count: 20_000)
         #expect(throws: SDPError.self) { try SessionDescription.parse(huge) }

@@ -121,7 +121,7 @@ public struct MediaDescription: Sendable, Equatable {
 
     init(mLine value: String, line: Int, text: String) throws(SDPError) {
         let parts = value.split(separator: " ").map(String.init)
-        guard parts.count >= 3, let port = Int(parts[1].split(separator: "/")[0]), (0...65535).contains(port) else {
+        guard parts.count >= 3, let portText = parts[1].split(separator: "/").first, let port = Int(portText), (0...65535).contains(port) else {
             throw SDPError(line: line, text: text, reason: "m= needs <media> <port> <proto> <fmt>...")
         }
         self.init(kind: parts[0], port: port, proto: parts[2], formats: Array(parts.dropFirst(3)))
@@ -176,7 +176,7 @@ public struct MediaDescription: Sendable, Equatable {
         var r: [UInt8: String] = [:]
         for v in values("extmap") {
             let parts = v.split(separator: " ")
-            guard parts.count >= 2, let id = UInt8(parts[0].split(separator: "/")[0]), (1...255).contains(id) else { continue }
+            guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), (1...255).contains(id) else { continue }
             r[id] = String(parts[1])
         }
         return r
@@ -186,7 +186,7 @@ public struct MediaDescription: Sendable, Equatable {
     public var ssrcs: [UInt32] {
         var seen: [UInt32] = []
         for v in values("ssrc") {
-            if let s = UInt32(v.split(separator: " ")[0]), !seen.contains(s) { seen.append(s) }
+            if let first = v.split(separator: " ").first, let s = UInt32(first), !seen.contains(s) { seen.append(s) }
         }
         return seen
     }

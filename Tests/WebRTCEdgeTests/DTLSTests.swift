@@ -124,6 +124,20 @@ import Testing
         #expect(retransmissions >= 1 || flight == 4, "a timer retransmitted (the last flight is re-sent on demand)")
     }
 
+    @Test func aFragmentedChromiumClientHelloGetsADTLS12ServerHello() throws {
+        // Chromium 156 offers DTLS 1.3 and 1.2 in a ~1.46 kB ClientHello split over two datagrams.
+        let url = try #require(Bundle.module.url(forResource: "chromium-156-clienthello", withExtension: "hex", subdirectory: "Fixtures"))
+        let datagrams = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { hex(String($0)) }
+        #expect(datagrams.count == 2)
+        let server = try DTLSEndpoint(role: .server, certificate: Self.serverCert, remoteFingerprint: Self.clientCert.fingerprint)
+        var replies: [[UInt8]] = []
+        for d in datagrams { replies += d.withUnsafeBytes { server.receive($0, now: Self.realNow()) } }
+        #expect(server.state == .handshaking)
+        let hello = try #require(replies.first)
+        #expect(hello[0] == 22 && hello[13] == 2, "a handshake record carrying ServerHello")
+        #expect(hello[25] == 0xFE && hello[26] == 0xFD, "server_version DTLS 1.2")
+    }
+
     @Test func garbageRecordsDoNotCrashOrComplete() throws {
         let server = try DTLSEndpoint(role: .server, certificate: Self.serverCert, remoteFingerprint: Self.clientCert.fingerprint)
         var rng = UInt64(42)

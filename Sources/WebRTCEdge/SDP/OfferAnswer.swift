@@ -20,6 +20,12 @@ public struct RemoteTransport: Sendable, Equatable {
     public var ufrag: String
     public var password: String
     public var fingerprint: DTLSFingerprint
+
+    public init(ufrag: String, password: String, fingerprint: DTLSFingerprint) {
+        self.ufrag = ufrag
+        self.password = password
+        self.fingerprint = fingerprint
+    }
 }
 
 /// JSEP offer/answer for the node's two kinds of connection (RFC 8829 subset, BUNDLE RFC 8843, rtcp-mux

@@ -14,7 +14,7 @@ func fixture(_ name: String) throws -> String {
                                fingerprint: SDPTests.cert.fingerprint,
                                candidates: [TransportAddress("127.0.0.1:10000")!, TransportAddress("203.0.113.7:10000")!])
 
-    @Test(arguments: ["chrome-publish", "chrome-subscribe", "aiortc-publish", "aiortc-subscribe"])
+    @Test(arguments: ["chrome-publish", "chrome-subscribe", "firefox-publish", "firefox-subscribe", "aiortc-publish", "aiortc-subscribe"])
     func realOffersParse(_ name: String) throws {
         let d = try SessionDescription.parse(try fixture(name))
         #expect(!d.media.isEmpty)
@@ -49,13 +49,16 @@ func fixture(_ name: String) throws -> String {
         #expect(answer.media[1].values("rtcp-fb").contains("\(video.payloadType) nack pli"))
     }
 
-    @Test func aiortcPublishOfferBindsItsTracks() throws {
-        let r = try OfferAnswer.answerPublish(try fixture("aiortc-publish"), local: local)
+    @Test(arguments: ["aiortc-publish", "firefox-publish"])
+    func otherClientsPublishOffersBindTheirTracks(_ name: String) throws {
+        let r = try OfferAnswer.answerPublish(try fixture(name), local: local)
         #expect(r.tracks.map(\.codec) == [.opus, .vp8])
+        #expect(r.tracks[0].audioLevelExtensionID != nil)
         #expect(r.tracks[1].rtxSSRC != nil)
+        #expect(try SessionDescription.parse(r.answer.text).bundleMids?.count == 2)
     }
 
-    @Test(arguments: ["chrome-subscribe", "aiortc-subscribe"])
+    @Test(arguments: ["chrome-subscribe", "firefox-subscribe", "aiortc-subscribe"])
     func subscribeOfferBecomesSlots(_ name: String) throws {
         var next: UInt32 = 0x5000
         let r = try OfferAnswer.answerSubscribe(try fixture(name), local: local) { _, _ in next += 1; return next }

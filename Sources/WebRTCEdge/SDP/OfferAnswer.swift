@@ -56,7 +56,7 @@ public enum OfferAnswer {
         var tracks: [PublishedTrack] = []
         for m in offer.media {
             let kind = m.kind
-            guard (kind == "audio" || kind == "video"), m.port != 0, m.direction == .sendonly || m.direction == .sendrecv,
+            guard (kind == "audio" || kind == "video"), m.isLive, m.direction == .sendonly || m.direction == .sendrecv,
                   !tracks.contains(where: { $0.codec.kind.rawValue == kind }) else {
                 answer.media.append(rejected(m))
                 continue
@@ -100,7 +100,7 @@ public enum OfferAnswer {
         var answer = baseAnswer(offer, local: local)
         var slots: [SlotDescription] = []
         for m in offer.media {
-            guard m.kind == "audio" || m.kind == "video", m.port != 0, m.direction == .recvonly || m.direction == .sendrecv,
+            guard m.kind == "audio" || m.kind == "video", m.isLive, m.direction == .recvonly || m.direction == .sendrecv,
                   let mid = m.mid, let codec = chooseCodec(m) else {
                 answer.media.append(rejected(m))
                 continue
@@ -239,4 +239,10 @@ public enum OfferAnswer {
         let mids = answer.media.filter { $0.port != 0 }.compactMap(\.mid)
         answer.attributes.insert(SDPAttribute("group", "BUNDLE " + mids.joined(separator: " ")), at: 0)
     }
+}
+
+extension MediaDescription {
+    /// Not rejected: a non-zero port, or port 0 with `a=bundle-only` (RFC 8843 section 7.5: an offerer, such as
+    /// Firefox, sends bundled m-lines other than the first that way).
+    var isLive: Bool { port != 0 || has("bundle-only") }
 }

@@ -48,6 +48,7 @@ int sfu_vpx_frame_corrupted(vpx_codec_ctx_t *ctx) {
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct sfu_capture { void *owner; sfu_datagram_sink sink; };
 
@@ -174,4 +175,45 @@ int sfu_dtls_handle_timeout(SSL *ssl) { return (int)DTLSv1_handle_timeout(ssl); 
 int sfu_dtls_srtp_profile(SSL *ssl) {
     SRTP_PROTECTION_PROFILE *p = SSL_get_selected_srtp_profile(ssl);
     return p ? (int)p->id : 0;
+}
+
+#include <openssl/pem.h>
+
+int sfu_load_pem(const char *key_pem, int key_len, const char *cert_pem, int cert_len, EVP_PKEY **key, X509 **cert) {
+    BIO *kb = BIO_new_mem_buf(key_pem, key_len), *cb = BIO_new_mem_buf(cert_pem, cert_len);
+    EVP_PKEY *k = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    X509 *c = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    BIO_free(kb);
+    BIO_free(cb);
+    if (!k || !c) { EVP_PKEY_free(k); X509_free(c); ERR_clear_error(); return 0; }
+    *key = k;
+    *cert = c;
+    return 1;
+}
+
+static int bio_to_buffer(BIO *b, char *out, int capacity) {
+    char *data = NULL;
+    long n = BIO_get_mem_data(b, &data);
+    if (n < 0 || n > capacity) return -1;
+    memcpy(out, data, (size_t)n);
+    return (int)n;
+}
+
+int sfu_key_pem(EVP_PKEY *key, char *out, int capacity) {
+    BIO *b = BIO_new(BIO_s_mem());
+    int n = (b && PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL)) ? bio_to_buffer(b, out, capacity) : -1;
+    BIO_free(b);
+    return n;
+}
+
+int sfu_cert_pem(X509 *cert, char *out, int capacity) {
+    BIO *b = BIO_new(BIO_s_mem());
+    int n = (b && PEM_write_bio_X509(b, cert)) ? bio_to_buffer(b, out, capacity) : -1;
+    BIO_free(b);
+    return n;
+}
+
+int sfu_key_matches_certificate(EVP_PKEY *key, X509 *cert) {
+    EVP_PKEY *pub = X509_get0_pubkey(cert);
+    return pub && EVP_PKEY_eq(key, pub) == 1;
 }

@@ -150,6 +150,22 @@ import Testing
         #expect(server.state != .connected)
     }
 
+    @Test func aCertificateLoadedFromPEMKeepsItsFingerprintAndWorks() throws {
+        let (keyPEM, certPEM) = Self.serverCert.pem
+        #expect(keyPEM.hasPrefix("-----BEGIN PRIVATE KEY-----") && certPEM.hasPrefix("-----BEGIN CERTIFICATE-----"))
+        let loaded = try DTLSCertificate(keyPEM: keyPEM, certificatePEM: certPEM)
+        #expect(loaded.fingerprint == Self.serverCert.fingerprint)
+        #expect(throws: DTLSCertificate.Failure.keyDoesNotMatchCertificate) {
+            try DTLSCertificate(keyPEM: Self.clientCert.pem.key, certificatePEM: certPEM)
+        }
+        #expect(throws: DTLSCertificate.Failure.unreadablePEM) { try DTLSCertificate(keyPEM: "garbage", certificatePEM: certPEM) }
+        let server = try DTLSEndpoint(role: .server, certificate: loaded, remoteFingerprint: Self.clientCert.fingerprint)
+        let client = try DTLSEndpoint(role: .client, certificate: Self.clientCert, remoteFingerprint: Self.serverCert.fingerprint)
+        var p = Pair(server: server, client: client)
+        run(&p)
+        #expect(p.server.state == .connected && p.client.state == .connected)
+    }
+
     @Test func fingerprintsParseFromSDPAndRefuseWeakOrMalformedOnes() {
         let f = Self.serverCert.fingerprint
         #expect(DTLSFingerprint(sdp: f.description) == f)

@@ -62,3 +62,14 @@ int sfu_dtls_handle_timeout(SSL *ssl);
 /// The negotiated DTLS-SRTP protection profile id, or 0.
 int sfu_dtls_srtp_profile(SSL *ssl);
 #endif
+
+#ifndef SFU_CSHIMS_PEM
+#define SFU_CSHIMS_PEM
+/// Reads a private key and certificate from PEM text; 1 on success.
+int sfu_load_pem(const char *key_pem, int key_len, const char *cert_pem, int cert_len, EVP_PKEY **key, X509 **cert);
+/// Writes the key (PKCS#8) and certificate as PEM into caller buffers; returns the bytes written or -1.
+int sfu_key_pem(EVP_PKEY *key, char *out, int capacity);
+int sfu_cert_pem(X509 *cert, char *out, int capacity);
+/// 1 when the key is the certificate's key.
+int sfu_key_matches_certificate(EVP_PKEY *key, X509 *cert);
+#endif

@@ -38,7 +38,13 @@ public final class DTLSCertificate: @unchecked Sendable {
     let certificate: OpaquePointer
     public let fingerprint: DTLSFingerprint
 
-    public enum Failure: Error { case generationFailed }
+    public enum Failure: Error, Equatable {
+        case generationFailed
+        /// The PEM text held no readable private key or certificate.
+        case unreadablePEM
+        /// The private key is not the certificate's.
+        case keyDoesNotMatchCertificate
+    }
 
     public init(commonName: String = "sfu", validDays: Int32 = 30) throws(Failure) {
         var k: OpaquePointer?
@@ -47,6 +53,33 @@ public final class DTLSCertificate: @unchecked Sendable {
         key = k
         certificate = c
         fingerprint = Self.fingerprint(of: c)!
+    }
+
+    /// Loads a key and certificate from PEM (configuration). The pair must match; any key type OpenSSL reads
+    /// works, though browsers expect ECDSA P-256 or RSA.
+    public init(keyPEM: String, certificatePEM: String) throws(Failure) {
+        var k: OpaquePointer?
+        var c: OpaquePointer?
+        guard sfu_load_pem(keyPEM, Int32(keyPEM.utf8.count), certificatePEM, Int32(certificatePEM.utf8.count), &k, &c) == 1,
+              let k, let c else { throw .unreadablePEM }
+        guard sfu_key_matches_certificate(k, c) == 1 else {
+            EVP_PKEY_free(k)
+            X509_free(c)
+            throw .keyDoesNotMatchCertificate
+        }
+        key = k
+        certificate = c
+        fingerprint = Self.fingerprint(of: c)!
+    }
+
+    /// The key (PKCS#8) and certificate as PEM, to save a generated identity.
+    public var pem: (key: String, certificate: String) {
+        var buf = [CChar](repeating: 0, count: 16_384)
+        let kn = sfu_key_pem(key, &buf, Int32(buf.count))
+        let keyText = String(decoding: buf[0..<max(0, Int(kn))].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let cn = sfu_cert_pem(certificate, &buf, Int32(buf.count))
+        let certText = String(decoding: buf[0..<max(0, Int(cn))].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (keyText, certText)
     }
 
     deinit {

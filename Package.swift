@@ -37,6 +37,6 @@ let package = Package(
             dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
-        .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]
 )

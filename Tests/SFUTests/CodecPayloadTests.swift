@@ -1,3 +1,4 @@
+import SFUTestSupport
 import Testing
 @testable import SFU
 

@@ -1,15 +1,5 @@
 import SFU
 
-func hex(_ s: String) -> [UInt8] {
-    var out: [UInt8] = []
-    var chars = s.filter { !$0.isWhitespace }[...]
-    while chars.count >= 2 {
-        out.append(UInt8(chars.prefix(2), radix: 16)!)
-        chars = chars.dropFirst(2)
-    }
-    return out
-}
-
 func parseRTP(_ b: [UInt8]) -> Result<RTPHeader, DropReason> { b.withUnsafeBytes { RTPHeader.parse($0) } }
 
 func rtcpPackets(_ b: [UInt8]) -> ([RTCPPacket], DropReason?) {

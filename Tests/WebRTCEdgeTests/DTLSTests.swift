@@ -1,3 +1,4 @@
+import SFUTestSupport
 import Foundation
 import SFU
 import Testing

@@ -1,15 +1,6 @@
+import SFUTestSupport
 import Testing
 @testable import WebRTCEdge
-
-func hex(_ s: String) -> [UInt8] {
-    var out: [UInt8] = []
-    var chars = s.filter { !$0.isWhitespace }[...]
-    while chars.count >= 2 {
-        out.append(UInt8(chars.prefix(2), radix: 16)!)
-        chars = chars.dropFirst(2)
-    }
-    return out
-}
 
 /// RFC 5769 test vectors.
 @Suite struct STUNTests {

@@ -172,3 +172,41 @@ import Testing
         #expect(h.room.counters.drops[.srtpReplay] == 1)
     }
 }
+
+@Suite struct MidBindingTests {
+    @Test func aTrackWithoutSignalledSSRCIsBoundFromItsFirstAuthenticatedPacket() throws {
+        let h = try RoomHarness()
+        let b = try h.join("B", audioSlots: 1)
+        try h.room.admit("A", now: h.now)
+        let pub = SimulatedClient(connection: ConnectionID(900), seed: 900)
+        try h.room.attachPublisher("A", connection: pub.connection, tracks: [
+            PublishedTrack(codec: .opus, ssrc: nil, payloadType: 111, audioLevelExtensionID: 1, mid: "0", midExtensionID: 4),
+        ], now: h.now)
+        try h.room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
+        func packet(ssrc: UInt32, seq: UInt16, mid: String?) -> [UInt8] {
+            var exts: [(id: UInt8, value: [UInt8])] = [(1, [20])]
+            if let mid { exts.append((4, Array(mid.utf8))) }
+            var out = [UInt8](repeating: 0, count: 200)
+            let n = [UInt8]([0x78, 0x80, 1, 2, 3]).withUnsafeBytes { p in
+                out.withUnsafeMutableBytes {
+                    RTPPacketBuilder(payloadType: 111, sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: ssrc)
+                        .write(extensions: exts, payload: p, into: $0)
+                }
+            }!
+            return Array(out[0..<n])
+        }
+        // A forged packet that names the mid but fails authentication binds nothing.
+        var forged = pub.protect(packet(ssrc: 0xBAD, seq: 1, mid: "0"))
+        forged[forged.count - 1] ^= 1
+        h.sendRaw(forged, from: pub.connection)
+        #expect(h.room.counters.drops[.srtpAuthFailed] == 1)
+        // The real first packet (with mid) binds; later packets without the extension follow by SSRC.
+        h.send(packet(ssrc: 0xA11CE, seq: 2, mid: "0"), from: pub)
+        for seq in 3...30 { h.send(packet(ssrc: 0xA11CE, seq: UInt16(seq), mid: nil), from: pub); h.advance(by: 20) }
+        #expect(h.room.counters.drops[.unknownSSRC] == 0)
+        #expect(h.slotPackets(b, ssrcOffset: SlotSSRC.audio(0)).count >= 25)
+        // Another SSRC naming no awaiting mid stays unknown.
+        h.send(packet(ssrc: 0xB0B, seq: 1, mid: "9"), from: pub)
+        #expect(h.room.counters.drops[.unknownSSRC] == 1)
+    }
+}

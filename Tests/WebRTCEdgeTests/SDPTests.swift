@@ -123,7 +123,8 @@ func fixture(_ name: String) throws -> String {
         ("a=rtcp-mux\r\n", "", "rtcp-mux"),
         ("a=group:BUNDLE 0", "a=group:LS 0", "BUNDLE"),
         ("a=ice-pwd:abcdefghijklmnopqrstuvwxyz", "a=ice-pwd:short", "ICE ufrag"),
-        ("a=ssrc:1234 cname:x\r\n", "", "mid/rid"),
+        ("a=ssrc:1234 cname:x\r\n", "", "MID header extension"),
+        ("a=ssrc:1234 cname:x\r\n", "a=rid:h send\r\na=simulcast:send h\r\n", "simulcast"),
         ("opus/48000/2", "PCMU/8000", "no sendonly"),
     ])
     func unsupportedOffersAreRefusedWithAReason(_ find: String, _ replace: String, _ reason: String) {
@@ -146,6 +147,13 @@ func fixture(_ name: String) throws -> String {
 
     @Test func portWithoutDigitsIsRefused() {
         #expect(throws: SDPError.self) { try SessionDescription.parse("v=0\r\nm=audio / UDP/TLS/RTP/SAVPF 0\r\n") }
+    }
+
+    @Test func withoutSSRCsTracksAreBoundByMid() throws {
+        let text = Self.minimal.replacingOccurrences(of: "a=ssrc:1234 cname:x\r\n", with: "a=extmap:4 \(OfferAnswer.midURI)\r\n")
+        let r = try OfferAnswer.answerPublish(text, local: local)
+        #expect(r.tracks == [PublishedTrack(codec: .opus, ssrc: nil, payloadType: 111, mid: "0", midExtensionID: 4)])
+        #expect(r.answer.media[0].extmaps[4] == OfferAnswer.midURI, "the answer keeps the MID extension")
     }
 
     @Test func oversizedDescriptionIsRefused() {

@@ -13,7 +13,8 @@ extension Room {
         let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         if isRTCP(packet) { return receiveRTCP(buffer, length: length, conn: conn, now: now, into: out) }
         guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated) }
-        guard let route = conn.tracksBySSRC[ssrc], let track = tracks[route.track] else { return drop(.unknownSSRC) }
+        let known = conn.tracksBySSRC[ssrc]
+        guard let route = known ?? midBinding(packet, conn: conn), let track = tracks[route.track] else { return drop(.unknownSSRC) }
         guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
         // Decrypt even what policy will drop: the SRTP rollover counter must follow every packet, or the first
         // packet after a long hard mute fails to authenticate (media-core.md section 6).
@@ -23,6 +24,7 @@ extension Room {
         case .failure(let r): return drop(r)
         }
         let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
+        if known == nil { bind(ssrc, to: route, conn: conn) }  // learned only once the packet authenticated
         let header: RTPHeader
         switch RTPHeader.parse(plain) {
         case .success(let h): header = h
@@ -49,6 +51,29 @@ extension Room {
                 refreshAllSubscribers(now: now, into: out)
             }
             forward(track, plain: plain, header: header, vp8: vp8, extendedSequence: ext, now: now, into: out)
+        }
+    }
+
+    /// For a packet of unknown SSRC: the awaiting track its MID extension names (header extensions are sent in
+    /// clear under SRTP, RFC 3711 section 3.1), media or RTX by payload type.
+    private func midBinding(_ packet: UnsafeRawBufferPointer, conn: Connection) -> (track: Int, rtx: Bool)? {
+        guard !conn.awaitingMid.isEmpty, case .success(let h) = RTPHeader.parse(packet, checkPadding: false) else { return nil }
+        let ext = h.extensions(in: packet)
+        for a in conn.awaitingMid {
+            guard let r = ext.find(a.extensionID), r.count == a.mid.count, packet[r].elementsEqual(a.mid),
+                  let t = tracks[a.track] else { continue }
+            if h.payloadType == t.description.payloadType, t.ssrc == nil { return (a.track, false) }
+            if h.payloadType == t.description.rtxPayloadType, t.rtxSSRC == nil { return (a.track, true) }
+        }
+        return nil
+    }
+
+    private func bind(_ ssrc: UInt32, to route: (track: Int, rtx: Bool), conn: Connection) {
+        guard let t = tracks[route.track] else { return }
+        if route.rtx { t.rtxSSRC = ssrc } else { t.ssrc = ssrc }
+        conn.tracksBySSRC[ssrc] = route
+        if t.ssrc != nil, t.rtxSSRC != nil || t.description.rtxPayloadType == nil {
+            conn.awaitingMid.removeAll { $0.track == route.track }
         }
     }
 
@@ -208,7 +233,7 @@ extension Room {
         guard let owner = participants[track.owner], let cid = owner.publishConnection, let conn = connections[cid],
               conn.outbound != nil, track.keyframes.request(now: now) else { return }
         guard let buf = out.nextBuffer() else { return drop(.egressFull) }
-        guard let n = PictureLossIndication.write(sender: nodeSSRC, media: track.description.ssrc, into: buf) else { return }
+        guard let media = track.ssrc, let n = PictureLossIndication.write(sender: nodeSSRC, media: media, into: buf) else { return }
         counters.keyframeRequestsSent &+= 1
         commitRTCP(buf, length: n, conn: conn, into: out)
     }

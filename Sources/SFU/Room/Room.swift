@@ -156,27 +156,33 @@ public final class Room {
               published.filter({ $0.codec.kind == .video }).count <= 1 else {
             throw RoomError(.invalidMediaDescription, .invalid, "a participant publishes at most one audio and one video track")
         }
-        let ssrcs = published.flatMap { [$0.ssrc] + ($0.rtxSSRC.map { [$0] } ?? []) }
+        let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
         guard Set(ssrcs).count == ssrcs.count else {
             throw RoomError(.invalidMediaDescription, .invalid, "SSRCs must be distinct")
+        }
+        guard published.allSatisfy({ $0.ssrc != nil || ($0.mid != nil && $0.midExtensionID != nil) }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a track needs an SSRC, or a mid and the MID extension id")
         }
         let conn = connectionFor(connection, participant: p)
         for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) {
             if let old = tracks[t] {
-                conn.tracksBySSRC[old.description.ssrc] = nil
-                if let r = old.description.rtxSSRC { conn.tracksBySSRC[r] = nil }
+                for s in [old.ssrc, old.rtxSSRC].compactMap({ $0 }) { conn.tracksBySSRC[s] = nil }
             }
             removeTrack(t)
         }
         p.audioTrack = nil
         p.videoTrack = nil
+        conn.awaitingMid.removeAll()
         p.publishConnection = connection
         for d in published {
             let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
             nextTrackIndex += 1
             tracks[t.index] = t
-            conn.tracksBySSRC[d.ssrc] = (t.index, false)
+            if let s = d.ssrc { conn.tracksBySSRC[s] = (t.index, false) }
             if let r = d.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true) }
+            if d.ssrc == nil, let mid = d.mid, let id = d.midExtensionID {
+                conn.awaitingMid.append((Array(mid.utf8), id, t.index))
+            }
             if d.codec.kind == .audio {
                 p.audioTrack = t.index
                 detector.addSpeaker(p.index, now: now)

@@ -43,20 +43,31 @@ public enum Codec: String, Sendable, Codable {
 }
 
 /// A track a participant publishes, as its SDP offer declares it (the edge binds SSRCs to tracks).
+///
+/// When the offer signals no SSRC (RFC 8843 section 9.2: mid-based demultiplexing), `ssrc` is nil and the
+/// room learns it from the first packet that carries `mid` in the RTP MID header extension and passes SRTP
+/// authentication; packets with `rtxPayloadType` bind the RTX SSRC the same way.
 public struct PublishedTrack: Sendable, Equatable {
     public var codec: Codec
-    public var ssrc: UInt32
+    public var ssrc: UInt32?
     public var rtxSSRC: UInt32?
     public var payloadType: UInt8
     /// The negotiated id of the RFC 6464 audio level extension, if any.
     public var audioLevelExtensionID: UInt8?
+    public var mid: String?
+    public var midExtensionID: UInt8?
+    public var rtxPayloadType: UInt8?
 
-    public init(codec: Codec, ssrc: UInt32, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil) {
+    public init(codec: Codec, ssrc: UInt32?, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
+                mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil) {
         self.codec = codec
         self.ssrc = ssrc
         self.rtxSSRC = rtxSSRC
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
+        self.mid = mid
+        self.midExtensionID = midExtensionID
+        self.rtxPayloadType = rtxPayloadType
     }
 }
 

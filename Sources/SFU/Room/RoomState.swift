@@ -83,6 +83,9 @@ final class SourceTrack {
     let index: Int
     let owner: Int
     let description: PublishedTrack
+    /// SSRCs in use: signalled in SDP, or learned from the MID extension.
+    var ssrc: UInt32?
+    var rtxSSRC: UInt32?
     var unwrapper = SequenceUnwrapper()
     var packets: UInt64 = 0
     var bytes: UInt64 = 0
@@ -113,6 +116,8 @@ final class SourceTrack {
         self.index = index
         self.owner = owner
         self.description = description
+        ssrc = description.ssrc
+        rtxSSRC = description.rtxSSRC
         meter = LevelMeter(source: levelSource)
         history = description.codec == .vp8 ? PacketHistory() : nil
     }
@@ -130,6 +135,8 @@ final class Connection {
     var tracksBySSRC: [UInt32: (track: Int, rtx: Bool)] = [:]
     /// Slot SSRC -> slot, for the subscriber's feedback.
     var slotsBySSRC: [UInt32: SlotRef] = [:]
+    /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
+    var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
     var nextReceiverReport: MonoTime = .never
 
     init(id: ConnectionID, participant: Int) {

@@ -28,7 +28,8 @@ public struct RTPHeader: Equatable, Sendable {
     ///
     /// Checks: version 2; the CSRC list, extension length and padding count all fit the datagram
     /// (RFC 3550 section 5.1: "the last octet of the padding contains a count"; a zero count is invalid).
-    public static func parse(_ p: UnsafeRawBufferPointer) -> Result<RTPHeader, DropReason> {
+    /// `checkPadding: false` reads an SRTP packet's clear header: its padding count lies in the encrypted part.
+    public static func parse(_ p: UnsafeRawBufferPointer, checkPadding: Bool = true) -> Result<RTPHeader, DropReason> {
         guard p.count >= fixedSize else { return .failure(.truncated) }
         let b0 = p[0]
         guard b0 >> 6 == 2 else { return .failure(.badVersion) }
@@ -50,7 +51,7 @@ public struct RTPHeader: Equatable, Sendable {
             offset = end
         }
         var padding = 0
-        if hasPadding {
+        if hasPadding && checkPadding {
             padding = Int(p[p.count - 1])
             guard padding > 0, offset + padding <= p.count else { return .failure(.badPadding) }
         }

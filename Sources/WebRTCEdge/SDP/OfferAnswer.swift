@@ -66,15 +66,23 @@ public enum OfferAnswer {
                 answer.media.append(rejected(m))
                 continue
             }
-            let ssrcs = m.ssrcs
-            guard let ssrc = m.fidGroups.first?.media ?? ssrcs.first else {
-                throw SDPError(line: m.lineNumber, text: "m=\(kind)",
-                               reason: "no a=ssrc lines: binding tracks by mid/rid alone is not supported yet")
-            }
-            let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
             let levelID = kind == "audio" ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
-            tracks.append(PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt,
-                                         audioLevelExtensionID: levelID))
+            let midID = m.extmaps.first { $0.value == midURI }?.key
+            if m.has("rid") || m.has("simulcast") {
+                throw SDPError(line: m.lineNumber, text: "m=\(kind)", reason: "simulcast (a=rid) is not supported yet")
+            }
+            if let ssrc = m.fidGroups.first?.media ?? m.ssrcs.first {
+                let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
+                tracks.append(PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt,
+                                             audioLevelExtensionID: levelID))
+            } else if let midID, let mid = m.mid {
+                // No SSRC signalled: the room learns it from the MID extension (RFC 8843 section 9.2).
+                tracks.append(PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                                             mid: mid, midExtensionID: midID, rtxPayloadType: codec.rtx))
+            } else {
+                throw SDPError(line: m.lineNumber, text: "m=\(kind)",
+                               reason: "neither a=ssrc lines nor the MID header extension: packets could not be bound to the track")
+            }
             var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key }) where uri == midURI || (uri == audioLevelURI && kind == "audio") {
                 a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))

@@ -29,6 +29,9 @@ let package = Package(
         // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite (then DTLS-SRTP
         // and SDP): datagrams and time in, datagrams, keys and events out.
         .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL", "CShims"]),
+        // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
+        .target(name: "CNodeIO"),
+        .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
@@ -37,6 +40,7 @@ let package = Package(
             dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
+        .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge"]),
         .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]
 )

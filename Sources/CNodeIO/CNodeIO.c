@@ -1,0 +1,138 @@
+#define _GNU_SOURCE
+#include "CNodeIO.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static socklen_t to_sockaddr(const sfu_address *a, struct sockaddr_storage *s) {
+    memset(s, 0, sizeof *s);
+    if (a->family == 6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)s;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(a->port);
+        memcpy(&v6->sin6_addr, a->address, 16);
+        return sizeof *v6;
+    }
+    struct sockaddr_in *v4 = (struct sockaddr_in *)s;
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(a->port);
+    memcpy(&v4->sin_addr, a->address, 4);
+    return sizeof *v4;
+}
+
+static void from_sockaddr(const struct sockaddr_storage *s, sfu_address *a) {
+    memset(a, 0, sizeof *a);
+    if (s->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)s;
+        a->family = 6;
+        a->port = ntohs(v6->sin6_port);
+        memcpy(a->address, &v6->sin6_addr, 16);
+    } else {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)s;
+        a->family = 4;
+        a->port = ntohs(v4->sin_port);
+        memcpy(a->address, &v4->sin_addr, 4);
+    }
+}
+
+int sfu_udp_open(const sfu_address *local, sfu_address *bound, int buffer_bytes) {
+    int fd = socket(local->family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (buffer_bytes > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes);
+    }
+    struct sockaddr_storage s;
+    socklen_t n = to_sockaddr(local, &s);
+    if (bind(fd, (struct sockaddr *)&s, n) < 0) { int e = errno; close(fd); return -e; }
+    socklen_t len = sizeof s;
+    if (getsockname(fd, (struct sockaddr *)&s, &len) == 0 && bound) from_sockaddr(&s, bound);
+    return fd;
+}
+
+void sfu_udp_close(int fd) { if (fd >= 0) close(fd); }
+
+#define SFU_MAX_BATCH 256
+
+int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count) {
+    if (count > SFU_MAX_BATCH) count = SFU_MAX_BATCH;
+    struct mmsghdr msgs[SFU_MAX_BATCH];
+    struct iovec iov[SFU_MAX_BATCH];
+    struct sockaddr_storage addrs[SFU_MAX_BATCH];
+    memset(msgs, 0, sizeof(struct mmsghdr) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        iov[i].iov_base = buffers[i];
+        iov[i].iov_len = (size_t)buffer_size;
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &addrs[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
+    }
+    int n = recvmmsg(fd, msgs, (unsigned)count, MSG_DONTWAIT, NULL);
+    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        // A datagram larger than the buffer is truncated: report it as too long so the caller drops it.
+        lengths[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? buffer_size + 1 : (int)msgs[i].msg_len;
+        from_sockaddr(&addrs[i], &sources[i]);
+    }
+    return n;
+}
+
+int sfu_udp_send_batch(int fd, const uint8_t *const *buffers, const int *lengths, const sfu_address *destinations, int count) {
+    int sent = 0;
+    while (sent < count) {
+        int n = count - sent > SFU_MAX_BATCH ? SFU_MAX_BATCH : count - sent;
+        struct mmsghdr msgs[SFU_MAX_BATCH];
+        struct iovec iov[SFU_MAX_BATCH];
+        struct sockaddr_storage addrs[SFU_MAX_BATCH];
+        memset(msgs, 0, sizeof(struct mmsghdr) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            iov[i].iov_base = (void *)buffers[sent + i];
+            iov[i].iov_len = (size_t)lengths[sent + i];
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_name = &addrs[i];
+            msgs[i].msg_hdr.msg_namelen = to_sockaddr(&destinations[sent + i], &addrs[i]);
+        }
+        int r = sendmmsg(fd, msgs, (unsigned)n, MSG_DONTWAIT);
+        if (r < 0) return sent > 0 ? sent : -errno;
+        sent += r;
+        if (r < n) break;  // the socket buffer is full: the caller counts the rest as dropped
+    }
+    return sent;
+}
+
+int sfu_udp_send_gso(int fd, const uint8_t *buffer, int length, int segment_size, const sfu_address *destination) {
+    struct sockaddr_storage addr;
+    struct iovec iov = { .iov_base = (void *)buffer, .iov_len = (size_t)length };
+    char control[CMSG_SPACE(sizeof(uint16_t))];
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    memset(control, 0, sizeof control);
+    msg.msg_name = &addr;
+    msg.msg_namelen = to_sockaddr(destination, &addr);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t seg = (uint16_t)segment_size;
+    memcpy(CMSG_DATA(c), &seg, sizeof seg);
+    ssize_t n = sendmsg(fd, &msg, MSG_DONTWAIT);
+    return n < 0 ? -errno : (int)n;
+}
+
+int sfu_udp_wait(int fd, int timeout_ms) {
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int r = poll(&p, 1, timeout_ms);
+    if (r < 0) return errno == EINTR ? 0 : -errno;
+    return r > 0 ? 1 : 0;
+}

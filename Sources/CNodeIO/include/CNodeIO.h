@@ -1,0 +1,31 @@
+// Batched UDP for the node's workers: recvmmsg/sendmmsg and UDP GSO (Glibc's Swift module does not expose
+// mmsghdr, and cmsg handling is macro-based). Addresses cross as IPv4/IPv6 bytes + port, never sockaddr.
+#ifndef SFU_CNODEIO_H
+#define SFU_CNODEIO_H
+#include <stdint.h>
+
+typedef struct {
+    uint8_t family;      // 4 or 6
+    uint8_t address[16]; // IPv4 in the first 4 bytes
+    uint16_t port;
+} sfu_address;
+
+/// A non-blocking UDP socket bound to `local` (port 0 picks one); returns the fd or -errno. `bound` gets the
+/// address actually bound. `buffer_bytes` sets SO_RCVBUF/SO_SNDBUF when > 0.
+int sfu_udp_open(const sfu_address *local, sfu_address *bound, int buffer_bytes);
+void sfu_udp_close(int fd);
+
+/// recvmmsg without waiting: up to `count` datagrams into buffers[i] (capacity `buffer_size`), lengths and
+/// sources filled in. Returns how many, 0 when none is waiting, or -errno.
+int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count);
+
+/// sendmmsg of `count` datagrams; returns how many the kernel took, or -errno.
+int sfu_udp_send_batch(int fd, const uint8_t *const *buffers, const int *lengths, const sfu_address *destinations, int count);
+
+/// One sendmsg with UDP_SEGMENT: `length` bytes split by the kernel into datagrams of `segment_size` (the last
+/// may be shorter), all to `destination`. Returns bytes sent or -errno.
+int sfu_udp_send_gso(int fd, const uint8_t *buffer, int length, int segment_size, const sfu_address *destination);
+
+/// Waits until the socket is readable or `timeout_ms` passes; 1 readable, 0 timeout, -errno.
+int sfu_udp_wait(int fd, int timeout_ms);
+#endif

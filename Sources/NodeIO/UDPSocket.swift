@@ -1,0 +1,190 @@
+import CNodeIO
+import SFU
+import WebRTCEdge
+
+/// A worker's UDP socket: non-blocking, batched both ways (`limits.md`: the kernel's per-packet work
+/// dominates; GSO is what cuts it, where several equal-size datagrams go to one destination).
+public final class UDPSocket {
+    public struct Failure: Error, CustomStringConvertible {
+        public var operation: String
+        public var errno: Int32
+        public var description: String { "\(operation) failed: errno \(errno)" }
+    }
+
+    public let local: TransportAddress
+    private let fd: Int32
+    // Scratch arrays for sends, allocated once.
+    private let maxBatch = 1024
+    private let sendBuffers: UnsafeMutablePointer<UnsafePointer<UInt8>?>
+    private let sendLengths: UnsafeMutablePointer<Int32>
+    private let sendAddresses: UnsafeMutablePointer<sfu_address>
+    private let gsoScratch: UnsafeMutableRawBufferPointer
+    /// Datagrams the kernel would not take (socket buffer full) or that had no destination.
+    public private(set) var sendDrops = 0
+    public private(set) var gsoSends = 0
+
+    public init(bind address: TransportAddress, socketBufferBytes: Int = 4 << 20) throws(Failure) {
+        var requested = Self.cAddress(address)
+        var bound = sfu_address()
+        let r = sfu_udp_open(&requested, &bound, Int32(socketBufferBytes))
+        guard r >= 0 else { throw Failure(operation: "bind \(address)", errno: -r) }
+        fd = r
+        local = Self.transportAddress(bound)
+        sendBuffers = .allocate(capacity: maxBatch)
+        sendLengths = .allocate(capacity: maxBatch)
+        sendAddresses = .allocate(capacity: maxBatch)
+        gsoScratch = .allocate(byteCount: 64 * 1024, alignment: 16)
+    }
+
+    deinit {
+        sfu_udp_close(fd)
+        sendBuffers.deallocate()
+        sendLengths.deallocate()
+        sendAddresses.deallocate()
+        gsoScratch.deallocate()
+    }
+
+    /// Waits for a datagram up to `timeoutMilliseconds` (0 polls); true when one is waiting.
+    public func wait(timeoutMilliseconds: Int32) -> Bool { sfu_udp_wait(fd, timeoutMilliseconds) == 1 }
+
+    /// Receives what is waiting, up to the batch's capacity, without blocking. Returns how many.
+    @discardableResult
+    public func receive(into batch: ReceiveBatch) throws(Failure) -> Int {
+        let n = sfu_udp_recv_batch(fd, batch.buffers, Int32(batch.bufferSize), batch.lengths, batch.sources, Int32(batch.capacity))
+        guard n >= 0 else { throw Failure(operation: "recvmmsg", errno: -n) }
+        batch.count = Int(n)
+        return Int(n)
+    }
+
+    /// Sends the engine's datagrams: each to the address its connection resolves to. With `gso`, runs of
+    /// datagrams to one destination whose sizes are equal (the last may be shorter) go out as one UDP GSO
+    /// send. Returns how many datagrams the kernel took.
+    @discardableResult
+    public func send(_ batch: DatagramBatch, gso: Bool = false, to destination: (ConnectionID) -> TransportAddress?) -> Int {
+        var sent = 0
+        var pending = 0
+        func flush() {
+            guard pending > 0 else { return }
+            let r = sfu_udp_send_batch(fd, sendBuffers, sendLengths, sendAddresses, Int32(pending))
+            let took = max(0, Int(r))
+            sent += took
+            sendDrops += pending - took
+            pending = 0
+        }
+        var i = 0
+        while i < batch.count {
+            guard let to = destination(batch.destination(at: i)) else { sendDrops += 1; i += 1; continue }
+            let d = batch.datagram(at: i)
+            if gso {
+                var run = 1
+                while i + run < batch.count, run < 64, batch.destination(at: i + run) == batch.destination(at: i),
+                      batch.datagram(at: i + run - 1).count == d.count, batch.datagram(at: i + run).count <= d.count,
+                      (run + 1) * d.count <= gsoScratch.count {
+                    run += 1
+                }
+                if run > 1 {
+                    flush()
+                    var offset = 0
+                    for k in 0..<run {
+                        let seg = batch.datagram(at: i + k)
+                        UnsafeMutableRawBufferPointer(rebasing: gsoScratch[offset..<(offset + seg.count)]).copyMemory(from: seg)
+                        offset += seg.count
+                    }
+                    var address = Self.cAddress(to)
+                    let r = sfu_udp_send_gso(fd, gsoScratch.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(offset),
+                                             Int32(d.count), &address)
+                    if r > 0 { sent += run; gsoSends += 1 } else { sendDrops += run }
+                    i += run
+                    continue
+                }
+            }
+            sendBuffers[pending] = d.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            sendLengths[pending] = Int32(d.count)
+            sendAddresses[pending] = Self.cAddress(to)
+            pending += 1
+            if pending == maxBatch { flush() }
+            i += 1
+        }
+        flush()
+        return sent
+    }
+
+    /// Sends one datagram (control traffic: STUN responses, DTLS flights).
+    @discardableResult
+    public func send(_ bytes: [UInt8], to: TransportAddress) -> Bool {
+        var address = Self.cAddress(to)
+        var length = Int32(bytes.count)
+        return bytes.withUnsafeBufferPointer { b in
+            var base: UnsafePointer<UInt8>? = b.baseAddress
+            return sfu_udp_send_batch(fd, &base, &length, &address, 1) == 1
+        }
+    }
+
+    static func cAddress(_ a: TransportAddress) -> sfu_address {
+        var c = sfu_address()
+        c.port = a.port
+        withUnsafeMutableBytes(of: &c.address) { raw in
+            switch a.ip {
+            case .v4(let v):
+                c.family = 4
+                raw[0] = UInt8(v >> 24); raw[1] = UInt8((v >> 16) & 0xFF); raw[2] = UInt8((v >> 8) & 0xFF); raw[3] = UInt8(v & 0xFF)
+            case .v6(let hi, let lo):
+                c.family = 6
+                for i in 0..<8 { raw[i] = UInt8(truncatingIfNeeded: hi >> (56 - 8 * UInt64(i))) }
+                for i in 0..<8 { raw[8 + i] = UInt8(truncatingIfNeeded: lo >> (56 - 8 * UInt64(i))) }
+            }
+        }
+        return c
+    }
+
+    static func transportAddress(_ c: sfu_address) -> TransportAddress {
+        withUnsafeBytes(of: c.address) { raw in
+            if c.family == 6 {
+                let hi = raw[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                let lo = raw[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                return TransportAddress(ip: .v6(hi, lo), port: c.port)
+            }
+            return TransportAddress(ip: .v4(raw[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }), port: c.port)
+        }
+    }
+}
+
+/// Buffers recvmmsg fills, allocated once per worker.
+public final class ReceiveBatch {
+    public let capacity: Int
+    public let bufferSize: Int
+    let storage: UnsafeMutableRawBufferPointer
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
+    let lengths: UnsafeMutablePointer<Int32>
+    let sources: UnsafeMutablePointer<sfu_address>
+    public internal(set) var count = 0
+
+    /// `bufferSize` leaves room past a full-MTU datagram for SRTP's in-place work.
+    public init(capacity: Int = 64, bufferSize: Int = 2048) {
+        self.capacity = capacity
+        self.bufferSize = bufferSize
+        storage = .allocate(byteCount: capacity * bufferSize, alignment: 16)
+        buffers = .allocate(capacity: capacity)
+        lengths = .allocate(capacity: capacity)
+        sources = .allocate(capacity: capacity)
+        for i in 0..<capacity { buffers[i] = storage.baseAddress!.advanced(by: i * bufferSize).assumingMemoryBound(to: UInt8.self) }
+    }
+
+    deinit {
+        storage.deallocate()
+        buffers.deallocate()
+        lengths.deallocate()
+        sources.deallocate()
+    }
+
+    /// The whole buffer of datagram `i` (for in-place decryption) and its length; a length above the buffer
+    /// size means the datagram was truncated and must be dropped.
+    public func buffer(_ i: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: buffers[i], count: bufferSize)
+    }
+
+    public func length(_ i: Int) -> Int { Int(lengths[i]) }
+    public func isTruncated(_ i: Int) -> Bool { Int(lengths[i]) > bufferSize }
+    public func source(_ i: Int) -> TransportAddress { UDPSocket.transportAddress(sources[i]) }
+    public func datagram(_ i: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffers[i], count: min(length(i), bufferSize)) }
+}

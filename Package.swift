@@ -40,7 +40,7 @@ let package = Package(
             dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
-        .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge"]),
+        .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),
         .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]
 )

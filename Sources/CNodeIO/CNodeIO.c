@@ -136,3 +136,29 @@ int sfu_udp_wait(int fd, int timeout_ms) {
     if (r < 0) return errno == EINTR ? 0 : -errno;
     return r > 0 ? 1 : 0;
 }
+
+#include <sys/eventfd.h>
+
+int sfu_wake_open(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+void sfu_wake_signal(int wake_fd) {
+    uint64_t one = 1;
+    ssize_t r = write(wake_fd, &one, sizeof one);
+    (void)r;
+}
+
+void sfu_wake_drain(int wake_fd) {
+    uint64_t v;
+    ssize_t r = read(wake_fd, &v, sizeof v);
+    (void)r;
+}
+
+int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms) {
+    struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+    int r = poll(p, 2, timeout_ms);
+    if (r <= 0) return 0;
+    return ((p[0].revents & POLLIN) ? 1 : 0) | ((p[1].revents & POLLIN) ? 2 : 0);
+}

@@ -13,6 +13,7 @@ public final class UDPSocket {
 
     public let local: TransportAddress
     private let fd: Int32
+    var descriptor: Int32 { fd }
     // Scratch arrays for sends, allocated once.
     private let maxBatch = 1024
     private let sendBuffers: UnsafeMutablePointer<UnsafePointer<UInt8>?>

@@ -22,12 +22,15 @@ import Testing
         var flights: [(toServer: Bool, count: Int)] = []
     }
 
-    func pair(clientProfiles: [SRTPProfile] = DTLSEndpoint.defaultProfiles, serverExpects: DTLSFingerprint? = nil) throws -> Pair {
+    /// `timeout` is the first retransmission timeout: the RFC's 1 s unless a test loses flights on purpose (then
+    /// 20 ms, so it waits little). On a loaded machine even 1 s may fire, so no test counts flights exactly.
+    func pair(clientProfiles: [SRTPProfile] = DTLSEndpoint.defaultProfiles, serverExpects: DTLSFingerprint? = nil,
+              timeout: MonoTime.Interval = .seconds(1)) throws -> Pair {
         let server = try DTLSEndpoint(role: .server, certificate: Self.serverCert,
                                       remoteFingerprint: serverExpects ?? Self.clientCert.fingerprint,
-                                      initialRetransmitTimeout: .milliseconds(20))
+                                      initialRetransmitTimeout: timeout)
         let client = try DTLSEndpoint(role: .client, certificate: Self.clientCert, remoteFingerprint: Self.serverCert.fingerprint,
-                                      profiles: clientProfiles, initialRetransmitTimeout: .milliseconds(20))
+                                      profiles: clientProfiles, initialRetransmitTimeout: timeout)
         return Pair(server: server, client: client)
     }
 
@@ -78,7 +81,8 @@ import Testing
         #expect(s.inbound == c.outbound && s.outbound == c.inbound)
         #expect(s.inbound != s.outbound)
         #expect(p.server.peerFingerprint == Self.clientCert.fingerprint)
-        #expect(p.flights.map(\.toServer) == [true, false, true, false], "ClientHello; ServerHello..Done; Certificate..Finished; Finished: \(p.flights)")
+        #expect(Array(p.flights.map(\.toServer).prefix(4)) == [true, false, true, false],
+                "ClientHello; ServerHello..Done; Certificate..Finished; Finished: \(p.flights)")
     }
 
     @Test func theServerChoosesGCMWhateverOrderTheClientOffers() throws {
@@ -118,7 +122,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4])
     func losingAnyHandshakeFlightIsRecoveredByRetransmission(_ flight: Int) throws {
-        var p = try pair()
+        var p = try pair(timeout: .milliseconds(20))
         let retransmissions = run(&p, lose: [flight])
         #expect(p.server.state == .connected && p.client.state == .connected, "flight \(flight) lost")
         #expect(p.server.keys?.inbound == p.client.keys?.outbound)

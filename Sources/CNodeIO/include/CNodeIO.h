@@ -29,3 +29,14 @@ int sfu_udp_send_gso(int fd, const uint8_t *buffer, int length, int segment_size
 /// Waits until the socket is readable or `timeout_ms` passes; 1 readable, 0 timeout, -errno.
 int sfu_udp_wait(int fd, int timeout_ms);
 #endif
+
+#ifndef SFU_CNODEIO_WAKE
+#define SFU_CNODEIO_WAKE
+/// An eventfd another thread writes to wake a worker out of its wait; returns the fd or -errno.
+int sfu_wake_open(void);
+void sfu_wake_signal(int wake_fd);
+void sfu_wake_drain(int wake_fd);
+/// Waits until the socket is readable, the wake fd is signalled, or `timeout_ms` passes.
+/// Returns a bit set: 1 socket readable, 2 woken; 0 on timeout.
+int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms);
+#endif

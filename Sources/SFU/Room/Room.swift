@@ -40,9 +40,12 @@ public final class Room {
 
     /// Events since the last call, oldest first.
     public func drainEvents() -> [RoomEvent] {
-        defer { events.removeAll(keepingCapacity: true) }
+        guard !events.isEmpty else { return [] }  // no allocation on the common, empty path
+        defer { events.removeAll() }
         return events
     }
+
+    public var hasPendingEvents: Bool { !events.isEmpty }
 
     /// When `tick` should run next: the next talker decision, silence frame, keyframe retry or report.
     public var nextDeadline: MonoTime {

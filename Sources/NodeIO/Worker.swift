@@ -1,0 +1,232 @@
+import CNodeIO
+import Foundation
+import SFU
+import Synchronization
+import WebRTCEdge
+
+/// The caller-side clock of the I/O shell: CLOCK_MONOTONIC (the engine itself never reads a clock).
+public enum MonoClock {
+    public static func now() -> MonoTime {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return MonoTime(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
+    }
+}
+
+/// What a worker owns: its edge (ICE, DTLS per connection), its rooms, and which room each connection is in.
+/// Only the worker thread touches it; the control plane reaches it through `Worker.perform`.
+public final class WorkerContext {
+    public let edge: WorkerEdge
+    public internal(set) var rooms: [String: Room] = [:]
+    var roomOfConnection: [ConnectionID: String] = [:]
+    let batch = DatagramBatch(capacity: 4096)
+    private var nextConnection: UInt32
+    let idStride: UInt32
+
+    init(edge: WorkerEdge, index: Int) {
+        self.edge = edge
+        // Connection ids are unique across workers: worker i hands out i+1, i+1+N, ... with N = 1024.
+        nextConnection = UInt32(index + 1)
+        idStride = 1024
+    }
+
+    public var now: MonoTime { MonoClock.now() }
+
+    public func room(_ name: String) -> Room? { rooms[name] }
+
+    public func addRoom(_ room: Room) { rooms[room.name] = room }
+
+    /// Removes a room and forgets its connections at the edge (DTLS close_notify goes out).
+    public func removeRoom(_ name: String, socket: UDPSocket) {
+        guard rooms.removeValue(forKey: name) != nil else { return }
+        for (conn, room) in roomOfConnection where room == name { closeConnection(conn, socket: socket) }
+    }
+
+    /// A new connection for a participant of `room`: its id and the ICE credentials for the SDP answer.
+    public func newConnection(room: String) -> (ConnectionID, LocalTransport) {
+        let id = ConnectionID(nextConnection)
+        nextConnection &+= idStride
+        roomOfConnection[id] = room
+        return (id, edge.prepare(id))
+    }
+
+    public func closeConnection(_ id: ConnectionID, socket: UDPSocket) {
+        for o in edge.remove(id) { if case .send(let bytes, let to) = o { socket.send(bytes, to: to) } }
+        roomOfConnection[id] = nil
+    }
+}
+
+/// One worker: a dedicated thread that owns a UDP socket, its edge and its rooms, and runs the media path
+/// without locks. Commands from the control plane arrive as closures through a queue and wake the thread;
+/// room events leave through a bounded queue that counts what a slow consumer lost.
+public final class Worker: @unchecked Sendable {
+    public let index: Int
+    public let socket: UDPSocket
+    private let context: WorkerContext
+    private let wakeFD: Int32
+    private let commands = Mutex<[@Sendable (WorkerContext) -> Void]>([])
+    private let eventQueue: Mutex<(events: [(room: String, event: RoomEvent)], dropped: Int)> = Mutex(([], 0))
+    public let eventCapacity: Int
+    private let stopping = Atomic<Bool>(false)
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+    /// Datagrams dropped before reaching a room (truncated, unknown or unvalidated source).
+    public private(set) var ingressDrops = 0
+
+    public init(index: Int, socket: UDPSocket, certificate: DTLSCertificate, announced: [TransportAddress] = [],
+                eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1)) throws {
+        self.index = index
+        self.socket = socket
+        let edge = WorkerEdge(certificate: certificate, candidates: [socket.local] + announced)
+        edge.dtlsInitialTimeout = dtlsInitialTimeout
+        context = WorkerContext(edge: edge, index: index)
+        let fd = sfu_wake_open()
+        guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
+        wakeFD = fd
+        self.eventCapacity = eventCapacity
+    }
+
+    deinit { close(wakeFD) }
+
+    public func start() {
+        let t = Thread { [self] in
+            Thread.current.name = "sfu-worker-\(index)"  // set from the thread itself so the OS sees it
+            loop()
+        }
+        thread = t
+        t.start()
+    }
+
+    /// Stops the loop and waits for it to end.
+    public func stop() {
+        guard thread != nil else { return }
+        stopping.store(true, ordering: .releasing)
+        sfu_wake_signal(wakeFD)
+        finished.wait()
+        thread = nil
+    }
+
+    /// Runs `body` on the worker thread and returns its result to the caller.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (WorkerContext) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, Error>) in
+            enqueue { [self] ctx in
+                let result = Result { try body(ctx) }
+                flush(ctx)  // what the command produced (datagrams, events) is out before the caller resumes
+                c.resume(with: result)
+            }
+        }
+    }
+
+    /// The blocking form of `perform`, for callers outside Swift concurrency.
+    public func performAndWait<T: Sendable>(_ body: @escaping @Sendable (WorkerContext) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<Result<T, Error>?>(nil)
+        enqueue { [self] ctx in
+            box.withLock { $0 = Result { try body(ctx) } }
+            flush(ctx)
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0! }.get()
+    }
+
+    private func enqueue(_ command: @escaping @Sendable (WorkerContext) -> Void) {
+        commands.withLock { $0.append(command) }
+        sfu_wake_signal(wakeFD)
+    }
+
+    /// Events since the last call and how many were lost because nobody drained them in time.
+    public func drainEvents() -> (events: [(room: String, event: RoomEvent)], dropped: Int) {
+        eventQueue.withLock { q in
+            defer { q = ([], 0) }
+            return q
+        }
+    }
+
+    // MARK: The loop (worker thread only)
+
+    private func loop() {
+        let rx = ReceiveBatch(capacity: 64)
+        let ctx = context
+        while !stopping.load(ordering: .acquiring) {
+            runCommands(ctx)
+            var now = MonoClock.now()
+            for room in ctx.rooms.values where room.nextDeadline <= now { room.tick(now: now, into: ctx.batch) }
+            if ctx.edge.nextDeadline <= now { handle(ctx.edge.tick(now: now), ctx, now: now) }
+            flush(ctx)
+            while let n = try? socket.receive(into: rx), n > 0 {
+                now = MonoClock.now()
+                for i in 0..<n { process(rx, i, ctx, now: now) }
+                flush(ctx)
+                if n < rx.capacity { break }
+            }
+            let deadline = ctx.rooms.values.reduce(ctx.edge.nextDeadline) { min($0, $1.nextDeadline) }
+            let waitMs = max(0, min(100, (deadline - MonoClock.now()).milliseconds))
+            if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
+        }
+        runCommands(ctx)
+        for name in Array(ctx.rooms.keys) { ctx.removeRoom(name, socket: socket) }
+        finished.signal()
+    }
+
+    private func runCommands(_ ctx: WorkerContext) {
+        let pending = commands.withLock { q -> [@Sendable (WorkerContext) -> Void] in
+            defer { q.removeAll() }
+            return q
+        }
+        for c in pending { c(ctx) }
+        if !pending.isEmpty { flush(ctx) }
+    }
+
+    private func process(_ rx: ReceiveBatch, _ i: Int, _ ctx: WorkerContext, now: MonoTime) {
+        guard !rx.isTruncated(i) else { ingressDrops += 1; return }
+        let datagram = rx.datagram(i)
+        let source = rx.source(i)
+        if PacketClass(datagram) == .rtp {
+            // Hot path: no allocation, no lock.
+            guard let conn = ctx.edge.mediaConnection(datagram, from: source, now: now),
+                  let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] else { ingressDrops += 1; return }
+            room.receive(rx.buffer(i), length: datagram.count, from: conn, now: now, into: ctx.batch)
+            if ctx.batch.count > ctx.batch.capacity / 2 { flush(ctx) }
+            return
+        }
+        handle(ctx.edge.receive(datagram, from: source, now: now), ctx, now: now)
+    }
+
+    private func handle(_ outputs: [WorkerEdge.Output], _ ctx: WorkerContext, now: MonoTime) {
+        for o in outputs {
+            switch o {
+            case .send(let bytes, let to):
+                socket.send(bytes, to: to)
+            case .keys(let conn, let keys):
+                if let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] {
+                    try? room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
+                }
+            case .state(let conn, let state) where state == .disconnected || state == .failed:
+                if let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] {
+                    room.connectionLost(conn, reason: state == .failed ? "ICE consent expired" : "no ICE check for 10 s")
+                }
+            case .failed(let conn, let reason):
+                if let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] { room.connectionLost(conn, reason: reason) }
+            default:
+                break
+            }
+        }
+    }
+
+    private func flush(_ ctx: WorkerContext) {
+        if ctx.batch.count > 0 {
+            socket.send(ctx.batch, gso: true) { ctx.edge.destination(of: $0) }
+            ctx.batch.removeAll()
+        }
+        for room in ctx.rooms.values where room.hasPendingEvents {
+            let events = room.drainEvents()
+            let name = room.name
+            eventQueue.withLock { q in
+                for e in events {
+                    if q.events.count < eventCapacity { q.events.append((name, e)) } else { q.dropped += 1 }
+                }
+            }
+        }
+    }
+}

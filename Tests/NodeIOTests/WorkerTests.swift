@@ -1,0 +1,147 @@
+import Foundation
+import NodeIO
+import SFU
+import SFUTestSupport
+import Testing
+import WebRTCEdge
+
+/// A client on its own loopback socket: SDP offer, ICE checks, DTLS client, SRTP.
+final class UDPClient {
+    let socket = try! UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+    let ice = ICECredentials.random()
+    let cert = try! DTLSCertificate(commonName: "client")
+    let node: TransportAddress
+    var dtls: DTLSEndpoint!
+    var checks: ICEControllingClient!
+    var tx: SRTPSession!
+    var rx: SRTPSession!
+
+    init(node: TransportAddress) { self.node = node }
+
+    func offer(publish: Bool) -> String {
+        var l = ["v=0", "o=- 1 1 IN IP4 0.0.0.0", "s=-", "t=0 0", "a=group:BUNDLE 0", "a=fingerprint:\(cert.fingerprint)",
+                 "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)", "m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0",
+                 "a=mid:0", publish ? "a=sendonly" : "a=recvonly", "a=rtcp-mux", "a=setup:actpass", "a=rtpmap:111 opus/48000/2",
+                 "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
+        if publish { l.append("a=ssrc:4242 cname:c") }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    func receive(timeoutMs: Int32 = 2000) -> [[UInt8]] {
+        let batch = ReceiveBatch(capacity: 64)
+        guard socket.wait(timeoutMilliseconds: timeoutMs), (try? socket.receive(into: batch)) != nil else { return [] }
+        return (0..<batch.count).map { Array(batch.datagram($0)) }
+    }
+
+    /// ICE check with nomination, then the DTLS handshake, over real UDP.
+    func connect(answer: String) throws {
+        let m = try #require(try SessionDescription.parse(answer).media.first)
+        checks = ICEControllingClient(local: ice, remote: ICECredentials(ufrag: m.attribute("ice-ufrag")!, password: m.attribute("ice-pwd")!))
+        dtls = try DTLSEndpoint(role: .client, certificate: cert, remoteFingerprint: DTLSFingerprint(sdp: m.attribute("fingerprint")!),
+                                initialRetransmitTimeout: .milliseconds(50))
+        let tid = ICEControllingClient.randomTransactionID()
+        socket.send(checks.bindingRequest(nominate: true, transactionID: tid), to: node)
+        let response = try #require(receive().first)
+        #expect(checks.check(response: response, transactionID: tid) == .success(mapped: socket.local))
+        for d in dtls.start(now: MonoClock.now()) { socket.send(d, to: node) }
+        let deadline = MonoClock.now() + .seconds(5)
+        while dtls.state != .connected, MonoClock.now() < deadline {
+            for d in receive(timeoutMs: 100) {
+                for reply in d.withUnsafeBytes({ dtls.receive($0, now: MonoClock.now()) }) { socket.send(reply, to: node) }
+            }
+            for d in dtls.tick(now: MonoClock.now()) { socket.send(d, to: node) }
+        }
+        let keys = try #require(dtls.keys)
+        tx = try SRTPSession(keys: keys.outbound, direction: .outbound)
+        rx = try SRTPSession(keys: keys.inbound, direction: .inbound)
+    }
+}
+
+@Suite(.serialized) struct WorkerTests {
+    static let cert = try! DTLSCertificate()
+
+    func admit(_ worker: Worker, _ id: String, offer: String, publish: Bool) throws -> String {
+        try worker.performAndWait { ctx in
+            let (conn, local) = ctx.newConnection(room: "r")
+            let room = ctx.room("r")!
+            try room.admit(id, now: ctx.now)
+            if publish {
+                let r = try OfferAnswer.answerPublish(offer, local: local)
+                try ctx.edge.attach(conn, remote: r.remote)
+                try room.attachPublisher(id, connection: conn, tracks: r.tracks, now: ctx.now)
+                return r.answer.text
+            }
+            let r = try OfferAnswer.answerSubscribe(offer, local: local) { _, i in 0x7700 + UInt32(i) }
+            try ctx.edge.attach(conn, remote: r.remote)
+            try room.attachSubscriber(id, connection: conn, slots: r.slots, now: ctx.now, into: DatagramBatch(capacity: 8))
+            return r.answer.text
+        }
+    }
+
+    @Test func audioCrossesAWorkerThreadOverRealUDP() throws {
+        let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, dtlsInitialTimeout: .milliseconds(50))
+        worker.start()
+        defer { worker.stop() }
+        try worker.performAndWait { ctx in ctx.addRoom(try Room(name: "r", now: ctx.now)) }
+
+        let a = UDPClient(node: socket.local), b = UDPClient(node: socket.local)
+        try a.connect(answer: try admit(worker, "A", offer: a.offer(publish: true), publish: true))
+        try b.connect(answer: try admit(worker, "B", offer: b.offer(publish: false), publish: false))
+
+        let opus = OpusFrameEncoder()
+        let speech = TestSignal.sine(dbfs: -20, seconds: 0.5)
+        var writer = RTPStreamWriter(ssrc: 4242, payloadType: 111, audioLevelExtensionID: 1)
+        var buf = [UInt8](repeating: 0, count: 2048)
+        for f in 0..<25 {
+            let plain = writer.packet(opus.encode(speech[(f * 960)..<((f + 1) * 960)]), level: 20)
+            writer.timestamp &+= 960
+            buf.replaceSubrange(0..<plain.count, with: plain)
+            let n = try buf.withUnsafeMutableBytes { try a.tx.protectRTP($0, length: plain.count).get() }
+            a.socket.send(Array(buf[0..<n]), to: socket.local)
+        }
+        var audio = 0
+        let deadline = MonoClock.now() + .seconds(3)
+        while audio < 25, MonoClock.now() < deadline {
+            for d in b.receive(timeoutMs: 200) where PacketClass(d.withUnsafeBytes { $0 }) == .rtp {
+                var p = d + [UInt8](repeating: 0, count: 16)
+                let ok = p.withUnsafeMutableBytes { raw in
+                    isRTCP(UnsafeRawBufferPointer(raw)) ? b.rx.unprotectRTCP(raw, length: d.count) : b.rx.unprotectRTP(raw, length: d.count)
+                }
+                if case .success = ok, !p.withUnsafeBytes({ isRTCP($0) }) { audio += 1 }
+            }
+        }
+        #expect(audio == 25, "every audio packet of A reached B through the worker, decrypted with B's keys")
+
+        let (events, dropped) = worker.drainEvents()
+        #expect(dropped == 0)
+        #expect(events.contains { $0.event == .participantState(participant: "A", state: .connected, reason: nil) })
+        #expect(events.contains { if case .activeTalkers(let s, let t, _) = $0.event { s == "B" && t.first?.participant == "A" } else { false } })
+    }
+
+    @Test func commandsRunOnTheWorkerAndErrorsComeBack() throws {
+        let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let worker = try Worker(index: 3, socket: socket, certificate: Self.cert)
+        worker.start()
+        defer { worker.stop() }
+        let name = try worker.performAndWait { _ in Thread.current.name ?? "" }
+        #expect(name == "sfu-worker-3")
+        #expect(throws: RoomError.self) {
+            try worker.performAndWait { ctx in _ = try Room(name: "bad", configuration: { var c = RoomConfiguration(); c.maxActiveTalkers = 99; return c }(), now: ctx.now) }
+        }
+    }
+
+    @Test func aFullEventQueueCountsWhatItLost() throws {
+        let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, eventCapacity: 5)
+        worker.start()
+        defer { worker.stop() }
+        try worker.performAndWait { ctx in
+            let room = try Room(name: "r", now: ctx.now)
+            ctx.addRoom(room)
+            for i in 0..<12 { try room.admit("P\(i)", now: ctx.now) }
+        }
+        let (events, dropped) = worker.drainEvents()
+        #expect(events.count == 5 && dropped == 7)
+    }
+}

@@ -32,14 +32,17 @@ let package = Package(
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
+        // The node's control plane: configuration (then the control API and events).
+        .target(name: "SFUNode", dependencies: ["SFU", "WebRTCEdge", "NodeIO"]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
         .executableTarget(
             name: "sfu",
-            dependencies: ["SFU", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["SFU", "SFUNode", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
+        .testTarget(name: "SFUNodeTests", dependencies: ["SFUNode", "SFU", "WebRTCEdge"]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),
         .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]

@@ -6,6 +6,6 @@ struct SFUCommand: ParsableCommand {
         commandName: "sfu",
         abstract: "A selective forwarding unit for active-talker video conferencing.",
         discussion: "The media node (`sfu serve`) is being built; `sfu scenario` runs the media engine on virtual time.",
-        subcommands: [ScenarioCommand.self]
+        subcommands: [ScenarioCommand.self, ConfigCommand.self]
     )
 }

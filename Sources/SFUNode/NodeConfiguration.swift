@@ -1,0 +1,188 @@
+import SFU
+import WebRTCEdge
+
+/// Everything an operator can set, each with a default that works on one machine without a config file.
+/// Values come from a file (`--config`), then the environment (`SFU_<SECTION>_<KEY>`), then flags
+/// (`--set section.key=value`), each overriding the one before. A bad value stops start-up with an error that
+/// names the key and where it came from.
+public struct NodeConfiguration: Sendable, Equatable {
+    /// Control API address; beyond loopback only with an API key.
+    public var apiListen = TransportAddress("127.0.0.1:8080")!
+    /// When set, every API request needs `Authorization: Bearer <key>`.
+    public var apiKey: String?
+    /// Media address of the first worker; worker i listens on port + i.
+    public var mediaListen = TransportAddress("127.0.0.1:10000")!
+    /// Extra addresses put in ICE candidates (a node behind NAT or with a public IP).
+    public var mediaAnnounced: [String] = []
+    /// Worker threads; 0 means one per core.
+    public var workers = 0
+    /// PEM files of the DTLS identity; both empty means a fresh ECDSA P-256 certificate at start.
+    public var dtlsCertificateFile = ""
+    public var dtlsKeyFile = ""
+    /// Defaults for rooms created without these settings.
+    public var roomMaxActiveTalkers = 6
+    public var roomStreamBandwidthKbps = 300
+    public var roomLevelSource: LevelSource = .extension
+    /// Events a slow consumer may fall behind by before they are dropped (and counted).
+    public var eventsQueue = 10_000
+    public var logLevel = "info"
+
+    public init() {}
+
+    /// Every key, as written in the file (section.key), with its description: the source of `sfu config`.
+    public static let keys: [(key: String, help: String)] = [
+        ("api.listen", "control API address (host:port)"),
+        ("api.key", "bearer key for the control API; required to listen beyond loopback"),
+        ("media.listen", "media UDP address of worker 0; worker i uses port + i"),
+        ("media.announced", "extra ICE candidate addresses, e.g. [\"203.0.113.7:10000\"]"),
+        ("workers", "worker threads, 0 = one per core"),
+        ("dtls.certificate", "PEM certificate file (empty: generate one at start)"),
+        ("dtls.key", "PEM private key file"),
+        ("rooms.max_active_talkers", "default max_active_talkers, 1-12"),
+        ("rooms.stream_bandwidth", "default per-video bandwidth in kbps"),
+        ("rooms.level_source", "default audio level source: extension, decode or verify"),
+        ("events.queue", "events kept for a slow consumer before dropping"),
+        ("log.level", "trace, debug, info, notice, warning, error or critical"),
+    ]
+
+    /// Sets one key from text; `origin` names where the value came from, for the error.
+    public mutating func set(_ key: String, _ value: ConfigValue, origin: String) throws(ConfigError) {
+        func fail(_ expected: String) -> ConfigError {
+            ConfigError(key: key, origin: origin, message: "expected \(expected), got \(value)")
+        }
+        func address() throws(ConfigError) -> TransportAddress {
+            guard case .string(let s) = value, let a = TransportAddress(s) else { throw fail("an address like \"127.0.0.1:8080\"") }
+            return a
+        }
+        func int(_ range: ClosedRange<Int>) throws(ConfigError) -> Int {
+            guard case .int(let i) = value, range.contains(i) else { throw fail("a whole number \(range.lowerBound)-\(range.upperBound)") }
+            return i
+        }
+        func string() throws(ConfigError) -> String {
+            guard case .string(let s) = value else { throw fail("a string") }
+            return s
+        }
+        switch key {
+        case "api.listen": apiListen = try address()
+        case "api.key":
+            let k = try string()
+            apiKey = k.isEmpty ? nil : k
+        case "media.listen": mediaListen = try address()
+        case "media.announced":
+            guard case .array(let items) = value else { throw fail("a list of addresses") }
+            var list: [String] = []
+            for item in items {
+                guard case .string(let s) = item, TransportAddress(s) != nil else { throw fail("a list of addresses like \"203.0.113.7:10000\"") }
+                list.append(s)
+            }
+            mediaAnnounced = list
+        case "workers": workers = try int(0...256)
+        case "dtls.certificate": dtlsCertificateFile = try string()
+        case "dtls.key": dtlsKeyFile = try string()
+        case "rooms.max_active_talkers": roomMaxActiveTalkers = try int(RoomConfiguration.maxActiveTalkersRange)
+        case "rooms.stream_bandwidth": roomStreamBandwidthKbps = try int(1...100_000)
+        case "rooms.level_source":
+            guard let s = LevelSource(rawValue: try string()) else { throw fail("extension, decode or verify") }
+            roomLevelSource = s
+        case "events.queue": eventsQueue = try int(1...10_000_000)
+        case "log.level":
+            let l = try string()
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) else {
+                throw fail("trace, debug, info, notice, warning, error or critical")
+            }
+            logLevel = l
+        default:
+            throw ConfigError(key: key, origin: origin, message: "unknown key (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
+        }
+    }
+
+    /// Checks what no single key can: the API needs a key beyond loopback; certificate and key come together.
+    public func validate() throws(ConfigError) {
+        if apiKey == nil, !apiListen.isLoopback {
+            throw ConfigError(key: "api.listen", origin: "configuration",
+                              message: "\(apiListen) is beyond loopback: set api.key so requests must authenticate")
+        }
+        if dtlsCertificateFile.isEmpty != dtlsKeyFile.isEmpty {
+            throw ConfigError(key: "dtls.certificate", origin: "configuration", message: "dtls.certificate and dtls.key go together")
+        }
+    }
+
+    /// Builds the configuration: defaults, then the file's text, then the environment, then `--set` flags.
+    public static func load(file: (name: String, text: String)?, environment: [String: String],
+                            flags: [String]) throws(ConfigError) -> NodeConfiguration {
+        var c = NodeConfiguration()
+        if let file {
+            for (line, key, value) in try ConfigFile.parse(file.text, name: file.name) {
+                try c.set(key, value, origin: "\(file.name) line \(line)")
+            }
+        }
+        for (key, _) in keys {
+            let name = "SFU_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+            if let text = environment[name] { try c.set(key, ConfigValue.parseLoose(text), origin: "environment \(name)") }
+        }
+        for flag in flags {
+            guard let eq = flag.firstIndex(of: "=") else {
+                throw ConfigError(key: flag, origin: "--set", message: "expected key=value")
+            }
+            try c.set(String(flag[..<eq]), ConfigValue.parseLoose(String(flag[flag.index(after: eq)...])), origin: "--set")
+        }
+        try c.validate()
+        return c
+    }
+
+    /// The effective values, in the file's format.
+    public var fileText: String {
+        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        return """
+            workers = \(workers)
+
+            [api]
+            listen = \(q(apiListen.description))
+            key = \(q(apiKey ?? ""))
+
+            [media]
+            listen = \(q(mediaListen.description))
+            announced = [\(mediaAnnounced.map(q).joined(separator: ", "))]
+
+            [dtls]
+            certificate = \(q(dtlsCertificateFile))
+            key = \(q(dtlsKeyFile))
+
+            [rooms]
+            max_active_talkers = \(roomMaxActiveTalkers)
+            stream_bandwidth = \(roomStreamBandwidthKbps)
+            level_source = \(q(roomLevelSource.rawValue))
+
+            [events]
+            queue = \(eventsQueue)
+
+            [log]
+            level = \(q(logLevel))
+
+            """
+    }
+}
+
+/// A refused configuration value: which key, where it came from, what was wrong.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var key: String
+    public var origin: String
+    public var message: String
+
+    public init(key: String, origin: String, message: String) {
+        self.key = key
+        self.origin = origin
+        self.message = message
+    }
+
+    public var description: String { "configuration error in \(origin), key '\(key)': \(message)" }
+}
+
+extension TransportAddress {
+    var isLoopback: Bool {
+        switch ip {
+        case .v4(let v): v >> 24 == 127
+        case .v6(let hi, let lo): hi == 0 && lo == 1
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import SFU
+import SFUNode
+import Testing
+import WebRTCEdge
+
+@Suite struct NodeConfigurationTests {
+    @Test func defaultsWorkOnOneMachineWithoutAFile() throws {
+        let c = try NodeConfiguration.load(file: nil, environment: [:], flags: [])
+        #expect(c.apiListen.description == "127.0.0.1:8080")
+        #expect(c.mediaListen.description == "127.0.0.1:10000")
+        #expect(c.workers == 0 && c.apiKey == nil && c.roomMaxActiveTalkers == 6)
+    }
+
+    @Test func fileThenEnvironmentThenFlagsEachOverride() throws {
+        let file = """
+            # a hand-edited file
+            workers = 2
+            [media]
+            listen = "10.1.2.3:20000"   # comment after a value
+            announced = ["203.0.113.7:20000", "[2001:db8::7]:20000"]
+            [rooms]
+            max_active_talkers = 4
+            level_source = "verify"
+            """
+        let c = try NodeConfiguration.load(file: ("sfu.toml", file),
+                                           environment: ["SFU_ROOMS_MAX_ACTIVE_TALKERS": "9", "SFU_WORKERS": "3", "HOME": "/root"],
+                                           flags: ["workers=1"])
+        #expect(c.mediaListen.description == "10.1.2.3:20000")
+        #expect(c.mediaAnnounced == ["203.0.113.7:20000", "[2001:db8::7]:20000"])
+        #expect(c.roomLevelSource == .verify)
+        #expect(c.roomMaxActiveTalkers == 9, "environment beats the file")
+        #expect(c.workers == 1, "flags beat the environment")
+    }
+
+    @Test(arguments: [
+        ("workers = \"many\"", "sfu.toml line 1, key 'workers': expected a whole number 0-256"),
+        ("[rooms]\nmax_active_talkers = 13", "sfu.toml line 2, key 'rooms.max_active_talkers': expected a whole number 1-12"),
+        ("[media]\nlisten = \"nowhere\"", "key 'media.listen': expected an address"),
+        ("[media]\nlisten = 10000", "key 'media.listen': expected an address"),
+        ("[media]\nlisen = \"1.2.3.4:5\"", "key 'media.lisen': unknown key"),
+        ("[rooms]\nlevel_source = \"guess\"", "expected extension, decode or verify"),
+        ("workers = 2 3", "cannot read 2 3"),
+        ("[api", "a section header is [name]"),
+        ("just words", "expected key = value"),
+        ("[log]\nlevel = \"loud\"", "key 'log.level'"),
+    ])
+    func badValuesNameTheKeyAndLine(_ file: String, _ message: String) {
+        do {
+            _ = try NodeConfiguration.load(file: ("sfu.toml", file), environment: [:], flags: [])
+            Issue.record("accepted \(file)")
+        } catch {
+            #expect(error.description.contains(message), "\(error)")
+        }
+    }
+
+    @Test func badEnvironmentAndFlagValuesNameTheirOrigin() {
+        #expect(throws: ConfigError(key: "workers", origin: "environment SFU_WORKERS", message: "expected a whole number 0-256, got \"lots\"")) {
+            try NodeConfiguration.load(file: nil, environment: ["SFU_WORKERS": "lots"], flags: [])
+        }
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["workers"]) }
+    }
+
+    @Test func theAPIRefusesToListenBeyondLoopbackWithoutAKey() throws {
+        #expect(throws: ConfigError.self) {
+            try NodeConfiguration.load(file: nil, environment: ["SFU_API_LISTEN": "0.0.0.0:8080"], flags: [])
+        }
+        let c = try NodeConfiguration.load(file: nil, environment: ["SFU_API_LISTEN": "0.0.0.0:8080", "SFU_API_KEY": "s3cret"], flags: [])
+        #expect(c.apiKey == "s3cret")
+    }
+
+    @Test func certificateAndKeyComeTogether() {
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["dtls.certificate=/etc/sfu/cert.pem"]) }
+    }
+
+    @Test func printedConfigurationReadsBackTheSame() throws {
+        var c = NodeConfiguration()
+        c.workers = 2
+        c.mediaAnnounced = ["203.0.113.7:10000"]
+        c.roomLevelSource = .decode
+        c.apiKey = "k\"ey"
+        let again = try NodeConfiguration.load(file: ("printed", c.fileText), environment: [:], flags: [])
+        #expect(again == c)
+    }
+}

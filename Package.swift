@@ -12,6 +12,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // System libraries, each wrapped once (see Sources/SFU/Crypto and Sources/SFU/AudioLevel).
@@ -33,7 +35,10 @@ let package = Package(
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
         // The node's control plane: configuration (then the control API and events).
-        .target(name: "SFUNode", dependencies: ["SFU", "WebRTCEdge", "NodeIO"]),
+        .target(name: "SFUNode", dependencies: [
+            "SFU", "WebRTCEdge", "NodeIO",
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
@@ -42,7 +47,11 @@ let package = Package(
             dependencies: ["SFU", "SFUNode", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
-        .testTarget(name: "SFUNodeTests", dependencies: ["SFUNode", "SFU", "WebRTCEdge"]),
+        .testTarget(name: "SFUNodeTests", dependencies: [
+            "SFUNode", "SFU", "WebRTCEdge", "NodeIO",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),
         .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]

@@ -17,14 +17,18 @@ public enum MonoClock {
 /// Only the worker thread touches it; the control plane reaches it through `Worker.perform`.
 public final class WorkerContext {
     public let edge: WorkerEdge
+    /// The worker's socket, for control traffic a command produces (DTLS close_notify).
+    public let socket: UDPSocket
     public internal(set) var rooms: [String: Room] = [:]
     var roomOfConnection: [ConnectionID: String] = [:]
-    let batch = DatagramBatch(capacity: 4096)
+    /// Where room output goes; the worker sends it after each command and each receive batch.
+    public let batch = DatagramBatch(capacity: 4096)
     private var nextConnection: UInt32
     let idStride: UInt32
 
-    init(edge: WorkerEdge, index: Int) {
+    init(edge: WorkerEdge, socket: UDPSocket, index: Int) {
         self.edge = edge
+        self.socket = socket
         // Connection ids are unique across workers: worker i hands out i+1, i+1+N, ... with N = 1024.
         nextConnection = UInt32(index + 1)
         idStride = 1024
@@ -37,9 +41,9 @@ public final class WorkerContext {
     public func addRoom(_ room: Room) { rooms[room.name] = room }
 
     /// Removes a room and forgets its connections at the edge (DTLS close_notify goes out).
-    public func removeRoom(_ name: String, socket: UDPSocket) {
+    public func removeRoom(_ name: String) {
         guard rooms.removeValue(forKey: name) != nil else { return }
-        for (conn, room) in roomOfConnection where room == name { closeConnection(conn, socket: socket) }
+        for (conn, room) in roomOfConnection where room == name { closeConnection(conn) }
     }
 
     /// A new connection for a participant of `room`: its id and the ICE credentials for the SDP answer.
@@ -50,7 +54,7 @@ public final class WorkerContext {
         return (id, edge.prepare(id))
     }
 
-    public func closeConnection(_ id: ConnectionID, socket: UDPSocket) {
+    public func closeConnection(_ id: ConnectionID) {
         for o in edge.remove(id) { if case .send(let bytes, let to) = o { socket.send(bytes, to: to) } }
         roomOfConnection[id] = nil
     }
@@ -79,7 +83,7 @@ public final class Worker: @unchecked Sendable {
         self.socket = socket
         let edge = WorkerEdge(certificate: certificate, candidates: [socket.local] + announced)
         edge.dtlsInitialTimeout = dtlsInitialTimeout
-        context = WorkerContext(edge: edge, index: index)
+        context = WorkerContext(edge: edge, socket: socket, index: index)
         let fd = sfu_wake_open()
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
         wakeFD = fd
@@ -165,7 +169,7 @@ public final class Worker: @unchecked Sendable {
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
         }
         runCommands(ctx)
-        for name in Array(ctx.rooms.keys) { ctx.removeRoom(name, socket: socket) }
+        for name in Array(ctx.rooms.keys) { ctx.removeRoom(name) }
         finished.signal()
     }
 

@@ -1,0 +1,82 @@
+/// A room's state as the control API reports it (`GET /v1/rooms/{room}`).
+public struct RoomSnapshot: Sendable, Equatable {
+    public struct Participant: Sendable, Equatable {
+        public var id: String
+        public var name: String
+        public var role: Role
+        public var connected: Bool
+        public var hardMutedAudio: Bool
+        public var hardMutedVideo: Bool
+        public var publishesAudio: Bool
+        public var publishesVideo: Bool
+        public var subscribedSlots: Int
+    }
+
+    public var name: String
+    public var configuration: RoomConfiguration
+    public var roomAudioMuted: Bool
+    public var locked: Bool
+    public var pinned: [String]
+    public var dominantSpeaker: String?
+    public var activeTalkers: [String]
+    public var raisedHands: [String]
+    public var approvedHands: [String]
+    public var participants: [Participant]
+}
+
+/// Per-participant counters (`GET /v1/rooms/{room}/stats`).
+public struct ParticipantStats: Sendable, Equatable {
+    public struct SlotStats: Sendable, Equatable {
+        public var mid: String
+        public var kind: MediaKind
+        public var participant: String?
+        public var packetsSent: UInt64
+        public var bytesSent: UInt64
+        public var retransmissions: UInt64
+        public var fractionLost: UInt8
+        public var rttMilliseconds: Int64?
+    }
+
+    public var participant: String
+    public var packetsReceived: UInt64
+    public var bytesReceived: UInt64
+    public var bandwidthEstimateBps: UInt64?
+    public var numberOfVideos: Int?
+    public var slots: [SlotStats]
+}
+
+extension Room {
+    public func snapshot() -> RoomSnapshot {
+        let ordered = participants.values.sorted { $0.index < $1.index }
+        return RoomSnapshot(
+            name: name, configuration: configuration, roomAudioMuted: roomAudioMuted, locked: locked, pinned: pinnedIDs,
+            dominantSpeaker: detector.dominant.flatMap { participants[$0]?.id },
+            activeTalkers: recency.filter { detector.isSpeaking($0) }.compactMap { participants[$0]?.id },
+            raisedHands: raisedHands, approvedHands: approvedHands,
+            participants: ordered.map { p in
+                RoomSnapshot.Participant(
+                    id: p.id, name: p.name, role: p.role,
+                    connected: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.contains { connections[$0]?.inbound != nil },
+                    hardMutedAudio: p.hardMutedAudio || (roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
+                    publishesAudio: p.audioTrack != nil, publishesVideo: p.videoTrack != nil,
+                    subscribedSlots: (p.subscriber?.audioSlots.count ?? 0) + (p.subscriber?.videoSlots.count ?? 0))
+            })
+    }
+
+    public func stats() -> [ParticipantStats] {
+        participants.values.sorted { $0.index < $1.index }.map { p in
+            let published = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0] }
+            let s = p.subscriber
+            return ParticipantStats(
+                participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.packets },
+                bytesReceived: published.reduce(0) { $0 + $1.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
+                numberOfVideos: s?.videoCount.numberOfVideos,
+                slots: ((s?.audioSlots ?? []) + (s?.videoSlots ?? [])).map {
+                    ParticipantStats.SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind,
+                                               participant: $0.assigned.flatMap { participants[$0]?.id }, packetsSent: $0.packetsSent,
+                                               bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
+                                               fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds)
+                })
+        }
+    }
+}

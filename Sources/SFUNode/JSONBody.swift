@@ -1,0 +1,66 @@
+import Foundation
+
+/// A request body checked the strict way: a JSON object, only known fields, each of the right type.
+/// Every refusal names the field, so a signaling server's developer sees what to fix.
+struct JSONBody {
+    let fields: [String: Any]
+
+    static let maxBytes = 256 * 1024
+
+    init(_ data: Data, allowed: Set<String>) throws {
+        let object: Any
+        if data.isEmpty {
+            object = [String: Any]()
+        } else {
+            do { object = try JSONSerialization.jsonObject(with: data) } catch {
+                throw APIError(.badRequest, code: 6010, "malformed JSON body")
+            }
+        }
+        guard let dict = object as? [String: Any] else { throw APIError(.badRequest, code: 6010, "the body must be a JSON object") }
+        if let unknown = dict.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw APIError(.badRequest, code: 6010, "unknown field '\(unknown)' (allowed: \(allowed.sorted().joined(separator: ", ")))")
+        }
+        fields = dict
+    }
+
+    private func wrong(_ key: String, _ expected: String) -> APIError {
+        APIError(.badRequest, code: 6010, "field '\(key)' must be \(expected)")
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let s = v as? String else { throw wrong(key, "a string") }
+        return s
+    }
+
+    func requiredString(_ key: String) throws -> String {
+        guard let s = try string(key), !s.isEmpty else { throw APIError(.badRequest, code: 6010, "field '\(key)' is required") }
+        return s
+    }
+
+    func int(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
+        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard !(v is Bool), let n = v as? Int, range.contains(n) else {
+            throw wrong(key, "a whole number \(range.lowerBound)-\(range.upperBound)")
+        }
+        return n
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let b = v as? Bool else { throw wrong(key, "true or false") }
+        return b
+    }
+
+    func strings(_ key: String) throws -> [String]? {
+        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let a = v as? [Any], let s = a as? [String] else { throw wrong(key, "a list of strings") }
+        return s
+    }
+
+    func oneOf<T: RawRepresentable>(_ key: String, _ type: T.Type, _ names: String) throws -> T? where T.RawValue == String {
+        guard let s = try string(key) else { return nil }
+        guard let v = T(rawValue: s) else { throw wrong(key, names) }
+        return v
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import NodeIO
+import SFU
+import Synchronization
+import WebRTCEdge
+
+/// The media node: one worker per core (or as configured), each on its own UDP port counting up from
+/// `media.listen`, and the placement of rooms on workers. A room lives on one worker; every operation on it
+/// runs there, through the worker's command queue.
+public final class Node: Sendable {
+    public let configuration: NodeConfiguration
+    public let workers: [Worker]
+    public let certificate: DTLSCertificate
+    private let placement = Mutex<[String: Int]>([:])
+    /// Which participant's connections belong to which room, to close them when it leaves.
+    private let participantConnections = Mutex<[String: [ConnectionID]]>([:])
+
+    public init(configuration: NodeConfiguration) throws {
+        self.configuration = configuration
+        if configuration.dtlsCertificateFile.isEmpty {
+            certificate = try DTLSCertificate(commonName: "sfu")
+        } else {
+            let cert = try String(contentsOfFile: configuration.dtlsCertificateFile, encoding: .utf8)
+            let key = try String(contentsOfFile: configuration.dtlsKeyFile, encoding: .utf8)
+            certificate = try DTLSCertificate(keyPEM: key, certificatePEM: cert)
+        }
+        let count = configuration.workers > 0 ? configuration.workers : ProcessInfo.processInfo.activeProcessorCount
+        let announced = configuration.mediaAnnounced.compactMap(TransportAddress.init)
+        var ws: [Worker] = []
+        for i in 0..<count {
+            var address = configuration.mediaListen
+            if address.port != 0 { address.port += UInt16(i) }
+            let socket = try UDPSocket(bind: address)
+            ws.append(try Worker(index: i, socket: socket, certificate: certificate,
+                                 announced: announced.map { TransportAddress(ip: $0.ip, port: $0.port + UInt16(i)) },
+                                 eventCapacity: configuration.eventsQueue))
+        }
+        workers = ws
+    }
+
+    public func start() { for w in workers { w.start() } }
+    public func stop() { for w in workers { w.stop() } }
+
+    public var roomNames: [String] { placement.withLock { $0.keys.sorted() } }
+
+    /// Creates a room on the worker with the fewest rooms.
+    public func createRoom(_ name: String, configuration room: RoomConfiguration) async throws {
+        try room.validate()
+        let index: Int = try placement.withLock { p in
+            guard p[name] == nil else { throw APIError(.conflict, code: 6009, "room \(name) already exists") }
+            var load = [Int](repeating: 0, count: workers.count)
+            for w in p.values { load[w] += 1 }
+            let i = load.indices.min { load[$0] < load[$1] }!
+            p[name] = i
+            return i
+        }
+        do {
+            try await workers[index].perform { ctx in ctx.addRoom(try Room(name: name, configuration: room, now: ctx.now)) }
+        } catch {
+            _ = placement.withLock { $0.removeValue(forKey: name) }
+            throw error
+        }
+    }
+
+    /// Runs `body` on the room's worker.
+    public func withRoom<T: Sendable>(_ name: String, _ body: @escaping @Sendable (Room, WorkerContext) throws -> T) async throws -> T {
+        guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
+        return try await workers[index].perform { ctx in
+            guard let room = ctx.room(name) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
+            return try body(room, ctx)
+        }
+    }
+
+    /// Destroys a room: every participant is told (left, room destroyed) and its transports closed.
+    public func destroyRoom(_ name: String) async throws {
+        guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
+        try await workers[index].perform { ctx in ctx.removeRoom(name) }
+        _ = placement.withLock { $0.removeValue(forKey: name) }
+        participantConnections.withLock { c in for k in c.keys where k.hasPrefix(name + "\u{0}") { c[k] = nil } }
+    }
+
+    func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }
+
+    func remember(_ conn: ConnectionID, room: String, participant: String) {
+        participantConnections.withLock { $0[room + "\u{0}" + participant, default: []].append(conn) }
+    }
+
+    func forget(room: String, participant: String) -> [ConnectionID] {
+        participantConnections.withLock { $0.removeValue(forKey: room + "\u{0}" + participant) ?? [] }
+    }
+
+    /// Events of every worker since the last call, and how many were lost.
+    public func drainEvents() -> (events: [(room: String, event: RoomEvent)], dropped: Int) {
+        workers.reduce(into: ([], 0)) { acc, w in
+            let (e, d) = w.drainEvents()
+            acc.0 += e
+            acc.1 += d
+        }
+    }
+}
+
+/// A refused API call: HTTP status, result code (the seeds' or the node's own), message.
+public struct APIError: Error, Sendable, CustomStringConvertible {
+    public enum Status: Int, Sendable {
+        case badRequest = 400, unauthorized = 401, forbidden = 403, notFound = 404, conflict = 409, payloadTooLarge = 413
+    }
+
+    public var status: Status
+    public var code: Int
+    public var message: String
+
+    public init(_ status: Status, code: Int, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(status.rawValue) \(code) \(message)" }
+
+    /// The API's view of any error an operation throws.
+    static func from(_ error: Error) -> APIError {
+        switch error {
+        case let e as APIError: return e
+        case let e as RoomError:
+            let status: Status = switch e.kind {
+            case .unauthorized: .forbidden
+            case .notFound: .notFound
+            case .conflict: .conflict
+            case .invalid: .badRequest
+            }
+            return APIError(status, code: e.code.rawValue, e.message)
+        case let e as SDPError: return APIError(.badRequest, code: ResultCode.invalidMediaDescription.rawValue, e.description)
+        default: return APIError(.badRequest, code: 6010, "\(error)")
+        }
+    }
+}

@@ -44,7 +44,11 @@ let package = Package(
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
         .executableTarget(
             name: "sfu",
-            dependencies: ["SFU", "SFUNode", "SFUTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "SFU", "SFUNode", "SFUTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [

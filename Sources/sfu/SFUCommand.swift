@@ -1,11 +1,11 @@
 import ArgumentParser
 
 @main
-struct SFUCommand: ParsableCommand {
+struct SFUCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sfu",
         abstract: "A selective forwarding unit for active-talker video conferencing.",
-        discussion: "The media node (`sfu serve`) is being built; `sfu scenario` runs the media engine on virtual time.",
-        subcommands: [ScenarioCommand.self, ConfigCommand.self]
+        discussion: "`sfu serve` runs the media node; `sfu scenario` runs the media engine on virtual time.",
+        subcommands: [ServeCommand.self, ScenarioCommand.self, ConfigCommand.self]
     )
 }

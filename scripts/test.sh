@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is needed, runs every test, then fuzzes each parser and the room for a
-# bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
+# The test command: installs what is needed, runs every test, runs real aiortc clients through `sfu serve` in
+# a private network namespace (needs root; SFU_INTEROP=0 skips it), then fuzzes each parser and the room for
+# a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -11,6 +12,10 @@ status=${PIPESTATUS[0]}
 set -e
 summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1)
 failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
+interop_status=0
+if [ "${SFU_INTEROP:-1}" != "0" ]; then
+  scripts/interop.sh || interop_status=$?
+fi
 fuzz_status=0
 if [ "${SFU_FUZZ_SECONDS:-20}" != "0" ]; then
   scripts/fuzz.sh "${SFU_FUZZ_SECONDS:-20}" || fuzz_status=$?
@@ -19,4 +24,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is needed, builds in release mode and runs the engine's room scenario.
-# (The media node, `sfu serve`, replaces this once it exists.) Extra arguments go to `sfu scenario`.
+# The main job: installs what is needed, builds in release mode and runs the media node on its defaults
+# (control API on 127.0.0.1:8080, media on UDP 127.0.0.1:10000 and up, one worker per core).
+# Extra arguments go to `sfu serve` (e.g. --config sfu.toml, --set workers=2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build -c release --product sfu 2>&1 | grep -E "error|warning: unre|Build complete" || true
-exec .build/release/sfu scenario "$@"
+swift build -c release --product sfu 2>&1 | grep -E "error:|warning: unre|Build of product" || true
+exec .build/release/sfu serve "$@"

@@ -14,6 +14,10 @@ fi
 work=$(mktemp -d)
 espeak-ng -w "$work/raw.wav" "Hello, this is a real client speaking through the selective forwarding unit. One two three four five."
 sox "$work/raw.wav" -r 48000 -c 1 "$work/speech.wav"
+espeak-ng -w "$work/raw2.wav" "Now it is my turn to talk about the quarterly results and the plans for next year."
+sox -n -r 48000 -c 1 "$work/silence.wav" trim 0 3
+sox "$work/raw2.wav" -r 48000 -c 1 "$work/speech2.wav"
+sox "$work/silence.wav" "$work/speech2.wav" "$work/late.wav"
 ns=sfu-interop-$$
 ip netns add "$ns"
 cleanup() {
@@ -30,8 +34,8 @@ for _ in $(seq 1 50); do
   ip netns exec "$ns" python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz')" 2>/dev/null && break
   sleep 0.2
 done
-echo "== aiortc publisher and subscriber through the node"
-if timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Interop/aiortc_interop.py --speech "$work/speech.wav" --seconds 6; then
+echo "== aiortc publishers and a subscriber through the node: flow, hard mute, second speaker"
+if timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Interop/aiortc_interop.py --speech "$work/speech.wav" --late-speech "$work/late.wav"; then
   echo "interop: 1 passed, 0 failed"
 else
   echo "!! interop failed; node log:"; tail -30 "$work/serve.log"

@@ -40,11 +40,18 @@ public final class WorkerContext {
 
     public func addRoom(_ room: Room) { rooms[room.name] = room }
 
-    /// Removes a room and forgets its connections at the edge (DTLS close_notify goes out).
+    /// Destroys a room: its participants are told they left, its connections are closed at the edge (DTLS
+    /// close_notify goes out), and its last events are handed to `publish` before it is dropped.
     public func removeRoom(_ name: String) {
-        guard rooms.removeValue(forKey: name) != nil else { return }
-        for (conn, room) in roomOfConnection where room == name { closeConnection(conn) }
+        guard let room = rooms[name] else { return }
+        room.destroy(now: now)
+        publishEvents?(room)
+        rooms[name] = nil
+        for (conn, r) in roomOfConnection where r == name { closeConnection(conn) }
     }
+
+    /// Set by the worker: moves a room's pending events to the event queue.
+    var publishEvents: ((Room) -> Void)?
 
     /// A new connection for a participant of `room`: its id and the ICE credentials for the SDP answer.
     public func newConnection(room: String) -> (ConnectionID, LocalTransport) {
@@ -88,6 +95,7 @@ public final class Worker: @unchecked Sendable {
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
         wakeFD = fd
         self.eventCapacity = eventCapacity
+        context.publishEvents = { [unowned self] room in self.publish(room) }
     }
 
     deinit { close(wakeFD) }
@@ -223,13 +231,16 @@ public final class Worker: @unchecked Sendable {
             socket.send(ctx.batch, gso: true) { ctx.edge.destination(of: $0) }
             ctx.batch.removeAll()
         }
-        for room in ctx.rooms.values where room.hasPendingEvents {
-            let events = room.drainEvents()
-            let name = room.name
-            eventQueue.withLock { q in
-                for e in events {
-                    if q.events.count < eventCapacity { q.events.append((name, e)) } else { q.dropped += 1 }
-                }
+        for room in ctx.rooms.values where room.hasPendingEvents { publish(room) }
+    }
+
+    private func publish(_ room: Room) {
+        let events = room.drainEvents()
+        guard !events.isEmpty else { return }
+        let name = room.name
+        eventQueue.withLock { q in
+            for e in events {
+                if q.events.count < eventCapacity { q.events.append((name, e)) } else { q.dropped += 1 }
             }
         }
     }

@@ -131,6 +131,28 @@ final class UDPClient {
         }
     }
 
+    @Test func destroyingARoomTellsEveryParticipantAndClosesItsConnections() throws {
+        let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let worker = try Worker(index: 0, socket: socket, certificate: Self.cert)
+        worker.start()
+        defer { worker.stop() }
+        try worker.performAndWait { ctx in
+            ctx.addRoom(try Room(name: "r", now: ctx.now))
+            try ctx.room("r")!.admit("A", now: ctx.now)
+            try ctx.room("r")!.admit("B", now: ctx.now)
+            _ = ctx.newConnection(room: "r")
+        }
+        _ = worker.drainEvents()
+        try worker.performAndWait { ctx in ctx.removeRoom("r") }
+        let (events, _) = worker.drainEvents()
+        #expect(events.map(\.event) == [
+            .participantState(participant: "A", state: .left, reason: "room destroyed"),
+            .participantState(participant: "B", state: .left, reason: "room destroyed"),
+            .roomDestroyed,
+        ])
+        #expect(try worker.performAndWait { ctx in ctx.rooms.isEmpty })
+    }
+
     @Test func aFullEventQueueCountsWhatItLost() throws {
         let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, eventCapacity: 5)

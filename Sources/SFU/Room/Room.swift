@@ -129,6 +129,22 @@ public final class Room {
         refreshAllSubscribers(now: now, into: out)
     }
 
+    /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes
+    /// the transports (`allConnections`) and drops the room after draining these events.
+    public func destroy(now: MonoTime) {
+        for p in participants.values.sorted(by: { $0.index < $1.index }) {
+            events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
+        }
+        participants.removeAll()
+        participantsByID.removeAll()
+        tracks.removeAll()
+        connections.removeAll()
+        recency.removeAll()
+        pins.removeAll()
+        floor = FloorState()
+        events.append(.roomDestroyed)
+    }
+
     /// The connections the room routes (the node closes them when the room or participant goes).
     public func connections(of id: String) -> [ConnectionID] {
         guard let i = participantsByID[id], let p = participants[i] else { return [] }

@@ -15,6 +15,8 @@ public enum RoomEvent: Equatable, Sendable {
     case role(participant: String, role: Role, by: String)
     /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
     case levelMismatch(participant: String, meanDifferenceDb: Double)
+    /// The room is gone; every participant was disconnected (each also gets `participantState(.left)`).
+    case roomDestroyed
 
     public struct Talker: Equatable, Sendable {
         public var participant: String

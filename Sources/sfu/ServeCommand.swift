@@ -12,26 +12,10 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: "Defaults need no file: API on 127.0.0.1:8080, media on UDP 127.0.0.1:10000 (one port per worker, counting up), one worker per core. See `sfu config --keys`."
     )
 
-    @Option(name: .long, help: "A configuration file (TOML subset: [section], key = value).")
-    var config: String?
-
-    @Option(name: .customLong("set"), help: "Override one key, e.g. --set workers=2 (repeatable).")
-    var overrides: [String] = []
+    @OptionGroup var options: ConfigOptions
 
     func run() async throws {
-        var file: (String, String)?
-        if let path = config {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ValidationError("cannot read the configuration file \(path)")
-            }
-            file = (path, text)
-        }
-        let settings: NodeConfiguration
-        do {
-            settings = try NodeConfiguration.load(file: file, environment: ProcessInfo.processInfo.environment, flags: overrides)
-        } catch {
-            throw ValidationError(error.description)
-        }
+        let settings = try options.load()
         var logger = Logger(label: "sfu")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
         let node = try Node(configuration: settings)

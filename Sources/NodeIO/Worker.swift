@@ -21,6 +21,8 @@ public final class WorkerContext {
     public let socket: UDPSocket
     public internal(set) var rooms: [String: Room] = [:]
     var roomOfConnection: [ConnectionID: String] = [:]
+    /// The same, by object: the media path finds a packet's room without hashing its name.
+    var roomObjectOfConnection: [ConnectionID: Room] = [:]
     /// Where room output goes; the worker sends it after each command and each receive batch.
     public let batch = DatagramBatch(capacity: 4096)
     private var nextConnection: UInt32
@@ -58,12 +60,14 @@ public final class WorkerContext {
         let id = ConnectionID(nextConnection)
         nextConnection &+= idStride
         roomOfConnection[id] = room
+        roomObjectOfConnection[id] = rooms[room]
         return (id, edge.prepare(id))
     }
 
     public func closeConnection(_ id: ConnectionID) {
         for o in edge.remove(id) { if case .send(let bytes, let to) = o { socket.send(bytes, to: to) } }
         roomOfConnection[id] = nil
+        roomObjectOfConnection[id] = nil
     }
 }
 
@@ -197,7 +201,7 @@ public final class Worker: @unchecked Sendable {
         if PacketClass(datagram) == .rtp {
             // Hot path: no allocation, no lock.
             guard let conn = ctx.edge.mediaConnection(datagram, from: source, now: now),
-                  let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] else { ingressDrops += 1; return }
+                  let room = ctx.roomObjectOfConnection[conn] else { ingressDrops += 1; return }
             room.receive(rx.buffer(i), length: datagram.count, from: conn, now: now, into: ctx.batch)
             if ctx.batch.count > ctx.batch.capacity / 2 { flush(ctx) }
             return

@@ -19,10 +19,6 @@ public final class SimulatedParticipant {
     public private(set) var keyframesSent = 0
     public private(set) var plisReceived = 0
     public private(set) var nacksReceived = 0
-    /// Plain RTP packets sent, by SSRC and sequence number (to compare with what subscribers get).
-    public private(set) var sentPayloads: [UInt16: [UInt8]] = [:]
-    /// Opus payloads sent, to recognise this participant's audio at subscribers.
-    public private(set) var sentAudio: Set<[UInt8]> = []
 
     public init(_ member: RoomHarness.Member, video: Bool = false, levelExtension: Bool = true, seed: UInt8 = 0,
                 audio: @escaping (Double) -> ArraySlice<Int16>? = { _ in nil }) {
@@ -38,7 +34,6 @@ public final class SimulatedParticipant {
     public func step(_ h: RoomHarness, t: Double, stepIndex: Int) {
         if let pcm = audioScript(t) {
             let payload = opus.encode(pcm)
-            sentAudio.insert(payload)
             h.payloadSenders[payload, default: []].insert(id)
             let level = claimedLevel ?? pcm.withUnsafeBufferPointer { LevelMath.level(of: $0) }
             let packet = member.audio.packet(payload, level: sendsLevelExtension ? level : nil)
@@ -54,9 +49,7 @@ public final class SimulatedParticipant {
         if frame.isKeyframe { keyframesSent += 1 }
         let payloads = packetizer.packetize(frame)
         for (i, p) in payloads.enumerated() {
-            let seq = member.video.sequenceNumber
             let packet = member.video.packet(p, marker: i == payloads.count - 1)
-            sentPayloads[seq] = p
             h.send(packet, from: member.publish)
         }
         member.video.timestamp &+= 3600

@@ -20,7 +20,6 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     // Policy
     case hardMuted
     case noFloor
-    case notForwarded
     case rtxUnsupported
     case staleAfterSwitch
     case egressFull
@@ -43,7 +42,6 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .srtpOther: "srtp_error"
         case .hardMuted: "hard_muted"
         case .noFloor: "no_floor"
-        case .notForwarded: "not_forwarded"
         case .rtxUnsupported: "rtx_unsupported"
         case .staleAfterSwitch: "stale_after_switch"
         case .egressFull: "egress_full"

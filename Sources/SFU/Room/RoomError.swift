@@ -32,7 +32,6 @@ public enum ResultCode: Int, Sendable {
     case participantExists = 6003
     case invalidSetting = 6004
     case invalidMediaDescription = 6005
-    case notPublishing = 6006
 }
 
 /// A refused request: the code, what kind of refusal it is (the control API maps it to an HTTP status), and

@@ -14,6 +14,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries, each wrapped once (see Sources/SFU/Crypto and Sources/SFU/AudioLevel).
@@ -34,10 +39,15 @@ let package = Package(
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
-        // The node's control plane: configuration (then the control API and events).
+        // The node's control plane: configuration, the control API, the event stream, metrics and logs.
         .target(name: "SFUNode", dependencies: [
             "SFU", "WebRTCEdge", "NodeIO",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
@@ -48,12 +58,15 @@ let package = Package(
                 "SFU", "SFUNode", "SFUTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
             "SFUNode", "SFU", "WebRTCEdge", "NodeIO",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),

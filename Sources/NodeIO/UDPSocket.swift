@@ -23,6 +23,11 @@ public final class UDPSocket {
     /// Datagrams the kernel would not take (socket buffer full) or that had no destination.
     public private(set) var sendDrops = 0
     public private(set) var gsoSends = 0
+    /// Socket-level totals for metrics (worker thread only, like every other member).
+    public private(set) var datagramsReceived: UInt64 = 0
+    public private(set) var bytesReceived: UInt64 = 0
+    public private(set) var datagramsSent: UInt64 = 0
+    public private(set) var bytesSent: UInt64 = 0
 
     public init(bind address: TransportAddress, socketBufferBytes: Int = 4 << 20) throws(Failure) {
         var requested = Self.cAddress(address)
@@ -54,6 +59,8 @@ public final class UDPSocket {
         let n = sfu_udp_recv_batch(fd, batch.buffers, Int32(batch.bufferSize), batch.lengths, batch.sources, Int32(batch.capacity))
         guard n >= 0 else { throw Failure(operation: "recvmmsg", errno: -n) }
         batch.count = Int(n)
+        datagramsReceived &+= UInt64(n)
+        for i in 0..<Int(n) { bytesReceived &+= UInt64(batch.lengths[i]) }
         return Int(n)
     }
 
@@ -68,6 +75,8 @@ public final class UDPSocket {
             guard pending > 0 else { return }
             let r = sfu_udp_send_batch(fd, sendBuffers, sendLengths, sendAddresses, Int32(pending))
             let took = max(0, Int(r))
+            for k in 0..<took { bytesSent &+= UInt64(sendLengths[k]) }
+            datagramsSent &+= UInt64(took)
             sent += took
             sendDrops += pending - took
             pending = 0
@@ -94,7 +103,14 @@ public final class UDPSocket {
                     var address = Self.cAddress(to)
                     let r = sfu_udp_send_gso(fd, gsoScratch.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(offset),
                                              Int32(d.count), &address)
-                    if r > 0 { sent += run; gsoSends += 1 } else { sendDrops += run }
+                    if r > 0 {
+                        sent += run
+                        gsoSends += 1
+                        datagramsSent &+= UInt64(run)
+                        bytesSent &+= UInt64(offset)
+                    } else {
+                        sendDrops += run
+                    }
                     i += run
                     continue
                 }
@@ -117,7 +133,10 @@ public final class UDPSocket {
         var length = Int32(bytes.count)
         return bytes.withUnsafeBufferPointer { b in
             var base: UnsafePointer<UInt8>? = b.baseAddress
-            return sfu_udp_send_batch(fd, &base, &length, &address, 1) == 1
+            guard sfu_udp_send_batch(fd, &base, &length, &address, 1) == 1 else { sendDrops += 1; return false }
+            datagramsSent &+= 1
+            bytesSent &+= UInt64(bytes.count)
+            return true
         }
     }
 

@@ -48,9 +48,15 @@ public final class WorkerContext {
         guard let room = rooms[name] else { return }
         room.destroy(now: now)
         publishEvents?(room)
+        retired.add(room.counters)
         rooms[name] = nil
         for (conn, r) in roomOfConnection where r == name { closeConnection(conn) }
     }
+
+    /// Counters of the rooms this worker destroyed, so node totals never go back.
+    var retired = RoomCounters()
+    var dtlsHandshakes: UInt64 = 0
+    var dtlsFailures: UInt64 = 0
 
     /// Set by the worker: moves a room's pending events to the event queue.
     var publishEvents: ((Room) -> Void)?
@@ -71,6 +77,42 @@ public final class WorkerContext {
     }
 }
 
+/// A room event with the wall-clock time the worker queued it (Unix milliseconds): the control plane
+/// encodes and fans events out later, off the media thread.
+public struct StampedEvent: Sendable {
+    public var room: String
+    public var event: RoomEvent
+    public var unixMilliseconds: Int64
+
+    public init(room: String, event: RoomEvent, unixMilliseconds: Int64) {
+        self.room = room
+        self.event = event
+        self.unixMilliseconds = unixMilliseconds
+    }
+}
+
+/// What a worker has done since it started, for metrics: socket, engine and edge totals.
+public struct WorkerMetrics: Sendable {
+    public var worker: Int
+    public var rooms: Int
+    public var participants: Int
+    public var connections: Int
+    public var room = RoomCounters()
+    public var datagramsIn: UInt64 = 0
+    public var bytesIn: UInt64 = 0
+    public var datagramsOut: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+    public var sendDrops: UInt64 = 0
+    public var gsoSends: UInt64 = 0
+    /// Datagrams dropped before any room saw them (truncated, unvalidated source, no room).
+    public var ingressDrops: UInt64 = 0
+    public var dtlsHandshakes: UInt64 = 0
+    public var dtlsFailures: UInt64 = 0
+    /// Time the worker thread spent working rather than waiting for the socket: its load.
+    public var busySeconds: Double = 0
+    public var eventsLost: UInt64 = 0
+}
+
 /// One worker: a dedicated thread that owns a UDP socket, its edge and its rooms, and runs the media path
 /// without locks. Commands from the control plane arrive as closures through a queue and wake the thread;
 /// room events leave through a bounded queue that counts what a slow consumer lost.
@@ -80,13 +122,16 @@ public final class Worker: @unchecked Sendable {
     private let context: WorkerContext
     private let wakeFD: Int32
     private let commands = Mutex<[@Sendable (WorkerContext) -> Void]>([])
-    private let eventQueue: Mutex<(events: [(room: String, event: RoomEvent)], dropped: Int)> = Mutex(([], 0))
+    private let eventQueue: Mutex<(events: [StampedEvent], dropped: Int)> = Mutex(([], 0))
+    private let eventsLostTotal = Atomic<UInt64>(0)
+    /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
+    private let busyNanoseconds = Atomic<Int64>(0)
     public let eventCapacity: Int
     private let stopping = Atomic<Bool>(false)
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     /// Datagrams dropped before reaching a room (truncated, unknown or unvalidated source).
-    public private(set) var ingressDrops = 0
+    public private(set) var ingressDrops: UInt64 = 0
 
     public init(index: Int, socket: UDPSocket, certificate: DTLSCertificate, announced: [TransportAddress] = [],
                 eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1)) throws {
@@ -152,10 +197,35 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// Events since the last call and how many were lost because nobody drained them in time.
-    public func drainEvents() -> (events: [(room: String, event: RoomEvent)], dropped: Int) {
+    public func drainEvents() -> (events: [StampedEvent], dropped: Int) {
         eventQueue.withLock { q in
             defer { q = ([], 0) }
             return q
+        }
+    }
+
+    /// A snapshot of the worker's totals, taken on the worker thread.
+    public func metrics() async throws -> WorkerMetrics {
+        let busy = Double(busyNanoseconds.load(ordering: .relaxed)) / 1e9
+        let lost = eventsLostTotal.load(ordering: .relaxed)
+        return try await perform { [self] ctx in
+            var m = WorkerMetrics(worker: index, rooms: ctx.rooms.count,
+                                  participants: ctx.rooms.values.reduce(0) { $0 + $1.participantCount },
+                                  connections: ctx.roomOfConnection.count)
+            m.room = ctx.retired
+            for r in ctx.rooms.values { m.room.add(r.counters) }
+            m.datagramsIn = socket.datagramsReceived
+            m.bytesIn = socket.bytesReceived
+            m.datagramsOut = socket.datagramsSent
+            m.bytesOut = socket.bytesSent
+            m.sendDrops = UInt64(socket.sendDrops)
+            m.gsoSends = UInt64(socket.gsoSends)
+            m.ingressDrops = ingressDrops
+            m.dtlsHandshakes = ctx.dtlsHandshakes
+            m.dtlsFailures = ctx.dtlsFailures
+            m.busySeconds = busy
+            m.eventsLost = lost
+            return m
         }
     }
 
@@ -164,6 +234,7 @@ public final class Worker: @unchecked Sendable {
     private func loop() {
         let rx = ReceiveBatch(capacity: 64)
         let ctx = context
+        var loopStart = MonoClock.now()
         while !stopping.load(ordering: .acquiring) {
             runCommands(ctx)
             var now = MonoClock.now()
@@ -177,7 +248,10 @@ public final class Worker: @unchecked Sendable {
                 if n < rx.capacity { break }
             }
             let deadline = ctx.rooms.values.reduce(ctx.edge.nextDeadline) { min($0, $1.nextDeadline) }
-            let waitMs = max(0, min(100, (deadline - MonoClock.now()).milliseconds))
+            let beforeWait = MonoClock.now()
+            busyNanoseconds.add((beforeWait - loopStart).nanoseconds, ordering: .relaxed)
+            let waitMs = max(0, min(100, (deadline - beforeWait).milliseconds))
+            defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
         }
         runCommands(ctx)
@@ -215,6 +289,7 @@ public final class Worker: @unchecked Sendable {
             case .send(let bytes, let to):
                 socket.send(bytes, to: to)
             case .keys(let conn, let keys):
+                ctx.dtlsHandshakes &+= 1
                 if let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] {
                     try? room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
                 }
@@ -223,6 +298,7 @@ public final class Worker: @unchecked Sendable {
                     room.connectionLost(conn, reason: state == .failed ? "ICE consent expired" : "no ICE check for 10 s")
                 }
             case .failed(let conn, let reason):
+                ctx.dtlsFailures &+= 1
                 if let name = ctx.roomOfConnection[conn], let room = ctx.rooms[name] { room.connectionLost(conn, reason: reason) }
             default:
                 break
@@ -242,10 +318,18 @@ public final class Worker: @unchecked Sendable {
         let events = room.drainEvents()
         guard !events.isEmpty else { return }
         let name = room.name
-        eventQueue.withLock { q in
+        let time = Int64(Date().timeIntervalSince1970 * 1000)
+        let lost = eventQueue.withLock { q in
+            let before = q.dropped
             for e in events {
-                if q.events.count < eventCapacity { q.events.append((name, e)) } else { q.dropped += 1 }
+                if q.events.count < eventCapacity {
+                    q.events.append(StampedEvent(room: name, event: e, unixMilliseconds: time))
+                } else {
+                    q.dropped += 1
+                }
             }
+            return q.dropped - before
         }
+        if lost > 0 { eventsLostTotal.add(UInt64(lost), ordering: .relaxed) }
     }
 }

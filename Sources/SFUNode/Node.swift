@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NodeIO
 import SFU
 import Synchronization
@@ -14,9 +15,16 @@ public final class Node: Sendable {
     private let placement = Mutex<[String: Int]>([:])
     /// Which participant's connections belong to which room, to close them when it leaves.
     private let participantConnections = Mutex<[String: [ConnectionID]]>([:])
+    /// Room events, numbered and encoded, for `GET /v1/events`.
+    public let events: EventHub
+    public let metrics = NodeMetrics()
+    let logger: Logger
+    private let pump = Mutex<Task<Void, Never>?>(nil)
 
-    public init(configuration: NodeConfiguration) throws {
+    public init(configuration: NodeConfiguration, logger: Logger = Logger(label: "sfu", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
         self.configuration = configuration
+        self.logger = logger
+        events = EventHub(bufferPerConsumer: configuration.eventsConsumerBuffer, history: configuration.eventsHistory)
         if configuration.dtlsCertificateFile.isEmpty {
             certificate = try DTLSCertificate(commonName: "sfu")
         } else {
@@ -38,8 +46,36 @@ public final class Node: Sendable {
         workers = ws
     }
 
-    public func start() { for w in workers { w.start() } }
-    public func stop() { for w in workers { w.stop() } }
+    /// Starts the workers and the event pump, which moves the workers' events to `events` every 10 ms (off
+    /// the media threads: encoding and fan-out cost the control plane, never a worker).
+    public func start() {
+        for w in workers { w.start() }
+        pump.withLock { task in
+            task = task ?? Task.detached { [self] in
+                while !Task.isCancelled {
+                    pumpEvents()
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+        }
+    }
+
+    /// Stops the workers: every room is destroyed, so every client is told (participants left, DTLS
+    /// close_notify) and every event consumer gets the last events before its stream ends.
+    public func stop() {
+        pump.withLock { $0?.cancel(); $0 = nil }
+        for w in workers { w.stop() }
+        pumpEvents()
+        events.finish()
+    }
+
+    private func pumpEvents() {
+        let (drained, lost) = drainEvents()
+        guard !drained.isEmpty || lost > 0 else { return }
+        events.publish(drained, lostUpstream: lost, now: Int64(Date().timeIntervalSince1970 * 1000))
+        if lost > 0 { logger.warning("events lost: worker queues full", metadata: ["count": "\(lost)"]) }
+        for e in drained { EventLog.log(e, to: logger) }
+    }
 
     public var roomNames: [String] { placement.withLock { $0.keys.sorted() } }
 
@@ -60,6 +96,10 @@ public final class Node: Sendable {
             _ = placement.withLock { $0.removeValue(forKey: name) }
             throw error
         }
+        logger.info("room created", metadata: [
+            "room": "\(name)", "worker": "\(index)", "mode": "\(room.mode.rawValue)",
+            "max_active_talkers": "\(room.maxActiveTalkers)", "level_source": "\(room.levelSource.rawValue)",
+        ])
     }
 
     /// Runs `body` on the room's worker.
@@ -90,7 +130,7 @@ public final class Node: Sendable {
     }
 
     /// Events of every worker since the last call, and how many were lost.
-    public func drainEvents() -> (events: [(room: String, event: RoomEvent)], dropped: Int) {
+    public func drainEvents() -> (events: [StampedEvent], dropped: Int) {
         workers.reduce(into: ([], 0)) { acc, w in
             let (e, d) = w.drainEvents()
             acc.0 += e
@@ -103,6 +143,7 @@ public final class Node: Sendable {
 public struct APIError: Error, Sendable, CustomStringConvertible {
     public enum Status: Int, Sendable {
         case badRequest = 400, unauthorized = 401, forbidden = 403, notFound = 404, conflict = 409, payloadTooLarge = 413
+        case upgradeRequired = 426
     }
 
     public var status: Status

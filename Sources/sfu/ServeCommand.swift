@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import SFUNode
+import ServiceLifecycle
 
 /// Runs the media node: workers on UDP, the control API on HTTP, until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -16,19 +17,29 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try options.load()
-        var logger = Logger(label: "sfu")
-        logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
-        let node = try Node(configuration: settings)
-        node.start()
-        for w in node.workers { logger.info("media worker \(w.index) on udp \(w.socket.local)") }
-        logger.info("DTLS fingerprint \(node.certificate.fingerprint)")
-        let app = Application(
-            router: ControlAPI.router(node: node),
-            configuration: .init(address: .hostname(settings.apiListen.host, port: Int(settings.apiListen.port)), serverName: "sfu"),
+        let logger = Self.bootstrapLogging(settings)
+        let node = try Node(configuration: settings, logger: logger)
+        for w in node.workers { logger.info("media worker listening", metadata: ["worker": "\(w.index)", "udp": "\(w.socket.local)"]) }
+        logger.info("DTLS identity", metadata: ["fingerprint": "\(node.certificate.fingerprint)"])
+        let app = ControlAPI.application(node: node, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: app), .init(service: NodeService(node: node))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
-        )
-        try await app.runService()
-        logger.info("stopping media workers")
-        node.stop()
+        ))
+        try await group.run()
+        logger.info("stopped")
+    }
+
+    /// Text (key=value metadata) or JSON lines on standard error, at the configured level.
+    static func bootstrapLogging(_ settings: NodeConfiguration) -> Logger {
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        let json = settings.logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "sfu")
     }
 }

@@ -79,6 +79,7 @@ extension Room {
         assign(videoWanted, kind: .video, subscriber: p, now: now, into: out)
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
         guard list != s.talkers || map != s.lastEmittedMap else { return }
+        counters.slotSwitches &+= UInt64(zip(map, s.lastEmittedMap).filter { $0 != $1 && $0 != nil }.count)
         s.talkers = list
         s.lastEmittedMap = map
         let talkers = list.compactMap { e in

@@ -74,6 +74,7 @@ public final class Room {
 
     // MARK: Membership
 
+    public var participantCount: Int { participants.count }
     public var participantIDs: [String] { participants.values.sorted { $0.index < $1.index }.map(\.id) }
 
     func participant(_ id: String) throws(RoomError) -> Participant {

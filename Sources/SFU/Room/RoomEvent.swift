@@ -23,12 +23,25 @@ public enum RoomEvent: Equatable, Sendable {
         public var pinned: Bool
         public var speaking: Bool
         public var video: Bool
+
+        public init(participant: String, pinned: Bool, speaking: Bool, video: Bool) {
+            self.participant = participant
+            self.pinned = pinned
+            self.speaking = speaking
+            self.video = video
+        }
     }
 
     public struct SlotAssignment: Equatable, Sendable {
         public var mid: String
         public var kind: MediaKind
         public var participant: String?
+
+        public init(mid: String, kind: MediaKind, participant: String?) {
+            self.mid = mid
+            self.kind = kind
+            self.participant = participant
+        }
     }
 }
 

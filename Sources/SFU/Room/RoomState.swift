@@ -156,6 +156,23 @@ public struct RoomCounters: Sendable, Equatable {
     public var keyframeRequestsSent: UInt64 = 0
     public var retransmissions: UInt64 = 0
     public var dominantSpeakerChanges: UInt64 = 0
+    /// Slots of any subscriber that took a new participant (a talker switch as the subscriber sees it).
+    public var slotSwitches: UInt64 = 0
     public var drops = DropCounters()
     public init() {}
+
+    /// Adds another room's counters: the node keeps destroyed rooms' totals so its metrics never go back.
+    public mutating func add(_ o: RoomCounters) {
+        packetsIn &+= o.packetsIn
+        bytesIn &+= o.bytesIn
+        packetsOut &+= o.packetsOut
+        bytesOut &+= o.bytesOut
+        rtcpIn &+= o.rtcpIn
+        rtcpOut &+= o.rtcpOut
+        keyframeRequestsSent &+= o.keyframeRequestsSent
+        retransmissions &+= o.retransmissions
+        dominantSpeakerChanges &+= o.dominantSpeakerChanges
+        slotSwitches &+= o.slotSwitches
+        for r in DropReason.allCases { drops[r] &+= o.drops[r] }
+    }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
+import Logging
 import SFU
 import WebRTCEdge
 
@@ -8,12 +10,32 @@ import WebRTCEdge
 /// unknown room or participant, 409 wrong state, 400 malformed request naming the field, 401 bad API key,
 /// 413 body too large).
 public enum ControlAPI {
-    public static func router(node: Node) -> Router<BasicRequestContext> {
-        let router = Router()
+    public typealias Context = BasicWebSocketRequestContext
+
+    /// The HTTP server of the control API: HTTP/1.1 with WebSocket upgrade for `/v1/events`.
+    public static func application(node: Node, logger: Logger) -> some ApplicationProtocol {
+        let address = node.configuration.apiListen
+        return Application(
+            router: router(node: node),
+            server: .http1WebSocketUpgrade(webSocketRouter: router(node: node)),
+            configuration: .init(address: .hostname(address.host, port: Int(address.port)), serverName: "sfu"),
+            logger: logger
+        )
+    }
+
+    public static func router(node: Node) -> Router<Context> {
+        let router = Router(context: Context.self)
+        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware())
         if let key = node.configuration.apiKey { router.add(middleware: BearerKey(key: key)) }
 
         router.get("/healthz") { _, _ in ok(["status": "ok", "rooms": node.roomNames.count]) }
+        router.get("/metrics") { _, _ in
+            let text = await node.metrics.render(node)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
+        addEvents(router, node: node)
 
         router.post("/v1/rooms") { request, _ in
             let b = try await body(request, ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source"])
@@ -180,8 +202,8 @@ public enum ControlAPI {
 
     // MARK: Helpers
 
-    static func room(_ context: BasicRequestContext) throws -> String { try context.parameters.require("room") }
-    static func participant(_ context: BasicRequestContext) throws -> String { try context.parameters.require("p") }
+    static func room(_ context: Context) throws -> String { try context.parameters.require("room") }
+    static func participant(_ context: Context) throws -> String { try context.parameters.require("p") }
 
     static func body(_ request: Request, _ allowed: Set<String>) async throws -> JSONBody {
         var r = request
@@ -258,9 +280,9 @@ public enum ControlAPI {
 }
 
 /// Turns every refusal into the API's error shape.
-struct ErrorMiddleware: RouterMiddleware {
-    func handle(_ request: Request, context: BasicRequestContext,
-                next: (Request, BasicRequestContext) async throws -> Response) async throws -> Response {
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let e as HTTPError where e.status == .notFound {
@@ -273,11 +295,11 @@ struct ErrorMiddleware: RouterMiddleware {
 }
 
 /// When an API key is configured, every request needs `Authorization: Bearer <key>`.
-struct BearerKey: RouterMiddleware {
+struct BearerKey<Context: RequestContext>: RouterMiddleware {
     let key: String
 
-    func handle(_ request: Request, context: BasicRequestContext,
-                next: (Request, BasicRequestContext) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
         let given = request.headers[.authorization] ?? ""
         guard given.hasPrefix("Bearer "), constantTimeEqual(Array(given.utf8.dropFirst(7)), Array(key.utf8)) else {
             return ControlAPI.response(.unauthorized, ["result": 6013, "msg": "missing or wrong API key (Authorization: Bearer <key>)"])

@@ -23,9 +23,15 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var roomMaxActiveTalkers = 6
     public var roomStreamBandwidthKbps = 300
     public var roomLevelSource: LevelSource = .extension
-    /// Events a slow consumer may fall behind by before they are dropped (and counted).
+    /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
+    /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).
+    public var eventsConsumerBuffer = 1024
+    /// Events kept for consumers that reconnect with `since=<seq>`.
+    public var eventsHistory = 1024
     public var logLevel = "info"
+    /// `text` (one line, key=value metadata) or `json` (one object per line, for log shippers).
+    public var logFormat = "text"
 
     public init() {}
 
@@ -41,8 +47,11 @@ public struct NodeConfiguration: Sendable, Equatable {
         ("rooms.max_active_talkers", "default max_active_talkers, 1-12"),
         ("rooms.stream_bandwidth", "default per-video bandwidth in kbps"),
         ("rooms.level_source", "default audio level source: extension, decode or verify"),
-        ("events.queue", "events kept for a slow consumer before dropping"),
+        ("events.queue", "events each worker holds for the control plane before dropping"),
+        ("events.consumer_buffer", "events a slow /v1/events consumer may fall behind by before it loses some"),
+        ("events.history", "recent events kept for consumers resuming with since=<seq>"),
         ("log.level", "trace, debug, info, notice, warning, error or critical"),
+        ("log.format", "text or json"),
     ]
 
     /// Sets one key from text; `origin` names where the value came from, for the error.
@@ -85,12 +94,18 @@ public struct NodeConfiguration: Sendable, Equatable {
             guard let s = LevelSource(rawValue: try string()) else { throw fail("extension, decode or verify") }
             roomLevelSource = s
         case "events.queue": eventsQueue = try int(1...10_000_000)
+        case "events.consumer_buffer": eventsConsumerBuffer = try int(1...1_000_000)
+        case "events.history": eventsHistory = try int(0...1_000_000)
         case "log.level":
             let l = try string()
             guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) else {
                 throw fail("trace, debug, info, notice, warning, error or critical")
             }
             logLevel = l
+        case "log.format":
+            let f = try string()
+            guard ["text", "json"].contains(f) else { throw fail("text or json") }
+            logFormat = f
         default:
             throw ConfigError(key: key, origin: origin, message: "unknown key (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
         }
@@ -155,9 +170,12 @@ public struct NodeConfiguration: Sendable, Equatable {
 
             [events]
             queue = \(eventsQueue)
+            consumer_buffer = \(eventsConsumerBuffer)
+            history = \(eventsHistory)
 
             [log]
             level = \(q(logLevel))
+            format = \(q(logFormat))
 
             """
     }

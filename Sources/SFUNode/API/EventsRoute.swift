@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+
+extension ControlAPI {
+    /// `GET /v1/events[?room=<room>][&since=<seq>]`, upgraded to a WebSocket: one text message per event (see
+    /// `EventHub`). What the consumer sends is read and ignored; closing either side ends the stream.
+    ///
+    /// A bad query is answered after the upgrade, with a close frame (1008, policy violation) whose reason
+    /// names the parameter: the WebSocket layer answers a refused upgrade with a bare 400, which would not
+    /// say what was wrong.
+    static func addEvents(_ router: Router<Context>, node: Node) {
+        router.ws("/v1/events") { request, _ in
+            guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                throw APIError(.upgradeRequired, code: 6014, "GET /v1/events is a WebSocket: send Upgrade: websocket")
+            }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            let query: EventsQuery
+            do { query = try EventsQuery(context.request.uri) } catch {
+                try await outbound.close(.policyViolation, reason: (error as? APIError)?.message ?? "\(error)")
+                return
+            }
+            let subscription = node.events.subscribe(room: query.room, since: query.since)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in inbound {}  // ends when the consumer closes
+                }
+                group.addTask {
+                    for await message in subscription.messages {
+                        if let loss = subscription.takeLoss() {
+                            try await outbound.write(.text(subscription.notice(loss, now: Int64(Date().timeIntervalSince1970 * 1000))))
+                        }
+                        try await outbound.write(.text(message.text))
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// The query of `/v1/events`: an optional room filter and an optional resume point.
+    struct EventsQuery {
+        var room: String?
+        var since: UInt64?
+
+        init(_ uri: URI) throws {
+            let q = uri.queryParameters
+            for (key, _) in q where key != "room" && key != "since" {
+                throw APIError(.badRequest, code: 6010, "unknown query parameter '\(key)' (known: room, since)")
+            }
+            room = q.get("room").flatMap { $0.isEmpty ? nil : $0 }
+            if let text = q.get("since") {
+                guard let value = UInt64(text) else { throw APIError(.badRequest, code: 6010, "query parameter 'since' must be a sequence number") }
+                since = value
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import CoreMetrics
+import Foundation
+import NodeIO
+import Prometheus
+import SFU
+import Synchronization
+
+/// `GET /metrics`: the node's counters in the Prometheus text format, through swift-metrics with the
+/// swift-prometheus backend.
+///
+/// The media path never touches a metric: workers keep plain counters on their own thread (no atomics, no
+/// locks per packet), and a scrape asks each worker for a snapshot and moves the differences into the
+/// swift-metrics counters. Each node has its own registry (not the process-wide `MetricsSystem`), so tests
+/// can run several nodes in one process.
+public final class NodeMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private struct Series {
+        var counters: [String: CoreMetrics.Counter] = [:]
+        var gauges: [String: CoreMetrics.Gauge] = [:]
+        var busy: [String: (CoreMetrics.FloatingPointCounter, Double)] = [:]
+        var last: [String: UInt64] = [:]
+    }
+    private let series = Mutex(Series())
+
+    public init() {
+        factory = PrometheusMetricsFactory(registry: registry)
+    }
+
+    /// Collects every worker's totals and renders the registry.
+    public func render(_ node: Node) async -> String {
+        var snapshots: [WorkerMetrics] = []
+        for w in node.workers {
+            if let m = try? await w.metrics() { snapshots.append(m) }
+        }
+        update(snapshots, consumers: node.events.consumerCount)
+        return registry.emitToString()
+    }
+
+    func update(_ workers: [WorkerMetrics], consumers: Int) {
+        series.withLock { s in
+            func count(_ name: String, _ labels: [(String, String)], _ total: UInt64) {
+                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let counter = s.counters[key] ?? {
+                    let c = CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
+                    s.counters[key] = c
+                    return c
+                }()
+                let previous = s.last[key] ?? 0
+                if total > previous { counter.increment(by: Int64(clamping: total - previous)) }
+                s.last[key] = max(previous, total)
+            }
+            func gauge(_ name: String, _ labels: [(String, String)], _ value: Double) {
+                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let g = s.gauges[key] ?? {
+                    let g = CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
+                    s.gauges[key] = g
+                    return g
+                }()
+                g.record(value)
+            }
+            /// Seconds the worker thread worked (not waiting on its socket): its load is this counter's rate.
+            func busy(_ labels: [(String, String)], _ total: Double) {
+                let key = labels.map { "\($0.0)=\($0.1)" }.joined()
+                let (c, previous) = s.busy[key] ?? (CoreMetrics.FloatingPointCounter(label: "sfu_worker_busy_seconds_total", dimensions: labels, factory: factory), 0)
+                if total > previous { c.increment(by: total - previous) }
+                s.busy[key] = (c, max(previous, total))
+            }
+            for m in workers {
+                let w = [("worker", String(m.worker))]
+                count("sfu_udp_datagrams_received_total", w, m.datagramsIn)
+                count("sfu_udp_bytes_received_total", w, m.bytesIn)
+                count("sfu_udp_datagrams_sent_total", w, m.datagramsOut)
+                count("sfu_udp_bytes_sent_total", w, m.bytesOut)
+                count("sfu_udp_gso_sends_total", w, m.gsoSends)
+                count("sfu_rtp_packets_received_total", w, m.room.packetsIn)
+                count("sfu_rtp_bytes_received_total", w, m.room.bytesIn)
+                count("sfu_rtp_packets_forwarded_total", w, m.room.packetsOut)
+                count("sfu_rtp_bytes_forwarded_total", w, m.room.bytesOut)
+                count("sfu_rtcp_packets_received_total", w, m.room.rtcpIn)
+                count("sfu_rtcp_packets_sent_total", w, m.room.rtcpOut)
+                count("sfu_retransmissions_total", w, m.room.retransmissions)
+                count("sfu_keyframe_requests_total", w, m.room.keyframeRequestsSent)
+                count("sfu_talker_switches_total", w, m.room.slotSwitches)
+                count("sfu_dominant_speaker_changes_total", w, m.room.dominantSpeakerChanges)
+                count("sfu_dtls_handshakes_total", w + [("result", "ok")], m.dtlsHandshakes)
+                count("sfu_dtls_handshakes_total", w + [("result", "failed")], m.dtlsFailures)
+                busy(w, m.busySeconds)
+                count("sfu_events_lost_total", w, m.eventsLost)
+                count("sfu_drops_total", w + [("reason", "ingress_unrouted")], m.ingressDrops)
+                count("sfu_drops_total", w + [("reason", "send_failed")], m.sendDrops)
+                for reason in DropReason.allCases {
+                    count("sfu_drops_total", w + [("reason", reason.description)], m.room.drops[reason])
+                }
+                gauge("sfu_rooms", w, Double(m.rooms))
+                gauge("sfu_participants", w, Double(m.participants))
+                gauge("sfu_connections", w, Double(m.connections))
+            }
+            gauge("sfu_event_consumers", [], Double(consumers))
+        }
+    }
+}

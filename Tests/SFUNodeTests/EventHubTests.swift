@@ -1,0 +1,136 @@
+import Foundation
+import NodeIO
+import SFU
+@testable import SFUNode
+import Testing
+
+@Suite struct EventHubTests {
+    static func event(_ room: String, _ e: RoomEvent, at time: Int64 = 1_700_000_000_000) -> StampedEvent {
+        StampedEvent(room: room, event: e, unixMilliseconds: time)
+    }
+
+    static func object(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// Takes what is buffered now, without waiting for more.
+    static func buffered(_ s: EventHub.Subscription, max: Int) async -> [EventHub.Message] {
+        var out: [EventHub.Message] = []
+        var it = s.messages.makeAsyncIterator()
+        while out.count < max, let m = await it.next() { out.append(m) }
+        return out
+    }
+
+    @Test func everyEventGetsTheNextSequenceNumberTypeRoomAndTime() async throws {
+        let hub = EventHub()
+        let sub = hub.subscribe(room: nil)
+        hub.publish([
+            Self.event("r1", .participantState(participant: "a", state: .joined, reason: nil), at: 5),
+            Self.event("r2", .dominantSpeaker(participant: nil), at: 6),
+        ], now: 7)
+        let got = await Self.buffered(sub, max: 2).map { Self.object($0.text) }
+        #expect(got[0]["type"] as? String == "participant_state" && got[0]["room"] as? String == "r1")
+        #expect(got[0]["seq"] as? Int == 1 && got[0]["time"] as? Int == 5)
+        #expect(got[0]["participant"] as? String == "a" && got[0]["state"] as? String == "joined" && got[0]["reason"] is NSNull)
+        #expect(got[1]["type"] as? String == "dominant_speaker" && got[1]["seq"] as? Int == 2 && got[1]["participant"] is NSNull)
+    }
+
+    @Test func activeTalkersCarryTheOrderedListAndTheSlotMap() async throws {
+        let hub = EventHub()
+        let sub = hub.subscribe(room: "r")
+        hub.publish([Self.event("r", .activeTalkers(
+            subscriber: "bob",
+            talkers: [.init(participant: "alice", pinned: false, speaking: true, video: true),
+                      .init(participant: "carol", pinned: true, speaking: false, video: false)],
+            slots: [.init(mid: "0", kind: .audio, participant: "alice"), .init(mid: "1", kind: .video, participant: nil)]))], now: 0)
+        let o = Self.object(await Self.buffered(sub, max: 1)[0].text)
+        #expect(o["type"] as? String == "active_talkers" && o["participant"] as? String == "bob")
+        let talkers = o["talkers"] as? [[String: Any]] ?? []
+        #expect(talkers.map { $0["participant"] as? String } == ["alice", "carol"])
+        #expect(talkers[1]["pinned"] as? Bool == true && talkers[1]["speaking"] as? Bool == false)
+        let slots = o["slots"] as? [[String: Any]] ?? []
+        #expect(slots[0]["mid"] as? String == "0" && slots[0]["kind"] as? String == "audio" && slots[0]["participant"] as? String == "alice")
+        #expect(slots[1]["participant"] is NSNull)
+    }
+
+    @Test func aRoomFilterPassesOnlyThatRoomAndNodeNotices() async throws {
+        let hub = EventHub()
+        let sub = hub.subscribe(room: "b")
+        hub.publish([Self.event("a", .roomDestroyed), Self.event("b", .lock(locked: true, by: "m"))], lostUpstream: 3, now: 9)
+        let got = await Self.buffered(sub, max: 2).map { Self.object($0.text) }
+        #expect(got[0]["type"] as? String == "events_lost" && got[0]["count"] as? Int == 3 && got[0]["reason"] as? String == "worker_queue_full")
+        #expect(got[0]["seq"] as? Int == 1)
+        #expect(got[1]["type"] as? String == "lock" && got[1]["room"] as? String == "b" && got[1]["seq"] as? Int == 3)
+    }
+
+    @Test func aSlowConsumerLosesTheNewestAndIsToldWhichWhileOthersLoseNothing() async throws {
+        let hub = EventHub(bufferPerConsumer: 3)
+        let slow = hub.subscribe(room: nil)
+        let events = (0..<8).map { Self.event("r", .pins(["p\($0)"])) }
+        let fast = hub.subscribe(room: nil)
+        var fastGot: [EventHub.Message] = []
+        var it = fast.messages.makeAsyncIterator()
+        for e in events {
+            hub.publish([e], now: 0)
+            fastGot.append(await it.next()!)
+        }
+        #expect(fastGot.map(\.seq) == Array(1...8).map { UInt64($0) })
+        #expect(fast.takeLoss() == nil)
+
+        let kept = await Self.buffered(slow, max: 3)
+        #expect(kept.map(\.seq) == [1, 2, 3])
+        let loss = try #require(slow.takeLoss())
+        #expect(loss == EventHub.Loss(count: 5, firstSeq: 4, lastSeq: 8))
+        let notice = Self.object(slow.notice(loss, now: 1))
+        #expect(notice["type"] as? String == "events_lost" && notice["first_seq"] as? Int == 4 && notice["last_seq"] as? Int == 8)
+        #expect(slow.takeLoss() == nil, "a loss is reported once")
+    }
+
+    @Test func aConsumerResumingWithSinceGetsWhatItMissedOrIsToldItIsGone() async throws {
+        let hub = EventHub(history: 4)
+        hub.publish((0..<6).map { Self.event($0 % 2 == 0 ? "even" : "odd", .pins(["p\($0)"])) }, now: 0)  // seq 1...6, history 3...6
+        let resumed = hub.subscribe(room: nil, since: 4)
+        #expect(await Self.buffered(resumed, max: 2).map(\.seq) == [5, 6])
+        #expect(resumed.takeLoss() == nil)
+
+        let filtered = hub.subscribe(room: "even", since: 2)
+        #expect(await Self.buffered(filtered, max: 2).map(\.seq) == [3, 5])
+
+        let tooOld = hub.subscribe(room: nil, since: 0)
+        #expect(await Self.buffered(tooOld, max: 4).map(\.seq) == [3, 4, 5, 6])
+        #expect(tooOld.takeLoss() == EventHub.Loss(count: 2, firstSeq: 1, lastSeq: 2))
+
+        let upToDate = hub.subscribe(room: nil, since: 6)
+        hub.publish([Self.event("x", .roomDestroyed)], now: 0)
+        #expect(await Self.buffered(upToDate, max: 1).map(\.seq) == [7])
+    }
+
+    @Test func finishingEndsEveryStreamAndForgetsItsConsumers() async throws {
+        let hub = EventHub()
+        let sub = hub.subscribe(room: nil)
+        #expect(hub.consumerCount == 1)
+        hub.finish()
+        var it = sub.messages.makeAsyncIterator()
+        #expect(await it.next() == nil)
+        #expect(hub.consumerCount == 0)
+    }
+
+    @Test func everyRoomEventHasAWireForm() {
+        let all: [RoomEvent] = [
+            .activeTalkers(subscriber: "s", talkers: [], slots: []), .dominantSpeaker(participant: "a"),
+            .bandwidthAlert(participant: "s", bandwidthKbps: 400, streamBandwidthKbps: 300, numberOfVideos: 1),
+            .participantState(participant: "a", state: .failed, reason: "ICE consent expired"),
+            .roomHardMute(audio: true, by: "m"), .participantHardMute(participant: "a", audio: true, video: false, by: "m"),
+            .pins(["a"]), .floor(action: .grant, by: "m", target: "a", raisedHands: [], approvedHands: ["a"]),
+            .lock(locked: false, by: "m"), .role(participant: "a", role: .moderator, by: "m"),
+            .levelMismatch(participant: "a", meanDifferenceDb: 14.26), .roomDestroyed,
+        ]
+        let types = all.map { EventJSON.fields($0).type }
+        #expect(types == ["active_talkers", "dominant_speaker", "bandwidth_alert", "participant_state", "hard_mute", "hard_mute",
+                          "pins", "floor", "lock", "role", "level_mismatch", "room_destroyed"])
+        let alert = EventJSON.fields(all[2]).fields
+        #expect(alert["bandwidth"] as? Int == 400 && alert["stream_bandwidth"] as? Int == 300 && alert["number_of_videos"] as? Int == 1)
+        #expect(EventJSON.fields(all[4]).fields["scope"] as? String == "room")
+        #expect(EventJSON.fields(all[10]).fields["mean_difference_db"] as? Double == 14.3)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSTesting
+import Logging
+import NIOCore
+import NodeIO
+import SFU
+import SFUNode
+import Synchronization
+import Testing
+import WebRTCEdge
+
+/// The control API over a real socket: the events WebSocket and `/metrics`.
+@Suite(.serialized) struct LiveAPITests {
+    static func node(key: String? = nil) throws -> Node {
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        c.apiListen = TransportAddress("127.0.0.1:0")!
+        c.apiKey = key
+        let n = try Node(configuration: c)
+        n.start()
+        return n
+    }
+
+    static func json(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    static func post(_ client: some TestClientProtocol, _ uri: String, _ body: [String: Any]) async throws -> Int {
+        let data = try JSONSerialization.data(withJSONObject: body)
+        return Int(try await client.execute(uri: uri, method: .post, body: ByteBuffer(bytes: data)).status.code)
+    }
+
+    @Test func theEventsWebSocketStreamsARoomsEventsInOrder() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let app = ControlAPI.application(node: node, logger: Logger(label: "test"))
+        let received = try await app.test(.live) { client in
+            #expect(try await Self.post(client, "/v1/rooms", ["room": "r"]) == 201)
+            #expect(try await Self.post(client, "/v1/rooms", ["room": "other"]) == 201)
+            let got = Mutex<[String]>([])
+            try await client.ws("/v1/events?room=r") { inbound, outbound, _ in
+                // The subscription exists once the upgrade is done; now cause events in both rooms.
+                Task {
+                    _ = try await Self.post(client, "/v1/rooms/other/participants", ["participant": "x"])
+                    _ = try await Self.post(client, "/v1/rooms/r/participants", ["participant": "mod", "role": "moderator"])
+                    _ = try await Self.post(client, "/v1/rooms/r/participants", ["participant": "a"])
+                    _ = try await Self.post(client, "/v1/rooms/r/lock", ["by": "mod", "locked": true])
+                }
+                for try await message in inbound.messages(maxSize: 1 << 16) {
+                    guard case .text(let text) = message else { continue }
+                    let count = got.withLock { $0.append(text); return $0.count }
+                    if count == 3 { try await outbound.close(.normalClosure, reason: nil); break }
+                }
+            }
+            return got.withLock { $0 }.map(Self.json)
+        }
+        #expect(received.map { $0["type"] as? String } == ["participant_state", "participant_state", "lock"])
+        #expect(received.map { $0["participant"] as? String } == ["mod", "a", nil])
+        #expect(received.allSatisfy { $0["room"] as? String == "r" && ($0["time"] as? Int ?? 0) > 1_700_000_000_000 })
+        let seqs = received.compactMap { $0["seq"] as? Int }
+        #expect(seqs.count == 3 && seqs == seqs.sorted() && Set(seqs).count == 3, "increasing sequence numbers")
+        #expect(received[2]["locked"] as? Bool == true && received[2]["by"] as? String == "mod")
+    }
+
+    @Test func theEventsRouteAnswersPlainRequestsWith426AndBadQueriesWithAReason() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let app = ControlAPI.application(node: node, logger: Logger(label: "test"))
+        try await app.test(.live) { client in
+            let plain = try await client.execute(uri: "/v1/events", method: .get)
+            #expect(plain.status.code == 426)
+            #expect(Self.json(String(buffer: plain.body))["result"] as? Int == 6014)
+            let badSince = try await client.ws("/v1/events?since=soon") { inbound, _, _ in for try await _ in inbound {} }
+            #expect(badSince?.closeCode == .policyViolation)
+            #expect(badSince?.reason?.contains("since") == true)
+            let unknown = try await client.ws("/v1/events?roam=r") { inbound, _, _ in for try await _ in inbound {} }
+            #expect(unknown?.closeCode == .policyViolation && unknown?.reason?.contains("roam") == true)
+        }
+    }
+
+    @Test func metricsCountRoomsParticipantsAndDroppedDatagramsInPrometheusText() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let app = ControlAPI.application(node: node, logger: Logger(label: "test"))
+        let text = try await app.test(.live) { client in
+            _ = try await Self.post(client, "/v1/rooms", ["room": "r"])
+            _ = try await Self.post(client, "/v1/rooms/r/participants", ["participant": "a"])
+            // Garbage from an address the node never validated: counted, never decrypted.
+            let garbage = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+            for i in 0..<5 { garbage.send([0x80, 0x60, 0, UInt8(i)] + [UInt8](repeating: 7, count: 40), to: node.workers[0].socket.local) }
+            try await Task.sleep(for: .milliseconds(200))
+            let r = try await client.execute(uri: "/metrics", method: .get)
+            #expect(r.headers[.contentType]?.hasPrefix("text/plain") == true)
+            return String(buffer: r.body)
+        }
+        func value(_ series: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last!) }
+        }
+        #expect(value(#"sfu_rooms{worker="0"}"#) == 1)
+        #expect(value(#"sfu_participants{worker="0"}"#) == 1)
+        #expect(value(#"sfu_udp_datagrams_received_total{worker="0"}"#) == 5)
+        #expect(value(#"sfu_drops_total{worker="0",reason="ingress_unrouted"}"#) == 5)
+        #expect(value(#"sfu_drops_total{worker="0",reason="srtp_auth_failed"}"#) == 0)
+        #expect(text.contains("# TYPE sfu_rtp_packets_forwarded_total counter"))
+        #expect((value(#"sfu_worker_busy_seconds_total{worker="0"}"#) ?? -1) >= 0)
+    }
+}

@@ -52,10 +52,12 @@ let package = Package(
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
+        // The load generator: simulated WebRTC clients on real UDP, the soak, (then the benchmarks).
+        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUTestSupport"]),
         .executableTarget(
             name: "sfu",
             dependencies: [
-                "SFU", "SFUNode", "SFUTestSupport",
+                "SFU", "SFUNode", "SFUTestSupport", "LoadGen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -104,8 +104,12 @@ public struct WorkerMetrics: Sendable {
     public var bytesOut: UInt64 = 0
     public var sendDrops: UInt64 = 0
     public var gsoSends: UInt64 = 0
-    /// Datagrams dropped before any room saw them (truncated, unvalidated source, no room).
+    /// Media datagrams for a connection whose room is gone.
     public var ingressDrops: UInt64 = 0
+    /// Datagrams longer than the receive buffer.
+    public var oversizedDrops: UInt64 = 0
+    /// Datagrams the edge dropped (STUN that fails its checks, unvalidated sources, unknown classes), by reason.
+    public var edgeDrops: [(reason: String, count: UInt64)] = []
     public var dtlsHandshakes: UInt64 = 0
     public var dtlsFailures: UInt64 = 0
     /// Time the worker thread spent working rather than waiting for the socket: its load.
@@ -130,8 +134,10 @@ public final class Worker: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
-    /// Datagrams dropped before reaching a room (truncated, unknown or unvalidated source).
+    /// Media datagrams for a connection whose room is gone.
     public private(set) var ingressDrops: UInt64 = 0
+    /// Datagrams longer than the receive buffer (2048 bytes), dropped unread.
+    public private(set) var oversizedDrops: UInt64 = 0
 
     public init(index: Int, socket: UDPSocket, certificate: DTLSCertificate, announced: [TransportAddress] = [],
                 eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1)) throws {
@@ -221,6 +227,8 @@ public final class Worker: @unchecked Sendable {
             m.sendDrops = UInt64(socket.sendDrops)
             m.gsoSends = UInt64(socket.gsoSends)
             m.ingressDrops = ingressDrops
+            m.oversizedDrops = oversizedDrops
+            m.edgeDrops = ctx.edge.drops.map { ($0.reason, UInt64($0.count)) }
             m.dtlsHandshakes = ctx.dtlsHandshakes
             m.dtlsFailures = ctx.dtlsFailures
             m.busySeconds = busy
@@ -269,13 +277,13 @@ public final class Worker: @unchecked Sendable {
     }
 
     private func process(_ rx: ReceiveBatch, _ i: Int, _ ctx: WorkerContext, now: MonoTime) {
-        guard !rx.isTruncated(i) else { ingressDrops += 1; return }
+        guard !rx.isTruncated(i) else { oversizedDrops += 1; return }
         let datagram = rx.datagram(i)
         let source = rx.source(i)
         if PacketClass(datagram) == .rtp {
             // Hot path: no allocation, no lock.
-            guard let conn = ctx.edge.mediaConnection(datagram, from: source, now: now),
-                  let room = ctx.roomObjectOfConnection[conn] else { ingressDrops += 1; return }
+            guard let conn = ctx.edge.mediaConnection(datagram, from: source, now: now) else { return }  // counted by the edge
+            guard let room = ctx.roomObjectOfConnection[conn] else { ingressDrops += 1; return }
             room.receive(rx.buffer(i), length: datagram.count, from: conn, now: now, into: ctx.batch)
             if ctx.batch.count > ctx.batch.capacity / 2 { flush(ctx) }
             return

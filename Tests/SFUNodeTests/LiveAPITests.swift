@@ -103,7 +103,7 @@ import WebRTCEdge
         #expect(value(#"sfu_rooms{worker="0"}"#) == 1)
         #expect(value(#"sfu_participants{worker="0"}"#) == 1)
         #expect(value(#"sfu_udp_datagrams_received_total{worker="0"}"#) == 5)
-        #expect(value(#"sfu_drops_total{worker="0",reason="ingress_unrouted"}"#) == 5)
+        #expect(value(#"sfu_drops_total{worker="0",reason="unvalidated_address"}"#) == 5)
         #expect(value(#"sfu_drops_total{worker="0",reason="srtp_auth_failed"}"#) == 0)
         #expect(text.contains("# TYPE sfu_rtp_packets_forwarded_total counter"))
         #expect((value(#"sfu_worker_busy_seconds_total{worker="0"}"#) ?? -1) >= 0)

@@ -87,7 +87,9 @@ public final class NodeMetrics: Sendable {
                 count("sfu_dtls_handshakes_total", w + [("result", "failed")], m.dtlsFailures)
                 busy(w, m.busySeconds)
                 count("sfu_events_lost_total", w, m.eventsLost)
-                count("sfu_drops_total", w + [("reason", "ingress_unrouted")], m.ingressDrops)
+                count("sfu_drops_total", w + [("reason", "no_room")], m.ingressDrops)
+                count("sfu_drops_total", w + [("reason", "oversized_datagram")], m.oversizedDrops)
+                for (reason, n) in m.edgeDrops { count("sfu_drops_total", w + [("reason", reason)], n) }
                 count("sfu_drops_total", w + [("reason", "send_failed")], m.sendDrops)
                 for reason in DropReason.allCases {
                     count("sfu_drops_total", w + [("reason", reason.description)], m.room.drops[reason])

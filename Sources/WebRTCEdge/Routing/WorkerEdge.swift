@@ -63,9 +63,20 @@ public final class WorkerEdge {
     /// The hot path: the connection an RTP/RTCP datagram belongs to, if its source passed ICE and its DTLS is
     /// done; nil (counted by the router) otherwise. Allocates nothing. Other datagrams go to `receive`.
     public func mediaConnection(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> ConnectionID? {
-        guard case .media(let conn) = router.route(datagram, from: from, now: now), dtls[conn]?.state == .connected else { return nil }
+        guard case .media(let conn) = router.route(datagram, from: from, now: now) else { return nil }
+        guard dtls[conn]?.state == .connected else {
+            mediaBeforeKeys += 1
+            return nil
+        }
         return conn
     }
+
+    /// Datagrams the edge dropped, by reason (the router's, plus media that arrived before DTLS was done).
+    public var drops: [(reason: String, count: Int)] {
+        EdgeDropReason.allCases.map { ($0.description, router.drops($0)) } + [("media_before_dtls", mediaBeforeKeys)]
+    }
+
+    private var mediaBeforeKeys = 0
 
     public func receive(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> [Output] {
         var out: [Output] = []
@@ -79,7 +90,7 @@ public final class WorkerEdge {
             out += d.receive(datagram, now: now).map { .send($0, to: from) }
             out += dtlsOutcome(conn, d, wasConnected: wasConnected)
         case .media(let conn):
-            if dtls[conn]?.state == .connected { out.append(.media(conn)) }
+            if dtls[conn]?.state == .connected { out.append(.media(conn)) } else { mediaBeforeKeys += 1 }
         case .dropped:
             break  // counted by the router
         }

@@ -1,0 +1,212 @@
+import Foundation
+import NodeIO
+import SFU
+import SFUTestSupport
+import WebRTCEdge
+
+/// A soak of a running node: rooms of simulated clients join (ICE, DTLS, SRTP), talk in turns, receive their
+/// talker slots and leave, cycle after cycle, with garbage datagrams mixed in from unknown addresses and from
+/// connected clients. The node must stay up, every cycle's clients must connect and hear each other, the
+/// garbage must be counted as drops, and the node's resident memory after the last cycle must be back near
+/// its level after the first ones (a leak grows with the cycles; the allocator's working set does not).
+public struct Soak {
+    public struct Plan: Sendable {
+        public var rooms = 4
+        public var participantsPerRoom = 4
+        public var audioSlots = 2
+        public var cycles = 12
+        public var talkSeconds = 4.0
+        public var garbagePerSecond = 200
+        /// Allowed growth of resident memory from the baseline (after the warm-up cycles) to the end.
+        public var allowedGrowthBytes = 4 << 20
+        public var warmupCycles = 3
+        public init() {}
+    }
+
+    public struct Cycle: Sendable {
+        public var index: Int
+        public var connected: Int
+        public var expected: Int
+        public var subscriberPackets: Int
+        public var publisherPackets: Int
+        public var garbageSent: Int
+        public var residentBytes: Int?
+        public var teardown: String
+    }
+
+    public struct Report: Sendable {
+        public var cycles: [Cycle] = []
+        public var baselineBytes: Int?
+        public var finalBytes: Int?
+        public var drops: [String: Double] = [:]
+        public var nodeAlive = false
+        public var failures: [String] = []
+        public var passed: Bool { failures.isEmpty }
+    }
+
+    public let plan: Plan
+    public let api: ControlClient
+    public let nodePID: Int32?
+    let certificate: DTLSCertificate
+    let speech: [[UInt8]]
+    let quiet: [[UInt8]]
+    var rng = SplitMix64(seed: 0x50A4)
+
+    public init(plan: Plan, api: ControlClient, nodePID: Int32?) throws {
+        self.plan = plan
+        self.api = api
+        self.nodePID = nodePID
+        certificate = try DTLSCertificate(commonName: "soak")
+        let encoder = OpusFrameEncoder()
+        speech = encoder.encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
+        quiet = OpusFrameEncoder().encodeAll(TestSignal.noise(dbfs: -65, seconds: 1))
+    }
+
+    public mutating func run(progress: (String) -> Void) async throws -> Report {
+        var report = Report()
+        for c in 0..<plan.cycles {
+            let cycle = try await runCycle(c)
+            report.cycles.append(cycle)
+            progress(String(format: "cycle %2d: %d/%d connected, subscribers got %d packets, %d garbage datagrams, %@ -> RSS %@",
+                            c + 1, cycle.connected, cycle.expected, cycle.subscriberPackets, cycle.garbageSent, cycle.teardown,
+                            cycle.residentBytes.map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "?"))
+            if cycle.connected < cycle.expected { report.failures.append("cycle \(c + 1): \(cycle.connected) of \(cycle.expected) clients connected") }
+            if cycle.subscriberPackets == 0 { report.failures.append("cycle \(c + 1): no subscriber received audio") }
+        }
+        let idle = report.cycles.compactMap(\.residentBytes)
+        if idle.count > plan.warmupCycles {
+            report.baselineBytes = idle[plan.warmupCycles - 1]
+            report.finalBytes = idle.last
+            if let b = report.baselineBytes, let f = report.finalBytes, f - b > plan.allowedGrowthBytes {
+                report.failures.append("resident memory grew \((f - b) >> 10) KiB from the baseline (allowed \(plan.allowedGrowthBytes >> 10) KiB)")
+            }
+        }
+        let health = try? await api.call("GET", "healthz")
+        report.nodeAlive = health?.status == 200
+        if !report.nodeAlive { report.failures.append("the node does not answer /healthz") }
+        if let text = try? await api.metrics() { report.drops = Self.drops(text) }
+        let garbage = report.cycles.reduce(0) { $0 + $1.garbageSent }
+        let counted = report.drops.values.reduce(0, +)
+        // Garbage that OpenSSL discards inside a connected DTLS association is not counted; the rest must be.
+        if garbage > 0, counted < Double(garbage) * 0.75 {
+            report.failures.append("only \(Int(counted)) drops counted for \(garbage) garbage datagrams")
+        }
+        return report
+    }
+
+    /// `sfu_drops_total` summed over workers, by reason.
+    static func drops(_ metrics: String) -> [String: Double] {
+        var out: [String: Double] = [:]
+        for line in metrics.split(separator: "\n") where line.hasPrefix("sfu_drops_total{") {
+            guard let r = line.range(of: "reason=\""), let end = line[r.upperBound...].firstIndex(of: "\""),
+                  let value = Double(line.split(separator: " ").last ?? "") else { continue }
+            out[String(line[r.upperBound..<end]), default: 0] += value
+        }
+        return out.filter { $0.value > 0 }
+    }
+
+    mutating func runCycle(_ c: Int) async throws -> Cycle {
+        var publishers: [[LoadClient]] = []
+        var subscribers: [[LoadClient]] = []
+        let start = MonoClock.now()
+        for r in 0..<plan.rooms {
+            let room = "soak-\(c)-\(r)"
+            try await api.require("POST", "v1/rooms", ["room": room, "max_active_talkers": plan.audioSlots])
+            var pubs: [LoadClient] = [], subs: [LoadClient] = []
+            for p in 0..<plan.participantsPerRoom {
+                let who = "p\(p)"
+                try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": who, "role": p == 0 ? "moderator" : "participant"])
+                let pub = try LoadClient(certificate: certificate, publishes: true)
+                let a = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/publish", ["sdp": pub.offer()])
+                try pub.start(answer: a.json["sdp"] as? String ?? "", now: MonoClock.now())
+                let sub = try LoadClient(certificate: certificate, publishes: false, audioSlots: plan.audioSlots)
+                let b = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/subscribe", ["sdp": sub.offer()])
+                try sub.start(answer: b.json["sdp"] as? String ?? "", now: MonoClock.now())
+                pubs.append(pub)
+                subs.append(sub)
+            }
+            publishers.append(pubs)
+            subscribers.append(subs)
+        }
+        let all = publishers.flatMap { $0 } + subscribers.flatMap { $0 }
+        // Connect: everyone polls until connected (or 10 s pass).
+        while all.contains(where: { $0.state != .connected && !Self.isFailed($0.state) }), MonoClock.now() - start < .seconds(10) {
+            for client in all { client.poll(now: MonoClock.now()) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let connected = all.filter { $0.state == .connected }.count
+
+        // Talk in turns for talkSeconds, 20 ms frames, garbage mixed in.
+        let stranger = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let mediaTargets = Set(all.compactMap(\.node))
+        var garbage = 0
+        let frames = Int(plan.talkSeconds * 50)
+        var next = MonoClock.now()
+        for f in 0..<frames {
+            let turn = f / 100
+            for (r, pubs) in publishers.enumerated() {
+                for (p, client) in pubs.enumerated() {
+                    let talking = (turn + r) % pubs.count == p
+                    client.sendAudio((talking ? speech : quiet)[f % 50], level: talking ? 18 : 90)
+                }
+            }
+            for client in all { client.poll(now: MonoClock.now()) }
+            for _ in 0..<(plan.garbagePerSecond / 50) {
+                let bytes = Self.garbage(&rng)
+                if rng.next() % 2 == 0, let target = mediaTargets.randomElement(using: &rng) {
+                    stranger.send(bytes, to: target)
+                } else {
+                    all.randomElement(using: &rng)?.sendRaw(bytes)
+                }
+                garbage += 1
+            }
+            next = next + .milliseconds(20)
+            let wait = (next - MonoClock.now()).milliseconds
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+        }
+        let heard = subscribers.flatMap { $0 }.reduce(0) { $0 + $1.mediaPacketsReceived }
+        let said = publishers.flatMap { $0 }.reduce(0) { $0 + $1.mediaPacketsSent }
+
+        // Leave: one way per cycle, in turn - every participant deleted then the room; the room destroyed with
+        // everyone in it; clients that just vanish (no goodbye) before the room is destroyed.
+        let teardown = ["participants deleted", "rooms destroyed", "clients vanished"][c % 3]
+        for r in 0..<plan.rooms {
+            let room = "soak-\(c)-\(r)"
+            if c % 3 == 0 {
+                for p in 0..<plan.participantsPerRoom { try await api.require("DELETE", "v1/rooms/\(room)/participants/p\(p)", [:]) }
+            }
+            try await api.require("DELETE", "v1/rooms/\(room)")
+        }
+        if c % 3 != 2 {
+            // Clients that were told (close_notify) see it.
+            let until = MonoClock.now() + .seconds(1)
+            while MonoClock.now() < until {
+                for client in all { client.poll(now: MonoClock.now()) }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        return Cycle(index: c, connected: connected, expected: all.count, subscriberPackets: heard, publisherPackets: said,
+                     garbageSent: garbage, residentBytes: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), teardown: teardown)
+    }
+
+    static func isFailed(_ s: LoadClient.State) -> Bool {
+        if case .failed = s { return true }
+        return false
+    }
+
+    /// One bad datagram: random bytes, RTP- or RTCP-looking junk, truncated headers, STUN with a bad
+    /// integrity, DTLS-looking records, oversized.
+    static func garbage(_ rng: inout SplitMix64) -> [UInt8] {
+        func random(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+        switch rng.next() % 7 {
+        case 0: return random(Int(rng.next() % 1200) + 1)
+        case 1: return [0x80, 0x6F] + random(Int(rng.next() % 300) + 10)  // RTP-looking: fails SRTP authentication
+        case 2: return [0x80, 0xC8] + random(Int(rng.next() % 100) + 6)  // RTCP-looking
+        case 3: return Array([0x90, 0x6F, 0x00][0..<Int(rng.next() % 3 + 1)])  // truncated
+        case 4: return [0x00, 0x01, 0x00, 0x08, 0x21, 0x12, 0xA4, 0x42] + random(20)  // STUN request, nonsense
+        case 5: return [0x16, 0xFE, 0xFD] + random(Int(rng.next() % 200) + 10)  // DTLS-looking
+        default: return random(1800)  // larger than the MTU
+        }
+    }
+}

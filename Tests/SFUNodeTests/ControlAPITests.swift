@@ -96,6 +96,8 @@ import WebRTCEdge
             (.post, "/v1/rooms", ["room": "a", "level_source": "guess"], [:]),
             (.post, "/v1/rooms", [:] as [String: Any], [:]),
             (.post, "/v1/rooms", "[1, 2]", [:]),
+            (.post, "/v1/rooms", ["room": "a", "max_active_talkers": true], [:]),
+            (.post, "/v1/rooms/x/lock", ["by": "m", "locked": 1], [:]),
             (.post, "/v1/rooms", huge, [:]),
             (.get, "/v1/nothing", nil, [:]),
         ])
@@ -106,8 +108,10 @@ import WebRTCEdge
         #expect(r[4].status == 400 && (r[4].json["msg"] as? String)?.contains("'level_source'") == true)
         #expect(r[5].status == 400 && (r[5].json["msg"] as? String)?.contains("'room' is required") == true)
         #expect(r[6].status == 400)
-        #expect(r[7].status == 413 && r[7].result == 6012)
-        #expect(r[8].status == 404)
+        #expect(r[7].status == 400 && (r[7].json["msg"] as? String)?.contains("'max_active_talkers'") == true, "true is not a number")
+        #expect(r[8].status == 400 && (r[8].json["msg"] as? String)?.contains("'locked'") == true, "1 is not a boolean")
+        #expect(r[9].status == 413 && r[9].result == 6012)
+        #expect(r[10].status == 404)
         #expect(node.roomNames.isEmpty, "nothing was created by any of them")
     }
 
@@ -174,6 +178,82 @@ import WebRTCEdge
         #expect(r[5].status == 404 && r[5].result == 5126)
         #expect((r[6].json["participants"] as? [[String: Any]])?.count == 1)
         #expect(r[7].json["closed_connections"] as? Int == 2)
+    }
+
+    @Test func theRestOfTheRoutesAndTheirRefusals() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "l", "mode": "lecture", "max_active_talkers": 3], [:]),  // 0
+            (.post, "/v1/rooms/l/participants", ["participant": "mod", "role": "moderator"], [:]),
+            (.post, "/v1/rooms/l/participants", ["participant": "p1", "talker_count": 2], [:]),
+            (.post, "/v1/rooms/l/participants", ["participant": "p2"], [:]),
+            (.patch, "/v1/rooms/l/participants/p1", ["talker_count": 1, "video_muted": true], [:]),
+            (.patch, "/v1/rooms/l/participants/ghost", ["talker_count": 1], [:]),  // 5
+            (.patch, "/v1/rooms/l/participants/p1", ["talker_count": 0], [:]),
+            (.patch, "/v1/rooms/l", ["mode": "classroom"], [:]),
+            (.post, "/v1/rooms/l/lock", ["by": "p1", "locked": true], [:]),
+            (.post, "/v1/rooms/l/lock", ["by": "mod", "locked": false], [:]),
+            (.post, "/v1/rooms/l/lock", ["by": "mod", "locked": true], [:]),  // 10
+            (.post, "/v1/rooms/l/lock", ["by": "mod", "locked": true], [:]),
+            (.post, "/v1/rooms/l/hard-mute", ["by": "mod", "audio": false], [:]),
+            (.post, "/v1/rooms/l/hard-mute", ["by": "mod"], [:]),
+            (.post, "/v1/rooms/l/participants/p2/hard-mute", ["by": "p1", "audio": true], [:]),
+            (.post, "/v1/rooms/l/participants/p2/hard-mute", ["by": "mod", "audio": true, "video": true], [:]),  // 15
+            (.post, "/v1/rooms/l/pins", ["by": "mod", "add": ["p1"], "remove": ["p2"]], [:]),
+            (.post, "/v1/rooms/l/pins", ["by": "mod", "add": ["p1", "p2"]], [:]),
+            (.post, "/v1/rooms/l/pins", ["by": "mod", "add": ["mod"]], [:]),
+            (.post, "/v1/rooms/l/pins", ["by": "mod", "remove": ["p1"]], [:]),
+            (.post, "/v1/rooms/l/floor", ["by": "p1", "action": "grant", "target": "p2"], [:]),  // 20
+            (.post, "/v1/rooms/l/floor", ["by": "p1", "action": "request"], [:]),
+            (.post, "/v1/rooms/l/floor", ["by": "p1", "action": "request"], [:]),
+            (.post, "/v1/rooms/l/floor", ["by": "mod", "action": "grant", "target": "p1"], [:]),
+            (.post, "/v1/rooms/l/floor", ["by": "mod", "action": "fly"], [:]),
+            (.post, "/v1/rooms/l/participants/p2/role", ["by": "p1", "role": "moderator"], [:]),  // 25
+            (.post, "/v1/rooms/l/participants/p2/role", ["by": "mod", "role": "admin"], [:]),
+            (.delete, "/v1/rooms/l/participants/p2", ["by": "p1"], [:]),
+            (.delete, "/v1/rooms/l/participants/ghost", nil, [:]),
+            (.get, "/v1/rooms/l/stats", nil, [:]),
+            (.get, "/v1/rooms/nope/stats", nil, [:]),  // 30
+            (.delete, "/v1/rooms/nope", nil, [:]),
+            (.post, "/v1/rooms/nope/participants", ["participant": "x"], [:]),
+            (.get, "/v1/rooms/l", nil, [:]),
+        ])
+        #expect(r[0].status == 201 && r[2].status == 201)
+        #expect(r[4].status == 200)
+        #expect(r[5].status == 404 && r[5].result == 5126)
+        #expect(r[6].status == 400 && (r[6].json["msg"] as? String)?.contains("'talker_count'") == true)
+        #expect(r[7].status == 400 && (r[7].json["msg"] as? String)?.contains("'mode'") == true)
+        #expect(r[8].status == 403 && r[8].result == 5115)
+        #expect(r[9].status == 409 && r[9].result == 5118)
+        #expect(r[10].status == 200)
+        #expect(r[11].status == 409 && r[11].result == 5117)
+        #expect(r[12].status == 409 && r[12].result == 5039, "the room is not muted")
+        #expect(r[13].status == 400 && (r[13].json["msg"] as? String)?.contains("'audio'") == true)
+        #expect(r[14].status == 403 && r[14].result == 5009)
+        #expect(r[15].status == 200)
+        #expect(r[16].status == 400 && r[16].result == 6010)
+        #expect(r[17].json["pinned"] as? [String] == ["p1", "p2"], "max_active_talkers - 1 = 2 pins")
+        #expect(r[18].status == 409 && r[18].result == 6001, "a third pin is over the limit")
+        #expect(r[19].json["pinned"] as? [String] == ["p2"])
+        #expect(r[20].status == 403 && r[20].result == 5004)
+        #expect(r[21].status == 200 && r[21].json["raised_hands"] as? [String] == ["p1"])
+        #expect(r[22].status == 409 && r[22].result == 5042)
+        #expect(r[23].status == 200 && r[23].json["approved_hands"] as? [String] == ["p1"])
+        #expect(r[24].status == 400 && (r[24].json["msg"] as? String)?.contains("'action'") == true)
+        #expect(r[25].status == 403 && r[25].result == 5085)
+        #expect(r[26].status == 400 && (r[26].json["msg"] as? String)?.contains("'role'") == true)
+        #expect(r[27].status == 403 && r[27].result == 5116)
+        #expect(r[28].status == 404)
+        #expect(r[29].status == 200 && (r[29].json["participants"] as? [[String: Any]])?.count == 3)
+        #expect(r[30].status == 404 && r[30].result == 6008)
+        #expect(r[31].status == 404 && r[31].result == 6008)
+        #expect(r[32].status == 404 && r[32].result == 6008)
+        let room = r[33].json
+        #expect(room["locked"] as? Bool == true && room["pinned"] as? [String] == ["p2"])
+        let p2 = (room["participants"] as? [[String: Any]])?.first { $0["participant"] as? String == "p2" }
+        #expect((p2?["hard_muted"] as? [String: Bool]) == ["audio": true, "video": true])
+        #expect((room["floor"] as? [String: [String]])?["approved_hands"] == ["p1"])
     }
 
     @Test func anAPIKeyIsRequiredWhenConfigured() async throws {

@@ -38,9 +38,16 @@ struct JSONBody {
         return s
     }
 
+    /// JSONSerialization gives numbers and booleans as NSNumber, and Swift casts 1 to `true` and `true` to 1;
+    /// only the boolean's storage type tells them apart.
+    static func isBoolean(_ v: Any) -> Bool {
+        guard let n = v as? NSNumber else { return false }
+        return String(cString: n.objCType) == "c"
+    }
+
     func int(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
         guard let v = fields[key], !(v is NSNull) else { return nil }
-        guard !(v is Bool), let n = v as? Int, range.contains(n) else {
+        guard !Self.isBoolean(v), let n = v as? Int, range.contains(n) else {
             throw wrong(key, "a whole number \(range.lowerBound)-\(range.upperBound)")
         }
         return n
@@ -48,7 +55,7 @@ struct JSONBody {
 
     func bool(_ key: String) throws -> Bool? {
         guard let v = fields[key], !(v is NSNull) else { return nil }
-        guard let b = v as? Bool else { throw wrong(key, "true or false") }
+        guard Self.isBoolean(v), let b = v as? Bool else { throw wrong(key, "true or false") }
         return b
     }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs (C libraries it wraps, speech for test fixtures).
 set -euo pipefail
-packages=(libsrtp2-dev libopus-dev libvpx-dev libssl-dev pkg-config espeak-ng sox python3 python3-venv iproute2)
+packages=(libsrtp2-dev libopus-dev libvpx-dev libssl-dev pkg-config espeak-ng sox python3 python3-venv iproute2 curl)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && exit 0

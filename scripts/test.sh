@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, runs every test, runs real aiortc clients through `sfu serve` in
 # a private network namespace (needs root; SFU_INTEROP=0 skips it), soaks a node with simulated clients joining
-# and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), then fuzzes each parser and
-# the room for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
+# and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), fuzzes the control API
+# against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), then fuzzes each parser and the room
+# for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -23,6 +24,10 @@ if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
   swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
   timeout 600 .build/debug/sfu soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
 fi
+api_fuzz_status=0
+if [ "${SFU_API_FUZZ:-1}" != "0" ]; then
+  scripts/api-fuzz.sh || api_fuzz_status=$?
+fi
 fuzz_status=0
 if [ "${SFU_FUZZ_SECONDS:-20}" != "0" ]; then
   scripts/fuzz.sh "${SFU_FUZZ_SECONDS:-20}" || fuzz_status=$?
@@ -31,4 +36,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ]

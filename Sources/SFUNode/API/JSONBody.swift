@@ -27,8 +27,9 @@ struct JSONBody {
         APIError(.badRequest, code: 6010, "field '\(key)' must be \(expected)")
     }
 
+    /// A field given as `null` is refused like any other wrong type: leave it out instead.
     func string(_ key: String) throws -> String? {
-        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let v = fields[key] else { return nil }
         guard let s = v as? String else { throw wrong(key, "a string") }
         return s
     }
@@ -46,7 +47,7 @@ struct JSONBody {
     }
 
     func int(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
-        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let v = fields[key] else { return nil }
         guard !Self.isBoolean(v), let n = v as? Int, range.contains(n) else {
             throw wrong(key, "a whole number \(range.lowerBound)-\(range.upperBound)")
         }
@@ -54,13 +55,13 @@ struct JSONBody {
     }
 
     func bool(_ key: String) throws -> Bool? {
-        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let v = fields[key] else { return nil }
         guard Self.isBoolean(v), let b = v as? Bool else { throw wrong(key, "true or false") }
         return b
     }
 
     func strings(_ key: String) throws -> [String]? {
-        guard let v = fields[key], !(v is NSNull) else { return nil }
+        guard let v = fields[key] else { return nil }
         guard let a = v as? [Any], let s = a as? [String] else { throw wrong(key, "a list of strings") }
         return s
     }

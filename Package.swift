@@ -69,6 +69,7 @@ let package = Package(
             "SFUNode", "SFU", "WebRTCEdge", "NodeIO",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),

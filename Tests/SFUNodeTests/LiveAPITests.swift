@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import HummingbirdWSClient
 import HummingbirdWSTesting
 import Logging
 import NIOCore
@@ -79,6 +80,37 @@ import WebRTCEdge
             #expect(badSince?.reason?.contains("since") == true)
             let unknown = try await client.ws("/v1/events?roam=r") { inbound, _, _ in for try await _ in inbound {} }
             #expect(unknown?.closeCode == .policyViolation && unknown?.reason?.contains("roam") == true)
+        }
+    }
+
+    @Test func withAnAPIKeyTheEventsWebSocketAndMetricsNeedTheBearerToo() async throws {
+        let node = try Self.node(key: "k3y")
+        defer { node.stop() }
+        let app = ControlAPI.application(node: node, logger: Logger(label: "test"))
+        try await app.test(.live) { client in
+            let metrics = try await client.execute(uri: "/metrics", method: .get)
+            #expect(metrics.status.code == 401)
+            await #expect(throws: (any Error).self, "the upgrade is refused without the key") {
+                try await client.ws("/v1/events") { inbound, _, _ in for try await _ in inbound {} }
+            }
+            var config = WebSocketClientConfiguration()
+            config.additionalHeaders[.authorization] = "Bearer k3y"
+            let got = Mutex<String?>(nil)
+            try await client.ws("/v1/events", configuration: config) { inbound, outbound, _ in
+                Task {
+                    var headers = HTTPFields()
+                    headers[.authorization] = "Bearer k3y"
+                    _ = try await client.execute(uri: "/v1/rooms", method: .post, headers: headers, body: ByteBuffer(string: #"{"room":"k"}"#))
+                    _ = try await client.execute(uri: "/v1/rooms/k/participants", method: .post, headers: headers,
+                                                 body: ByteBuffer(string: #"{"participant":"a"}"#))
+                }
+                for try await message in inbound.messages(maxSize: 1 << 16) {
+                    if case .text(let t) = message { got.withLock { $0 = t } }
+                    try await outbound.close(.normalClosure, reason: nil)
+                    break
+                }
+            }
+            #expect(Self.json(got.withLock { $0 } ?? "")["type"] as? String == "participant_state")
         }
     }
 

@@ -52,12 +52,25 @@ let package = Package(
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
         .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
+        // A Swift client of the node's control API and event stream (no media code).
+        .target(name: "SFUClient", dependencies: [
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The load generator: simulated WebRTC clients on real UDP, the soak, (then the benchmarks).
-        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUTestSupport"]),
+        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUTestSupport", "SFUClient"]),
+        // The example signaling server: browsers over a WebSocket, the node over its control API; serves the
+        // demo page. Read it as the reference integration.
+        .target(name: "ExampleSignaling", dependencies: [
+            "SFUClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "Logging", package: "swift-log"),
+        ], resources: [.copy("Public")]),
         .executableTarget(
             name: "sfu",
             dependencies: [
-                "SFU", "SFUNode", "SFUTestSupport", "LoadGen",
+                "SFU", "SFUNode", "SFUTestSupport", "LoadGen", "SFUClient", "ExampleSignaling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,11 +2,12 @@
 # The test command: installs what is needed, runs every test, runs real aiortc clients through `sfu serve` in
 # a private network namespace (needs root; SFU_INTEROP=0 skips it), soaks a node with simulated clients joining
 # and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), fuzzes the control API
-# against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), then fuzzes each parser and the room
+# against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
+# Chromium browsers (SFU_BROWSER=0 skips it), then fuzzes each parser and the room
 # for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 log=$(mktemp)
 set +e
 swift test 2>&1 | tee "$log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" 
@@ -24,6 +25,10 @@ if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
   swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
   timeout 600 .build/debug/sfu soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
 fi
+browser_status=0
+if [ "${SFU_BROWSER:-1}" != "0" ]; then
+  scripts/browser-test.sh || browser_status=$?
+fi
 api_fuzz_status=0
 if [ "${SFU_API_FUZZ:-1}" != "0" ]; then
   scripts/api-fuzz.sh || api_fuzz_status=$?
@@ -36,4 +41,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ]

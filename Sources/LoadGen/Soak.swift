@@ -1,5 +1,6 @@
 import Foundation
 import NodeIO
+import SFUClient
 import SFU
 import SFUTestSupport
 import WebRTCEdge

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LoadGen
+import SFUClient
 import NodeIO
 import WebRTCEdge
 

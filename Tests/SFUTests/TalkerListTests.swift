@@ -62,6 +62,22 @@ import Testing
         let (_, alerts) = run([300] + (0..<20).map { $0 % 2 == 0 ? 370 : 300 })
         #expect(alerts == [2], "only the first estimate's settle")
     }
+    @Test func anEstimateLimitedByWhatIsSentNeverTakesVideosAway() {
+        // A browser that has received only audio (40 kbps) reports ~1.5x that; S = R = 300 kbps.
+        var parameters = VideoCountPolicy.Parameters()
+        parameters.settlePeriod = .seconds(2)
+        var p = VideoCountPolicy(parameters: parameters, initial: 1)
+        func feed(_ b: Int, sent: Int, at s: Int64) -> VideoCountPolicy.Alert? {
+            p.update(estimateKbps: b, streamKbps: 300, audioKbps: 40, maxVideos: 4, sentKbps: sent, now: .milliseconds(s * 1000))
+        }
+        #expect(feed(70, sent: 400, at: 0) == nil && p.numberOfVideos == 1, "while the estimate settles, one video stays")
+        #expect(feed(70, sent: 40, at: 1) == nil && feed(70, sent: 40, at: 3) == nil && p.numberOfVideos == 1, "app-limited")
+        #expect(feed(900, sent: 600, at: 4) == nil && p.numberOfVideos == 1)
+        // Congestion: the estimate falls below what is sent.
+        _ = feed(400, sent: 600, at: 5)
+        #expect(feed(400, sent: 600, at: 6)?.numberOfVideos == 0, "a real drop still lowers the count after 1 s")
+    }
+
     @Test func collapseDropsAtOnce() {
         var p = VideoCountPolicy(initial: 1)
         _ = p.update(estimateKbps: 240, streamKbps: 80, audioKbps: 80, maxVideos: 6, now: .zero)

@@ -7,6 +7,18 @@
 /// - down: at once when B < 0.5 (R + n S), else when n_fit < n has held for 1 s;
 /// - up: one step when B >= R + (n + 1) S * 1.15 has held for 3 s and 5 s have passed since the last change.
 /// An alert `{bandwidth, stream_bandwidth, number_of_videos}` is due only when n changes.
+///
+/// Two guards keep real receivers' estimates from taking video away for the wrong reason, because
+/// receiver-side estimators (libwebrtc's REMB) report what they have seen, not what the link could carry:
+/// - `settlePeriod` after the first estimate, n is not lowered below 1 ("start at n = 1 until the estimate
+///   settles", `media-core.md`): Chromium's first REMB is ~170 kbps whatever its link, and rises only while
+///   it receives video;
+/// - after that, an estimate between `cappedLow` and `cappedHigh` x what the node sends the subscriber
+///   (`sentKbps`, plus 20 kbps) never lowers n: libwebrtc caps its estimate at 1.5 x the received rate + 10
+///   kbps, so such a figure says "I take what you send", not what the link would carry. Congestion shows as
+///   an estimate below what is sent (LiveKit commits downward below 0.95 x the expected rate); an estimate
+///   well above the cap is a real figure and the rule applies as is.
+/// Both are off in the default parameters (the pure rule above); rooms turn them on.
 public struct VideoCountPolicy: Sendable {
     public struct Parameters: Sendable, Equatable {
         public var downHold: MonoTime.Interval = .seconds(1)
@@ -14,7 +26,17 @@ public struct VideoCountPolicy: Sendable {
         public var minTimeBetweenIncreases: MonoTime.Interval = .seconds(5)
         public var upMargin = 1.15
         public var emergencyFraction = 0.5
+        public var settlePeriod = MonoTime.Interval(nanoseconds: 0)
+        public var cappedLow = 0.95
+        public var cappedHigh = 1.6
         public init() {}
+
+        /// What rooms use: the pure rule plus the guards for real receivers.
+        public static var forRealReceivers: Parameters {
+            var p = Parameters()
+            p.settlePeriod = .seconds(8)
+            return p
+        }
     }
 
     public struct Alert: Equatable, Sendable {
@@ -26,6 +48,7 @@ public struct VideoCountPolicy: Sendable {
     public var parameters: Parameters
     public private(set) var numberOfVideos: Int
     private var settled = false
+    private var firstEstimateAt: MonoTime?
     private var lastChange: MonoTime?
     private var downSince: MonoTime?
     private var upSince: MonoTime?
@@ -36,19 +59,26 @@ public struct VideoCountPolicy: Sendable {
     }
 
     /// Feeds an estimate (kbps). `maxVideos` is the subscriber's video slot count; `audioKbps` the reserve for
-    /// its forwarded audio. Returns an alert when the number of videos changed.
+    /// its forwarded audio; `sentKbps`, when known, what the node sent the subscriber lately. Returns an alert
+    /// when the number of videos changed.
     public mutating func update(
-        estimateKbps b: Int, streamKbps s: Int, audioKbps a: Int, maxVideos: Int, now: MonoTime
+        estimateKbps b: Int, streamKbps s: Int, audioKbps a: Int, maxVideos: Int, sentKbps: Int? = nil, now: MonoTime
     ) -> Alert? {
         guard s > 0 else { return nil }
         let r = max(s, a)
-        let fit = max(0, min(maxVideos, (b - r) / s))
+        var fit = max(0, min(maxVideos, (b - r) / s))
         let n = numberOfVideos
+        let firstAt = firstEstimateAt ?? now
+        firstEstimateAt = firstAt
+        let settling = now - firstAt < parameters.settlePeriod
+        let capped = sentKbps.map { Double(b) >= parameters.cappedLow * Double($0) && Double(b) <= parameters.cappedHigh * Double($0) + 20 } ?? false
+        let appLimited = settling || capped
+        if appLimited { fit = max(fit, min(settling ? 1 : n, n, maxVideos)) }
         var next = n
         if !settled {
             settled = true
             next = fit
-        } else if Double(b) < parameters.emergencyFraction * Double(r + n * s) {
+        } else if !appLimited, Double(b) < parameters.emergencyFraction * Double(r + n * s) {
             next = fit
         } else if fit < n {
             upSince = nil

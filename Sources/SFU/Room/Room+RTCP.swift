@@ -122,8 +122,10 @@ extension Room {
         update(&s.estimator)
         guard let bps = s.estimator.estimate else { return }
         let audio = configuration.audioReserveKbps * s.audioSlots.filter { $0.current != nil }.count
+        // Before a first measurement the node has sent next to nothing: any estimate is app-limited.
+        let sent = s.egress.kbps(bytes: (s.audioSlots + s.videoSlots).reduce(0) { $0 &+ $1.bytesSent }, now: now) ?? 0
         if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: configuration.streamBandwidthKbps,
-                                           audioKbps: audio, maxVideos: s.videoSlots.count, now: now) {
+                                           audioKbps: audio, maxVideos: s.videoSlots.count, sentKbps: sent, now: now) {
             events.append(.bandwidthAlert(participant: p.id, bandwidthKbps: alert.bandwidthKbps,
                                           streamBandwidthKbps: alert.streamBandwidthKbps,
                                           numberOfVideos: alert.numberOfVideos))

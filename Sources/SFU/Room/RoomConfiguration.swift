@@ -19,7 +19,7 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// Interval of the node's receiver reports to publishers.
     public var receiverReportInterval: MonoTime.Interval = .seconds(1)
     public var detector = DominantSpeakerDetector.Configuration()
-    public var videoCount = VideoCountPolicy.Parameters()
+    public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
 
     public static let maxActiveTalkersRange = 1...12
 

@@ -32,6 +32,7 @@ final class SubscriberState {
     var lastEmittedMap: [Int?] = []
     var estimator: any DownlinkEstimator = REMBEstimator()
     var videoCount: VideoCountPolicy
+    var egress = EgressRate()
 
     init(audioSlots: [Slot], videoSlots: [Slot], videoCount: VideoCountPolicy) {
         self.audioSlots = audioSlots
@@ -40,6 +41,27 @@ final class SubscriberState {
     }
 
     func slot(_ ref: SlotRef) -> Slot { ref.kind == .audio ? audioSlots[ref.index] : videoSlots[ref.index] }
+}
+
+/// What the node sent one subscriber lately (kbps), measured between downlink estimates over at least 500 ms.
+struct EgressRate {
+    private var lastBytes: UInt64 = 0
+    private var lastTime: MonoTime?
+    private var rate: Int?
+
+    mutating func kbps(bytes: UInt64, now: MonoTime) -> Int? {
+        guard let t = lastTime else {
+            lastBytes = bytes
+            lastTime = now
+            return nil
+        }
+        let dt = now - t
+        guard dt >= .milliseconds(500) else { return rate }
+        rate = Int(Double(bytes &- lastBytes) * 8 / dt.seconds / 1000)
+        lastBytes = bytes
+        lastTime = now
+        return rate
+    }
 }
 
 /// A slot: fixed SSRC and mid towards the subscriber, fed by at most one source at a time.

@@ -3,7 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The node's control API as the load generator calls it: JSON in, JSON out, the status kept.
+/// A client of the node's control API (docs/openapi.yaml), as the load generator and the example signaling
+/// server call it: JSON in, JSON out, the HTTP status kept beside the body.
 public struct ControlClient: Sendable {
     public let base: URL
     public let key: String?
@@ -17,6 +18,11 @@ public struct ControlClient: Sendable {
         public var status: Int
         public var json: [String: Any]
         public var result: Int? { json["result"] as? Int }
+
+        public init(status: Int, json: [String: Any]) {
+            self.status = status
+            self.json = json
+        }
     }
 
     @discardableResult
@@ -37,7 +43,7 @@ public struct ControlClient: Sendable {
     @discardableResult
     public func require(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Reply {
         let r = try await call(method, path, body)
-        guard (200..<300).contains(r.status) else { throw LoadError("\(method) \(path): \(r.status) \(r.json)") }
+        guard (200..<300).contains(r.status) else { throw APIRefusal(method: method, path: path, status: r.status, json: r.json) }
         return r
     }
 
@@ -50,21 +56,21 @@ public struct ControlClient: Sendable {
     }
 }
 
-/// What Linux says about a process: resident memory and CPU time (from /proc).
-public enum ProcessProbe {
-    /// Resident set size in bytes (`VmRSS`).
-    public static func residentBytes(pid: Int32) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-        return line.split(separator: " ").compactMap { Int($0) }.first.map { $0 * 1024 }
+/// A call the node refused: the status, the node's result code and message.
+public struct APIRefusal: Error, CustomStringConvertible, @unchecked Sendable {
+    public var method: String
+    public var path: String
+    public var status: Int
+    public var json: [String: Any]
+    public var result: Int? { json["result"] as? Int }
+    public var message: String { json["msg"] as? String ?? "" }
+
+    public init(method: String, path: String, status: Int, json: [String: Any]) {
+        self.method = method
+        self.path = path
+        self.status = status
+        self.json = json
     }
 
-    /// User plus system CPU seconds (`/proc/<pid>/stat` fields 14 and 15).
-    public static func cpuSeconds(pid: Int32) -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    public var description: String { "\(method) \(path): \(status) \(result.map(String.init) ?? "-") \(message)" }
 }

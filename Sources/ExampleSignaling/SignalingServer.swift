@@ -1,0 +1,210 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import SFUClient
+
+/// An example signaling server: how a conferencing service integrates the node.
+///
+/// Browsers talk to it over one WebSocket each (`/ws`, JSON messages below); it keeps who is in which room,
+/// calls the node's control API for everything media (rooms, admission, SDP offers and answers, moderation)
+/// and relays the node's events to the right browsers. It also serves the demo page (`Public/`).
+///
+/// Browser -> server:
+///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture"}
+///   {"type": "offer", "kind": "publish"|"subscribe", "sdp"}          -> {"type": "answer", "kind", "sdp"}
+///   {"type": "command", "id", "action", ...}                        -> {"type": "result", "id", "result", "msg"?}
+///     actions: mute_room {audio} | mute {target, audio?, video?} | pin {target} | unpin {target} |
+///              lock {locked} | drop {target} | floor {floor_action, target?} | role {target, role}
+/// Server -> browser:
+///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode"}
+///   {"type": "roster", "room": <the node's room state, names included>}
+///   {"type": "event", "event": <a node event>}   (active_talkers and bandwidth_alert only to their subscriber)
+///   {"type": "left", "reason"}                    (dropped by a moderator, or the room was destroyed)
+///   {"type": "error", "msg"}
+public actor SignalingServer {
+    public struct Configuration: Sendable {
+        public var node = URL(string: "http://127.0.0.1:8080")!
+        public var nodeKey: String?
+        public var host = "127.0.0.1"
+        public var port = 8000
+        /// Talker slots of rooms this server creates (each browser subscribes to this many audio and video).
+        public var maxActiveTalkers = 4
+        public init() {}
+    }
+
+    /// One browser: its participant id in the node, its room, and its outgoing messages.
+    struct Browser {
+        let participant: String
+        let name: String
+        let room: String
+        let outbox: AsyncStream<String>.Continuation
+    }
+
+    let configuration: Configuration
+    let api: ControlClient
+    let logger: Logger
+    var browsers: [String: Browser] = [:]  // by participant id
+    var nextID = 1
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "signaling")) {
+        self.configuration = configuration
+        api = ControlClient(base: configuration.node, key: configuration.nodeKey)
+        self.logger = logger
+    }
+
+    /// The HTTP server: the page, and the browsers' WebSocket. Run it, and `relayEvents()` beside it.
+    public nonisolated func application() -> some ApplicationProtocol {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.add(middleware: FileMiddleware(Bundle.module.resourcePath! + "/Public", searchForIndexHtml: true))
+        router.ws("/ws") { inbound, outbound, _ in
+            let (outbox, continuation) = AsyncStream.makeStream(of: String.self)
+            var me: String?
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { for await text in outbox { try await outbound.write(.text(text)) } }
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message else { continue }
+                    me = await self.handle(text, from: me, outbox: continuation) ?? me
+                }
+                continuation.finish()
+                group.cancelAll()
+            }
+            if let me { await self.leave(me) }
+        }
+        // Browsers' SDP offers with several m-lines exceed the 16 KiB default frame size.
+        return Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 20)),
+                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "sfu-signaling"),
+                           logger: logger)
+    }
+
+    // MARK: Browser messages
+
+    /// Handles one message; returns the participant id once the browser has joined.
+    func handle(_ text: String, from me: String?, outbox: AsyncStream<String>.Continuation) async -> String? {
+        func send(_ object: [String: Any]) { outbox.yield(Self.text(object)) }
+        guard let m = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            send(["type": "error", "msg": "messages are JSON objects"])
+            return nil
+        }
+        do {
+            switch (m["type"] as? String, me) {
+            case ("join", nil):
+                let id = try await join(m, outbox: outbox)
+                return id
+            case ("offer", let me?):
+                let kind = m["kind"] as? String == "subscribe" ? "subscribe" : "publish"
+                guard let b = browsers[me] else { return nil }
+                let r = try await api.require("POST", "v1/rooms/\(b.room)/participants/\(me)/\(kind)", ["sdp": m["sdp"] as? String ?? ""])
+                send(["type": "answer", "kind": kind, "sdp": r.json["sdp"] ?? ""])
+            case ("command", let me?):
+                let r = try await command(m, by: me)
+                send(["type": "result", "id": m["id"] ?? NSNull(), "result": r.result ?? -1, "msg": r.json["msg"] ?? NSNull()])
+            default:
+                send(["type": "error", "msg": "unexpected message \(m["type"] ?? "?")"])
+            }
+        } catch {
+            send(["type": "error", "msg": "\(error)"])
+        }
+        return nil
+    }
+
+    /// Creates the room on first use, admits the browser as a new participant, and sends it the roster.
+    func join(_ m: [String: Any], outbox: AsyncStream<String>.Continuation) async throws -> String {
+        let room = (m["room"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "demo"
+        let name = (m["name"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "guest"
+        let role = m["role"] as? String == "moderator" ? "moderator" : "participant"
+        let created = try await api.call("POST", "v1/rooms", [
+            "room": room, "mode": m["mode"] as? String == "lecture" ? "lecture" : "group",
+            "max_active_talkers": configuration.maxActiveTalkers,
+        ])
+        guard created.status == 201 || created.result == 6009 else { throw APIRefusal(method: "POST", path: "v1/rooms", status: created.status, json: created.json) }
+        let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
+        nextID += 1
+        try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": id, "name": name, "role": role])
+        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox)
+        let state = try await api.require("GET", "v1/rooms/\(room)")
+        outbox.yield(Self.text(["type": "joined", "participant": id, "room": room, "role": role,
+                                "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group"]))
+        logger.info("joined", metadata: ["room": "\(room)", "participant": "\(id)", "role": "\(role)"])
+        await sendRoster(room)
+        return id
+    }
+
+    /// A moderation or floor command, made by `me` (the node checks the role and answers the seeds' codes).
+    func command(_ m: [String: Any], by me: String) async throws -> ControlClient.Reply {
+        guard let room = browsers[me]?.room else { throw APIRefusal(method: "", path: "", status: 404, json: ["msg": "not joined"]) }
+        let target = m["target"] as? String ?? ""
+        let base = "v1/rooms/\(room)"
+        switch m["action"] as? String {
+        case "mute_room": return try await api.call("POST", "\(base)/hard-mute", ["by": me, "audio": m["audio"] as? Bool ?? true])
+        case "mute":
+            var body: [String: Any] = ["by": me]
+            if let a = m["audio"] as? Bool { body["audio"] = a }
+            if let v = m["video"] as? Bool { body["video"] = v }
+            return try await api.call("POST", "\(base)/participants/\(target)/hard-mute", body)
+        case "pin": return try await api.call("POST", "\(base)/pins", ["by": me, "add": [target]])
+        case "unpin": return try await api.call("POST", "\(base)/pins", ["by": me, "remove": [target]])
+        case "lock": return try await api.call("POST", "\(base)/lock", ["by": me, "locked": m["locked"] as? Bool ?? true])
+        case "drop": return try await api.call("DELETE", "\(base)/participants/\(target)", ["by": me])
+        case "role": return try await api.call("POST", "\(base)/participants/\(target)/role", ["by": me, "role": m["role"] as? String ?? ""])
+        case "floor":
+            var body: [String: Any] = ["by": me, "action": m["floor_action"] as? String ?? ""]
+            if !target.isEmpty { body["target"] = target }
+            return try await api.call("POST", "\(base)/floor", body)
+        default:
+            return ControlClient.Reply(status: 400, json: ["result": -1, "msg": "unknown action"])
+        }
+    }
+
+    /// The browser went away: the participant leaves the node's room; the last one out closes the room.
+    func leave(_ id: String) async {
+        guard let b = browsers.removeValue(forKey: id) else { return }
+        _ = try? await api.call("DELETE", "v1/rooms/\(b.room)/participants/\(id)")
+        if !browsers.values.contains(where: { $0.room == b.room }) {
+            _ = try? await api.call("DELETE", "v1/rooms/\(b.room)")
+        } else {
+            await sendRoster(b.room)
+        }
+        logger.info("left", metadata: ["room": "\(b.room)", "participant": "\(id)"])
+    }
+
+    // MARK: Node events
+
+    /// Follows the node's event stream and relays each event: a subscriber's own talker list and bandwidth
+    /// alert to that browser, everything else to the whole room. Runs until cancelled.
+    public nonisolated func relayEvents() async {
+        await EventStream(api: configuration.node, key: configuration.nodeKey, logger: logger).run { event in
+            await self.relay(event)
+        }
+    }
+
+    func relay(_ event: NodeEvent) async {
+        guard let room = event.room else { return }
+        let message = Self.text(["type": "event", "event": event.json])
+        switch event.type {
+        case "active_talkers", "bandwidth_alert":
+            if let p = event["participant"] as? String { browsers[p]?.outbox.yield(message) }
+        case "participant_state":
+            for b in browsers.values where b.room == room { b.outbox.yield(message) }
+            if event["state"] as? String == "left", let p = event["participant"] as? String, let b = browsers.removeValue(forKey: p) {
+                b.outbox.yield(Self.text(["type": "left", "reason": event["reason"] ?? "left"]))
+                b.outbox.finish()
+            }
+            await sendRoster(room)
+        default:
+            for b in browsers.values where b.room == room { b.outbox.yield(message) }
+            if ["hard_mute", "pins", "floor", "lock", "role"].contains(event.type) { await sendRoster(room) }
+        }
+    }
+
+    /// The node's view of the room (roles, mute states, pins, floor) to every browser in it.
+    func sendRoster(_ room: String) async {
+        guard let state = try? await api.require("GET", "v1/rooms/\(room)") else { return }
+        let message = Self.text(["type": "roster", "room": state.json])
+        for b in browsers.values where b.room == room { b.outbox.yield(message) }
+    }
+
+    static func text(_ object: [String: Any]) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import ExampleSignaling
+import Foundation
+import Hummingbird
+import Logging
+import SFUNode
+import ServiceLifecycle
+
+/// The node and the example signaling server together, on loopback: open the printed URL in a browser.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Run the node and the example signaling server with its demo page.",
+        discussion: "The node keeps its usual defaults (API 127.0.0.1:8080, media UDP 127.0.0.1:10000+); the page is served on --host:--port. Open it in two or more browser tabs or machines that reach the media address (see media.announced)."
+    )
+
+    @OptionGroup var options: ConfigOptions
+    @Option(help: "Address of the demo page and the browsers' WebSocket.") var host = "127.0.0.1"
+    @Option(help: "Port of the demo page.") var port = 8000
+    @Option(help: "Talker slots of the rooms the demo creates.") var maxActiveTalkers = 4
+
+    func run() async throws {
+        let settings = try options.load()
+        let logger = ServeCommand.bootstrapLogging(settings)
+        let node = try Node(configuration: settings, logger: logger)
+        var signaling = SignalingServer.Configuration()
+        signaling.node = URL(string: "http://\(settings.apiListen.host):\(settings.apiListen.port)")!
+        signaling.nodeKey = settings.apiKey
+        signaling.host = host
+        signaling.port = port
+        signaling.maxActiveTalkers = maxActiveTalkers
+        let server = SignalingServer(configuration: signaling, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: server.application()),
+                .init(service: EventRelay(server: server)),
+                .init(service: ControlAPI.application(node: node, logger: logger)),
+                .init(service: NodeService(node: node)),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        print("demo: open http://\(host):\(port)/ (node API on \(settings.apiListen))")
+        try await group.run()
+    }
+}
+
+/// Runs the example server's event relay as a service until shutdown.
+struct EventRelay: Service {
+    let server: SignalingServer
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await server.relayEvents()
+        } onGracefulShutdown: {}
+        // relayEvents returns only when cancelled; the group cancels it on shutdown.
+    }
+}
+
+/// The example signaling server alone, beside a node that runs elsewhere.
+struct SignalingCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signaling",
+        abstract: "Run the example signaling server (and its demo page) against a running node."
+    )
+
+    @Option(help: "The node's control API.") var node = "http://127.0.0.1:8080"
+    @Option(help: "The node's API key, if it has one.") var key: String?
+    @Option(help: "Address of the page and the browsers' WebSocket.") var host = "127.0.0.1"
+    @Option(help: "Port of the page.") var port = 8000
+    @Option(help: "Talker slots of the rooms it creates.") var maxActiveTalkers = 4
+
+    func run() async throws {
+        var c = SignalingServer.Configuration()
+        guard let url = URL(string: node) else { throw ValidationError("--node must be a URL") }
+        c.node = url
+        c.nodeKey = key
+        c.host = host
+        c.port = port
+        c.maxActiveTalkers = maxActiveTalkers
+        let server = SignalingServer(configuration: c)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: server.application()), .init(service: EventRelay(server: server))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "signaling")))
+        print("signaling: open http://\(host):\(port)/ (node \(node))")
+        try await group.run()
+    }
+}

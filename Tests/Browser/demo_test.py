@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Three headless Chromium browsers on the demo page (`sfu demo`), driven through the DevTools protocol.
+
+Run inside a private network namespace with `sfu demo` serving on 127.0.0.1:8000:
+    python3 demo_test.py --speech speech.wav --late late.wav --silence silence.wav --screenshot demo.png
+Each browser's microphone is a WAV file (Chromium's fake capture): alice talks all the time, bob is silent for
+14 s and then talks, carol (the moderator) is silent. The checks read what each page knows (`window.demo`:
+the slot map, the dominant speaker, packets received per slot from getStats) and click the page's own buttons.
+"""
+import argparse, base64, json, subprocess, sys, tempfile, time, urllib.request
+
+import websocket
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+PAGE = "http://127.0.0.1:8000/"
+
+
+class Browser:
+    def __init__(self, name, port, audio, profile_root):
+        self.name = name
+        self.proc = subprocess.Popen([
+            CHROMIUM, "--headless=new", "--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+            f"--use-file-for-fake-audio-capture={audio}%noloop", "--allow-loopback-in-peer-connection",
+            "--disable-features=WebRtcHideLocalIpsWithMdns", "--autoplay-policy=no-user-gesture-required",
+            f"--remote-debugging-port={port}", f"--user-data-dir={profile_root}/{name}", "--window-size=1280,860", "about:blank",
+        ], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
+                page = next(t for t in targets if t["type"] == "page")
+                break
+            except Exception:
+                time.sleep(0.2)
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], suppress_origin=True)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == self.next_id:
+                return m
+
+    def eval(self, expression):
+        r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        return r.get("result", {}).get("result", {}).get("value")
+
+    def join(self, room, role, mode="group"):
+        url = f"{PAGE}?room={room}&name={self.name.capitalize()}&role={role}&mode={mode}&autojoin=1"
+        self.call("Page.navigate", url=url)
+        return wait(lambda: self.eval("window.demo && window.demo.joined && Object.keys(demo.kinds).length === 2 * demo.maxTalkers"), 20)
+
+    def demo(self, field):
+        value = self.eval(f"JSON.stringify(window.demo && window.demo.{field})")
+        return json.loads(value) if value else None
+
+    def click(self, action, target=""):
+        selector = f'button[data-action="{action}"]' + (f'[data-target="{target}"]' if target else "")
+        return self.eval(f"(() => {{ const b = document.querySelector('{selector}'); if (!b) return false; b.click(); return true; }})()")
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", format="png")["result"]["data"]
+        open(path, "wb").write(base64.b64decode(data))
+
+    def close(self):
+        self.proc.kill()
+
+
+def wait(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    return None
+
+
+def packets_per_mid(browser, seconds):
+    """Audio packets each slot (mid) received during `seconds`, and the slot map at the end."""
+    before = browser.demo("audioPackets") or {}
+    time.sleep(seconds)
+    after = browser.demo("audioPackets") or {}
+    return {mid: after.get(mid, 0) - before.get(mid, 0) for mid in after}, browser.demo("slots") or {}
+
+
+def audio_mids_of(browser, who):
+    kinds, slots = browser.demo("kinds") or {}, browser.demo("slots") or {}
+    return [m for m, p in slots.items() if p == who and kinds.get(m) == "audio"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--speech", required=True)
+    ap.add_argument("--late", required=True)
+    ap.add_argument("--silence", required=True)
+    ap.add_argument("--screenshot")
+    args = ap.parse_args()
+    checks, r = {}, {}
+    profiles = tempfile.mkdtemp()
+    carol = Browser("carol", 9301, args.silence, profiles)
+    alice = Browser("alice", 9302, args.speech, profiles)
+    bob = Browser("bob", 9303, args.late, profiles)
+    try:
+        joined = [carol.join("standup", "moderator"), alice.join("standup", "participant"), bob.join("standup", "participant")]
+        ids = {b.name: b.demo("participant") for b in (carol, alice, bob)}
+        r["ids"] = ids
+        checks["three browsers join, publish and subscribe through the signaling server"] = all(joined)
+
+        # alice talks: she becomes the dominant speaker on the other pages, in a slot with her label.
+        dominant = wait(lambda: carol.demo("dominant") == ids["alice"] and bob.demo("dominant") == ids["alice"], 30)
+        wait(lambda: (carol.demo("videoFrames") or {}).get(next((m for m, p in (carol.demo("slots") or {}).items()
+                                                                  if p == ids["alice"] and (carol.demo("kinds") or {}).get(m) == "video"), "x"), 0) > 10, 15)
+        labels = carol.eval("[...document.querySelectorAll('.tile:not([hidden]) .label')].map(l => l.textContent)")
+        frames = carol.demo("videoFrames")
+        r["carol_sees"] = {"dominant": carol.demo("dominant"), "slots": carol.demo("slots"), "labels": labels, "video_frames": frames}
+        checks["the speaker becomes the dominant speaker on the others' pages, in a labelled slot with video"] = (
+            bool(dominant) and "Alice" in (labels or []) and len(audio_mids_of(carol, ids["alice"])) == 1
+            and any(v > 10 for v in (frames or {}).values()))
+
+        # The moderator hard-mutes alice with the page's button: her audio stops reaching the others.
+        mids = audio_mids_of(carol, ids["alice"])
+        clicked = carol.click("mute-audio", ids["alice"])
+        time.sleep(1.5)
+        deltas, slots = packets_per_mid(carol, 3)
+        muted_deltas = [deltas.get(m, 0) for m in mids if slots.get(m) == ids["alice"]]
+        r["after_mute"] = {"clicked": clicked, "mids": mids, "deltas": deltas, "slots": slots}
+        checks["a moderator's hard mute silences that participant at the others"] = (
+            clicked and all(d <= 5 for d in muted_deltas) and not any(deltas.get(m, 0) > 5 for m, p in slots.items() if p == ids["alice"]))
+
+        # bob starts talking (his file: 14 s of silence first): the slots follow him.
+        bob_dominant = wait(lambda: carol.demo("dominant") == ids["bob"], 40)
+        bob_mids = audio_mids_of(carol, ids["bob"])
+        deltas, _ = packets_per_mid(carol, 2)
+        bob_tile = wait(lambda: "Bob" in (carol.eval("[...document.querySelectorAll('.tile:not([hidden]) .label')].map(l => l.textContent)") or []), 15)
+        r["bob"] = {"dominant": carol.demo("dominant"), "mids": bob_mids, "deltas": deltas, "talkers": carol.demo("talkers"),
+                    "video_tile": bool(bob_tile), "number_of_videos": carol.demo("numberOfVideos")}
+        if args.screenshot:
+            carol.screenshot(args.screenshot)
+        checks["when a second participant speaks, the dominant speaker and the slots follow"] = (
+            bool(bob_dominant) and len(bob_mids) == 1 and deltas.get(bob_mids[0], 0) > 50 and bool(bob_tile))
+
+        # Lecture mode: only the floor holder is heard.
+        lecture = [carol.join("hall", "moderator", "lecture"), alice.join("hall", "participant", "lecture"), bob.join("hall", "participant", "lecture")]
+        ids = {b.name: b.demo("participant") for b in (carol, alice, bob)}
+        time.sleep(3)
+        before_floor, _ = packets_per_mid(carol, 3)
+        raised = alice.click("raise-hand")
+        wait(lambda: carol.click("grant", ids["alice"]), 10)
+        granted = wait(lambda: ids["alice"] in ((carol.demo("roster") or {}).get("floor", {}).get("approved_hands", [])), 10)
+        time.sleep(1.5)
+        with_floor, slots = packets_per_mid(carol, 3)
+        at_bob, _ = packets_per_mid(bob, 1)
+        r["lecture"] = {"joined": lecture, "before_floor": before_floor, "raised": raised, "granted": bool(granted),
+                        "with_floor": with_floor, "slots": slots, "at_bob": at_bob}
+        alice_mids = [m for m, p in slots.items() if p == ids["alice"]]
+        checks["lecture mode: nobody is heard before the floor is granted, then only the floor holder"] = (
+            all(lecture) and sum(before_floor.values()) <= 10 and raised and bool(granted)
+            and sum(with_floor.get(m, 0) for m in alice_mids) > 50 and sum(at_bob.values()) > 15
+            and sum(v for m, v in with_floor.items() if m not in alice_mids) <= 10)
+    finally:
+        for b in (carol, alice, bob):
+            b.close()
+    print(json.dumps(r))
+    for name, ok in checks.items():
+        print(("ok   " if ok else "FAIL ") + name)
+    failed = [n for n, ok in checks.items() if not ok]
+    print(f"browser: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed or not checks else 0)
+
+
+main()

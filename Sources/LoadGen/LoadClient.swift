@@ -10,10 +10,43 @@ import WebRTCEdge
 public final class LoadClient {
     public enum State: Equatable { case new, checking, handshaking, connected, failed(String), closed }
 
+    /// What the client sends and receives.
+    public struct Profile: Sendable {
+        public var publishAudio = false
+        public var publishVideo = false
+        /// Publishers: send the RFC 6464 audio level extension (without it the node must decode).
+        public var levelExtension = true
+        public var audioSlots = 0
+        public var videoSlots = 0
+        public init() {}
+
+        public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true) -> Profile {
+            var p = Profile()
+            p.publishAudio = audio
+            p.publishVideo = video
+            p.levelExtension = levelExtension
+            return p
+        }
+
+        public static func subscriber(audio: Int, video: Int = 0) -> Profile {
+            var p = Profile()
+            p.audioSlots = audio
+            p.videoSlots = video
+            return p
+        }
+
+        var publishes: Bool { publishAudio || publishVideo }
+    }
+
     public let socket: UDPSocket
-    public let publishes: Bool
-    public let audioSlots: Int
+    public let profile: Profile
+    public var publishes: Bool { profile.publishes }
     public private(set) var state: State = .new
+    /// The node asked for a keyframe (PLI or FIR) since the flag was last cleared.
+    public var keyframeRequested = false
+    /// Every SRTP datagram a subscriber receives, still encrypted, with its length and arrival time; set it
+    /// to count and sample without decrypting everything (`decrypt` opens one). Default: decrypt and count.
+    public var onMedia: ((UnsafeMutableRawBufferPointer, Int, MonoTime) -> Void)?
     /// SRTP packets received and decrypted (a subscriber's audio).
     public private(set) var mediaPacketsReceived = 0
     public private(set) var mediaBytesReceived = 0
@@ -29,29 +62,49 @@ public final class LoadClient {
     var pendingCheck: [UInt8]?
     var nextCheckAt = MonoTime.zero
     var writer: RTPStreamHeader
-    private let rxBatch = ReceiveBatch(capacity: 32)
+    var videoWriter: RTPStreamHeader
+    private let rxBatch = ReceiveBatch(capacity: 64)
     private var scratch = [UInt8](repeating: 0, count: 1500)
+    private let rtcpSSRC = UInt32.random(in: 1...UInt32.max)
 
-    public init(certificate: DTLSCertificate, publishes: Bool, audioSlots: Int = 0, ssrc: UInt32 = .random(in: 1...UInt32.max)) throws {
-        socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 1 << 20)
+    public init(certificate: DTLSCertificate, profile: Profile) throws {
+        socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 4 << 20)
         self.certificate = certificate
-        self.publishes = publishes
-        self.audioSlots = audioSlots
-        writer = RTPStreamHeader(ssrc: ssrc)
+        self.profile = profile
+        writer = RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
+        videoWriter = RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
     }
 
-    /// A sendonly offer with one Opus m-line (the audio level extension as id 1), or a recvonly offer with
-    /// `audioSlots` Opus m-lines; one BUNDLE transport either way.
+    /// Soak's clients: audio only.
+    public convenience init(certificate: DTLSCertificate, publishes: Bool, audioSlots: Int = 0) throws {
+        try self.init(certificate: certificate, profile: publishes ? .publisher() : .subscriber(audio: audioSlots))
+    }
+
+    /// A sendonly offer (Opus with the audio level extension as id 1, VP8 as 96) or a recvonly offer with
+    /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time); one BUNDLE
+    /// transport either way.
     public func offer() -> String {
-        let mids = publishes ? ["0"] : (0..<max(1, audioSlots)).map(String.init)
+        var sections: [(kind: String, send: Bool)] = []
+        if profile.publishAudio { sections.append(("audio", true)) }
+        if profile.publishVideo { sections.append(("video", true)) }
+        sections += Array(repeating: ("audio", false), count: profile.audioSlots)
+        sections += Array(repeating: ("video", false), count: profile.videoSlots)
+        if sections.isEmpty { sections = [("audio", false)] }
         var l = ["v=0", "o=- \(UInt32.random(in: 1...UInt32.max)) 1 IN IP4 0.0.0.0", "s=-", "t=0 0",
-                 "a=group:BUNDLE \(mids.joined(separator: " "))", "a=fingerprint:\(certificate.fingerprint)",
+                 "a=group:BUNDLE \(sections.indices.map(String.init).joined(separator: " "))", "a=fingerprint:\(certificate.fingerprint)",
                  "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)"]
-        for mid in mids {
-            l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:\(mid)", publishes ? "a=sendonly" : "a=recvonly",
-                  "a=rtcp-mux", "a=setup:actpass", "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1",
-                  "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
-            if publishes { l.append("a=ssrc:\(writer.ssrc) cname:load") }
+        for (i, section) in sections.enumerated() {
+            let direction = section.send ? "a=sendonly" : "a=recvonly"
+            if section.kind == "audio" {
+                l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
+                      "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
+                if section.send { l.append("a=ssrc:\(writer.ssrc) cname:load") }
+            } else {
+                l += ["m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
+                      "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
+                      "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
+                if section.send { l.append("a=ssrc:\(videoWriter.ssrc) cname:load") }
+            }
         }
         return l.joined(separator: "\r\n") + "\r\n"
     }
@@ -125,8 +178,13 @@ public final class LoadClient {
             guard let rx else { return }
             let buffer = batch.buffer(i)
             let length = batch.length(i)
-            guard !isRTCP(datagram) else { return }
-            if case .success(let n) = rx.unprotectRTP(buffer, length: length) {
+            if isRTCP(datagram) {
+                if publishes, case .success(let n) = rx.unprotectRTCP(buffer, length: length) { readFeedback(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
+                return
+            }
+            if let onMedia {
+                onMedia(buffer, length, now)
+            } else if case .success(let n) = rx.unprotectRTP(buffer, length: length) {
                 mediaPacketsReceived += 1
                 mediaBytesReceived += n
             }
@@ -135,18 +193,57 @@ public final class LoadClient {
         }
     }
 
-    /// Sends one Opus frame with the audio level extension (level in -dBov, 127 = silence).
+    /// Decrypts a datagram `onMedia` was given, in place; returns the RTP packet's length.
+    public func decrypt(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Int? {
+        guard let rx, case .success(let n) = rx.unprotectRTP(buffer, length: length) else { return nil }
+        return n
+    }
+
+    /// PLI and FIR from the node ask for a keyframe.
+    private func readFeedback(_ p: UnsafeRawBufferPointer) {
+        _ = RTCPCompound.forEach(p) { pkt in
+            if pkt.type == .payloadFeedback, pkt.countOrFormat == FeedbackFormat.pli || pkt.countOrFormat == FeedbackFormat.fir {
+                keyframeRequested = true
+            }
+        }
+    }
+
+    /// Sends one Opus frame, with the audio level extension when the profile has it (level in -dBov, 127 =
+    /// silence).
     public func sendAudio(_ frame: [UInt8], level: UInt8, samples: UInt32 = 960) {
+        send(frame, marker: false, writer: &writer, level: level)
+        writer.advance(samples: samples)
+    }
+
+    /// Sends one video frame's RTP payloads (the last with the marker bit), then advances the timestamp.
+    public func sendVideo(_ payloads: [[UInt8]], samples: UInt32) {
+        for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &videoWriter, level: nil) }
+        videoWriter.advance(samples: samples)
+    }
+
+    private func send(_ payload: [UInt8], marker: Bool, writer w: inout RTPStreamHeader, level: UInt8?) {
         guard state == .connected, let tx, let node else { return }
         var n = 0
         scratch.withUnsafeMutableBytes { out in
-            n = writer.write(payload: frame, level: level, into: out)
+            n = w.write(payload: payload, level: level, marker: marker, into: out)
             if case .success(let sealed) = tx.protectRTP(out, length: n) { n = sealed } else { n = 0 }
         }
-        writer.advance(samples: samples)
         guard n > 0 else { return }
         scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
         mediaPacketsSent += 1
+    }
+
+    /// A subscriber's downlink estimate (REMB, RFC draft-alvestrand-rmcat-remb).
+    public func sendREMB(bitsPerSecond: UInt64) {
+        guard state == .connected, let tx, let node else { return }
+        var n = 0
+        scratch.withUnsafeMutableBytes { out in
+            guard let written = REMB(senderSSRC: rtcpSSRC, bitrate: bitsPerSecond, ssrcs: [1]).write(into: out),
+                  case .success(let sealed) = tx.protectRTCP(out, length: written) else { return }
+            n = sealed
+        }
+        guard n > 0 else { return }
+        scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
     }
 
     /// Sends raw bytes from this client's validated address: what a broken or hostile client would do.
@@ -156,19 +253,26 @@ public final class LoadClient {
     }
 }
 
-/// RTP headers of one audio stream: sequence numbers and timestamps that advance per frame.
+/// RTP headers of one stream: sequence numbers per packet, timestamps per frame.
 struct RTPStreamHeader {
     let ssrc: UInt32
+    let payloadType: UInt8
+    let levelExtension: Bool
     var sequenceNumber = UInt16.random(in: 0...UInt16.max)
     var timestamp = UInt32.random(in: 0...UInt32.max)
 
-    init(ssrc: UInt32) { self.ssrc = ssrc }
+    init(ssrc: UInt32, payloadType: UInt8, levelExtension: Bool) {
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.levelExtension = levelExtension
+    }
 
-    mutating func write(payload: [UInt8], level: UInt8, into out: UnsafeMutableRawBufferPointer) -> Int {
-        let ext = AudioLevelExtension(voiceActivity: level < 127, level: level).byte
+    mutating func write(payload: [UInt8], level: UInt8?, marker: Bool, into out: UnsafeMutableRawBufferPointer) -> Int {
+        var extensions: [(id: UInt8, value: [UInt8])] = []
+        if levelExtension, let level { extensions.append((1, [AudioLevelExtension(voiceActivity: level < 127, level: level).byte])) }
         let n = payload.withUnsafeBytes { p in
-            RTPPacketBuilder(payloadType: 111, sequenceNumber: sequenceNumber, timestamp: timestamp, ssrc: ssrc, marker: false)
-                .write(extensions: [(id: 1, value: [ext])], payload: p, into: out)
+            RTPPacketBuilder(payloadType: payloadType, sequenceNumber: sequenceNumber, timestamp: timestamp, ssrc: ssrc, marker: marker)
+                .write(extensions: extensions, payload: p, into: out)
         }
         sequenceNumber &+= 1
         return n ?? 0

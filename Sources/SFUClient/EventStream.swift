@@ -61,6 +61,7 @@ public struct EventStream: Sendable {
                     }
                 }
             } catch {
+                if Task.isCancelled { return }
                 logger.warning("event stream dropped; reconnecting", metadata: ["error": "\(error)"])
             }
             try? await Task.sleep(for: .seconds(1))

@@ -6,6 +6,6 @@ struct SFUCommand: AsyncParsableCommand {
         commandName: "sfu",
         abstract: "A selective forwarding unit for active-talker video conferencing.",
         discussion: "`sfu serve` runs the media node; `sfu soak` churns simulated clients through a node and checks it stays up and does not leak; `sfu scenario` runs the media engine on virtual time.",
-        subcommands: [ServeCommand.self, DemoCommand.self, SignalingCommand.self, SoakCommand.self, ScenarioCommand.self, ConfigCommand.self]
+        subcommands: [ServeCommand.self, DemoCommand.self, SignalingCommand.self, BenchCommand.self, SoakCommand.self, ScenarioCommand.self, ConfigCommand.self]
     )
 }

@@ -1,0 +1,285 @@
+import Foundation
+import NodeIO
+import SFU
+import SFUClient
+import SFUTestSupport
+import Synchronization
+import WebRTCEdge
+
+/// One benchmark run against a node: rooms of simulated participants join over the ramp, publishers replay
+/// encoded speech (taking turns) and video, subscribers receive their talker slots; then the node's counters,
+/// CPU and memory and the receivers' samples make the report.
+///
+/// Receivers count every packet from its clear RTP header (sequence numbers give loss), decrypt every audio
+/// packet and one video packet in `sampleEvery` to read the sender's stamp (latency; see `BenchStamp`), and
+/// never decode. One thread drives everything; the report says when that thread was the bottleneck.
+public struct Bench {
+    public let plan: BenchPlan
+    public let api: ControlClient
+    public let nodePID: Int32?
+    let media: MediaLibrary
+    let certificate: DTLSCertificate
+
+    public init(plan: BenchPlan, api: ControlClient, nodePID: Int32?, media: MediaLibrary) throws {
+        self.plan = plan
+        self.api = api
+        self.nodePID = nodePID
+        self.media = media
+        certificate = try DTLSCertificate(commonName: "bench")
+    }
+
+    /// A simulated participant and what the run needs to know about it.
+    final class Member {
+        let room: Int
+        let index: Int
+        let id: String
+        let client: LoadClient
+        var joinStartedAt: MonoTime?
+        var joinedAfter: Double?
+        var packetizer = VP8Packetizer(pictureID: UInt16.random(in: 0...0x7FFF))
+        var videoFrame = 0
+        let receiver: ReceiverStats?
+
+        init(room: Int, index: Int, id: String, client: LoadClient, receiver: ReceiverStats?) {
+            self.room = room
+            self.index = index
+            self.id = id
+            self.client = client
+            self.receiver = receiver
+        }
+    }
+
+    /// A subscriber's reception: per slot stream, packets received and the highest sequence number; latency
+    /// samples from decrypted packets.
+    final class ReceiverStats {
+        struct Stream { var first: Int64; var highest: Int64; var received: Int64 }
+        var streams: [UInt32: Stream] = [:]
+        var latencies: [Double] = []
+        var videoSeen = 0
+        var measuring = false
+        let sampleEvery: Int
+        init(sampleEvery: Int) { self.sampleEvery = sampleEvery }
+
+        func reset() {
+            streams.removeAll()
+            latencies.removeAll()
+            measuring = true
+        }
+
+        func packet(_ buffer: UnsafeMutableRawBufferPointer, _ length: Int, now: MonoTime, client: LoadClient) {
+            guard measuring, length >= 12 else { return }
+            let seq = Int64(buffer[2]) << 8 | Int64(buffer[3])
+            let ssrc = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
+            let video = buffer[1] & 0x7F == 96
+            if var s = streams[ssrc] {
+                // Extend the 16-bit number around the highest seen (RFC 3550 appendix A.1).
+                var ext = (s.highest & ~0xFFFF) | seq
+                if ext < s.highest - 0x8000 { ext += 0x10000 } else if ext > s.highest + 0x8000 { ext -= 0x10000 }
+                s.highest = max(s.highest, ext)
+                s.first = min(s.first, ext)
+                s.received += 1
+                streams[ssrc] = s
+            } else {
+                streams[ssrc] = Stream(first: seq, highest: seq, received: 1)
+            }
+            if video {
+                videoSeen += 1
+                guard videoSeen % sampleEvery == 0 else { return }
+            }
+            guard let n = client.decrypt(buffer, length: length),
+                  case .success(let h) = RTPHeader.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
+                  let stamp = BenchStamp.read(UnsafeRawBufferPointer(rebasing: buffer[h.payloadRange])) else { return }
+            latencies.append(Double(UInt64(now.nanoseconds) &- stamp.sentAt) / 1e6)
+        }
+
+        var expected: Int64 { streams.values.reduce(0) { $0 + $1.highest - $1.first + 1 } }
+        var received: Int64 { streams.values.reduce(0) { $0 + $1.received } }
+    }
+
+    /// Dominant speaker events of the bench's rooms, with the node's time (Unix ms).
+    final class Dominance: Sendable {
+        let events = Mutex<[(room: String, participant: String, ms: Int64)]>([])
+    }
+
+    public func run(progress: @escaping (String) -> Void) async throws -> BenchReport {
+        var report = BenchReport(plan: plan)
+        let roomNames = (0..<plan.rooms).map { "bench-\($0)" }
+        for name in roomNames {
+            _ = try? await api.call("DELETE", "v1/rooms/\(name)")
+            try await api.require("POST", "v1/rooms", [
+                "room": name, "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
+            ])
+        }
+        let dominance = Dominance()
+        let events = Task { [api, dominance] in
+            await EventStream(api: api.base, key: api.key).run { e in
+                guard e.type == "dominant_speaker", let room = e.room, room.hasPrefix("bench-"), let p = e["participant"] as? String,
+                      let ms = (e["time"] as? NSNumber)?.int64Value else { return }
+                dominance.events.withLock { $0.append((room, p, ms)) }
+            }
+        }
+        defer { events.cancel() }
+
+        // Who joins, in order, spread over the ramp.
+        var members: [Member] = []
+        for r in 0..<plan.rooms {
+            for p in 0..<plan.publishers {
+                let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension))
+                members.append(Member(room: r, index: p, id: "pub\(p)", client: c, receiver: nil))
+            }
+            for s in 0..<plan.subscribers {
+                let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0))
+                let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
+                c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
+                members.append(Member(room: r, index: s, id: "sub\(s)", client: c, receiver: stats))
+            }
+        }
+        report.participants = members.count
+        report.subscribers = plan.rooms * plan.subscribers
+        let start = MonoClock.now()
+        let wallStart = Date().timeIntervalSince1970
+        var nextJoin = 0
+        var audioTick = start, videoTick = start, rembTick = start
+        let publishers = members.filter { $0.client.publishes }
+        let subscribers = members.filter { !$0.client.publishes }
+
+        /// Media and polling for everyone connected, until `until`.
+        func drive(until: MonoTime, onSecond: ((Double) -> Void)? = nil) async throws {
+            var secondTick = MonoClock.now() + .seconds(1)
+            while MonoClock.now() < until {
+                let now = MonoClock.now()
+                if nextJoin < members.count, now >= start + .seconds(plan.rampSeconds * Double(nextJoin) / Double(members.count)) {
+                    let m = members[nextJoin]
+                    nextJoin += 1
+                    let room = roomNames[m.room]
+                    try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": m.id])
+                    m.joinStartedAt = MonoClock.now()
+                    let answer = try await api.require("POST", "v1/rooms/\(room)/participants/\(m.id)/\(m.client.publishes ? "publish" : "subscribe")",
+                                                       ["sdp": m.client.offer()])
+                    try m.client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
+                }
+                var busy = false
+                if now >= audioTick {
+                    audioTick = audioTick + .milliseconds(20)
+                    let frame = Int((now - start).milliseconds / 20)
+                    let turn = Int(Double((now - start).milliseconds) / 1000 / plan.turnSeconds)
+                    for m in publishers where m.client.state == .connected {
+                        let talking = plan.speakers > 0 && m.index < plan.speakers && (turn + m.room) % plan.speakers == m.index
+                        let i = frame % (talking ? media.speech.count : media.silence.count)
+                        let opus = talking ? media.speech[i] : media.silence[i]
+                        let level = talking ? media.speechLevels[min(i, media.speechLevels.count - 1)] : 110
+                        m.client.sendAudio(BenchStamp.opus(opus, sentAt: UInt64(MonoClock.now().nanoseconds), publisher: UInt16(m.index)), level: level)
+                    }
+                    busy = true
+                }
+                if plan.video, now >= videoTick {
+                    videoTick = videoTick + MonoTime.Interval(nanoseconds: 1_000_000_000 / Int64(plan.fps))
+                    for m in publishers where m.client.state == .connected {
+                        if m.client.keyframeRequested { m.videoFrame = 0; m.client.keyframeRequested = false }
+                        let frame = media.video[m.videoFrame % media.video.count]
+                        m.videoFrame += 1
+                        if m.videoFrame % media.video.count == 0 { m.videoFrame = 1 }  // loop past the keyframe
+                        let sentAt = UInt64(MonoClock.now().nanoseconds)
+                        let payloads = m.packetizer.packetize(frame).map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) }
+                        m.client.sendVideo(payloads, samples: UInt32(90_000 / plan.fps))
+                    }
+                    busy = true
+                }
+                if now >= rembTick {
+                    rembTick = rembTick + .seconds(1)
+                    for m in subscribers where m.client.state == .connected { m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps) * 1000) }
+                }
+                for m in members where m.joinStartedAt != nil {
+                    m.client.poll(now: MonoClock.now())
+                    if m.joinedAfter == nil, m.client.state == .connected, let t = m.joinStartedAt {
+                        m.joinedAfter = (MonoClock.now() - t).seconds * 1000
+                    }
+                }
+                if let onSecond, MonoClock.now() >= secondTick {
+                    secondTick = secondTick + .seconds(1)
+                    onSecond((MonoClock.now() - start).seconds)
+                }
+                if !busy { try await Task.sleep(for: .microseconds(200)) }
+            }
+        }
+
+        // Ramp: everyone joins; wait up to 10 s more for the last connections.
+        try await drive(until: start + .seconds(plan.rampSeconds + 0.5))
+        let rampDeadline = MonoClock.now() + .seconds(10)
+        while members.contains(where: { $0.client.state != .connected }) && MonoClock.now() < rampDeadline {
+            try await drive(until: MonoClock.now() + .milliseconds(100))
+        }
+        report.connected = members.filter { $0.client.state == .connected }.count
+        report.joinMilliseconds = Percentiles(members.compactMap(\.joinedAfter))
+
+        // Measure.
+        let before = try await snapshot()
+        for m in subscribers { m.receiver?.reset() }
+        let measureStart = MonoClock.now()
+        let measureWallMs = Int64(Date().timeIntervalSince1970 * 1000)
+        try await drive(until: measureStart + .seconds(plan.seconds)) { elapsed in
+            let got = subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) }
+            let connected = members.filter { $0.client.state == .connected }.count
+            progress(String(format: "  %5.1f s  %d/%d connected  subscribers received %lld packets", elapsed, connected, members.count, got))
+        }
+        let after = try await snapshot()
+        let measured = (MonoClock.now() - measureStart).seconds
+        report.measuredSeconds = measured
+        report.nodeCPUSeconds = (after.cpu ?? 0) - (before.cpu ?? 0)
+        report.packetsIn = MetricsText.sum(after.metrics, "sfu_rtp_packets_received_total") - MetricsText.sum(before.metrics, "sfu_rtp_packets_received_total")
+        report.packetsOut = MetricsText.sum(after.metrics, "sfu_rtp_packets_forwarded_total") - MetricsText.sum(before.metrics, "sfu_rtp_packets_forwarded_total")
+        report.bytesOut = MetricsText.sum(after.metrics, "sfu_rtp_bytes_forwarded_total") - MetricsText.sum(before.metrics, "sfu_rtp_bytes_forwarded_total")
+        let dropsBefore = MetricsText.drops(before.metrics)
+        report.drops = MetricsText.drops(after.metrics).mapValues { $0 }.reduce(into: [:]) { acc, kv in
+            let d = kv.value - (dropsBefore[kv.key] ?? 0)
+            if d > 0 { acc[kv.key] = d }
+        }
+        report.nodeMemoryBytes = after.rss
+        report.nodeMemoryBeforeBytes = baselineRSS
+        report.generatorCPUSeconds = (after.generatorCPU ?? 0) - (before.generatorCPU ?? 0)
+        report.latencyMilliseconds = Percentiles(subscribers.flatMap { $0.receiver?.latencies ?? [] })
+        report.expectedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.expected ?? 0) })
+        report.receivedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) })
+        report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, roomNames: roomNames, wallStart: wallStart,
+                                                                  from: measureWallMs, seconds: measured))
+        for name in roomNames { _ = try? await api.call("DELETE", "v1/rooms/\(name)") }
+        return report
+    }
+
+    /// The node's resident memory before the run (set by the caller when it started the node).
+    public var baselineRSS: Int?
+
+    struct Snapshot {
+        var metrics: String
+        var cpu: Double?
+        var rss: Int?
+        var generatorCPU: Double?
+    }
+
+    func snapshot() async throws -> Snapshot {
+        Snapshot(metrics: try await api.metrics(), cpu: nodePID.flatMap(ProcessProbe.cpuSeconds(pid:)),
+                 rss: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()))
+    }
+
+    /// For each turn that started in the measured window: from the turn's start (the new speaker's first
+    /// words) to the node's dominant_speaker event naming them.
+    func switchDelays(dominance: Dominance, roomNames: [String], wallStart: Double, from: Int64, seconds: Double) -> [Double] {
+        guard plan.speakers > 1 else { return [] }
+        let events = dominance.events.withLock { $0 }
+        var delays: [Double] = []
+        let turnMs = plan.turnSeconds * 1000
+        let startMs = wallStart * 1000
+        for (r, room) in roomNames.enumerated() {
+            var k = Int((Double(from) - startMs) / turnMs) + 1
+            while startMs + Double(k) * turnMs < Double(from) + seconds * 1000 - turnMs / 2 {
+                let t = startMs + Double(k) * turnMs
+                let speaker = "pub\((k + r) % plan.speakers)"
+                if let e = events.first(where: { $0.room == room && $0.participant == speaker && Double($0.ms) >= t && Double($0.ms) < t + turnMs }) {
+                    delays.append(Double(e.ms) - t)
+                }
+                k += 1
+            }
+        }
+        return delays
+    }
+}

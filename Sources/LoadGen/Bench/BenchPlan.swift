@@ -1,0 +1,111 @@
+/// The shape of one benchmark run: rooms, who publishes what, who subscribes to how many slots, for how long.
+/// Set from flags or a scenario file (`key = value` lines, `#` comments); a sweep runs the plan once per value
+/// of one key.
+public struct BenchPlan: Sendable, Codable, Equatable {
+    public var rooms = 1
+    /// Publishers per room; `speakers` of them take turns talking, the others stay silent.
+    public var publishers = 4
+    public var speakers = 2
+    /// Subscribe-only participants per room, each with `maxActiveTalkers` audio (and video) slots.
+    public var subscribers = 10
+    public var maxActiveTalkers = 4
+    public var video = false
+    public var videoKbps = 500
+    public var fps = 30
+    public var width = 640
+    public var height = 360
+    /// Publishers send the audio level extension; without it the node decodes Opus to measure levels.
+    public var levelExtension = true
+    public var seconds = 20.0
+    public var rampSeconds = 5.0
+    /// Seconds each speaker talks before the next one takes over.
+    public var turnSeconds = 4.0
+    /// What subscribers report in REMB, kbps (a cap exercises the video-count rule).
+    public var rembKbps = 50_000
+    /// Decrypt one video packet in this many for latency (audio: every packet).
+    public var sampleEvery = 16
+
+    public init() {}
+
+    public static let keys: [(key: String, help: String)] = [
+        ("rooms", "rooms"), ("publishers", "publishers per room"), ("speakers", "publishers per room that take turns talking"),
+        ("subscribers", "subscribe-only participants per room"), ("max_active_talkers", "talker slots per subscriber (1-12)"),
+        ("video", "publishers also send VP8 (true/false)"), ("video_kbps", "VP8 bitrate"), ("fps", "VP8 frame rate"),
+        ("width", "VP8 width"), ("height", "VP8 height"), ("level_extension", "send the audio level extension (true/false)"),
+        ("seconds", "measured duration"), ("ramp_seconds", "time over which participants join"),
+        ("turn_seconds", "seconds per speaker turn"), ("remb_kbps", "subscribers' REMB"), ("sample_every", "decrypt 1 video packet in N"),
+    ]
+
+    public struct Invalid: Error, CustomStringConvertible, Equatable {
+        public var description: String
+    }
+
+    /// Sets one key from text, checking its range.
+    public mutating func set(_ key: String, _ text: String) throws(Invalid) {
+        func int(_ range: ClosedRange<Int>) throws(Invalid) -> Int {
+            guard let v = Int(text), range.contains(v) else { throw Invalid(description: "\(key) must be a whole number \(range.lowerBound)-\(range.upperBound), got '\(text)'") }
+            return v
+        }
+        func double(_ range: ClosedRange<Double>) throws(Invalid) -> Double {
+            guard let v = Double(text), range.contains(v) else { throw Invalid(description: "\(key) must be a number \(range.lowerBound)-\(range.upperBound), got '\(text)'") }
+            return v
+        }
+        func bool() throws(Invalid) -> Bool {
+            switch text.lowercased() {
+            case "true", "yes", "1": return true
+            case "false", "no", "0": return false
+            default: throw Invalid(description: "\(key) must be true or false, got '\(text)'")
+            }
+        }
+        switch key {
+        case "rooms": rooms = try int(1...1000)
+        case "publishers": publishers = try int(1...1000)
+        case "speakers": speakers = try int(0...1000)
+        case "subscribers": subscribers = try int(0...10_000)
+        case "max_active_talkers": maxActiveTalkers = try int(1...12)
+        case "video": video = try bool()
+        case "video_kbps": videoKbps = try int(50...10_000)
+        case "fps": fps = try int(1...60)
+        case "width": width = try int(16...1920)
+        case "height": height = try int(16...1080)
+        case "level_extension": levelExtension = try bool()
+        case "seconds": seconds = try double(1...3600)
+        case "ramp_seconds": rampSeconds = try double(0...600)
+        case "turn_seconds": turnSeconds = try double(0.5...600)
+        case "remb_kbps": rembKbps = try int(10...1_000_000)
+        case "sample_every": sampleEvery = try int(1...1000)
+        default: throw Invalid(description: "unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
+        }
+        if speakers > publishers { speakers = publishers }
+    }
+
+    /// Applies a scenario file's `key = value` lines; errors name the line.
+    public mutating func apply(scenario text: String) throws(Invalid) {
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
+                .trimmingCharacters(in: .whitespaces) ?? ""
+            guard !line.isEmpty else { continue }
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else { throw Invalid(description: "line \(i + 1): expected key = value, got '\(line)'") }
+            do { try set(parts[0], parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) } catch {
+                throw Invalid(description: "line \(i + 1): \(error.description)")
+            }
+        }
+    }
+
+    /// `key=v1,v2,...` for `--sweep`.
+    public static func sweep(_ text: String) throws(Invalid) -> (key: String, values: [String]) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty else { throw Invalid(description: "--sweep expects key=v1,v2,..., got '\(text)'") }
+        let values = parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !values.isEmpty else { throw Invalid(description: "--sweep \(parts[0]) has no values") }
+        var probe = BenchPlan()
+        for v in values { try probe.set(parts[0], v) }
+        return (parts[0], values)
+    }
+
+    /// Participants the node serves in this plan.
+    public var participants: Int { rooms * (publishers + subscribers) }
+}
+
+import Foundation

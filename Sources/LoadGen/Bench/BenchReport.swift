@@ -1,0 +1,157 @@
+import Foundation
+
+/// p50 / p99 / p99.9 of a set of samples (nearest rank), and how many there were.
+public struct Percentiles: Codable, Sendable, Equatable {
+    public var samples: Int
+    public var p50: Double?
+    public var p99: Double?
+    public var p999: Double?
+
+    public init(_ values: [Double]) {
+        let sorted = values.sorted()
+        samples = sorted.count
+        func rank(_ q: Double) -> Double? {
+            guard !sorted.isEmpty else { return nil }
+            let i = Int((q * Double(sorted.count)).rounded(.up)) - 1
+            return sorted[min(max(i, 0), sorted.count - 1)]
+        }
+        p50 = rank(0.5)
+        p99 = rank(0.99)
+        p999 = rank(0.999)
+    }
+
+    var text: String {
+        guard let p50, let p99, let p999 else { return "no samples" }
+        return String(format: "p50 %.2f  p99 %.2f  p99.9 %.2f  (%d samples)", p50, p99, p999, samples)
+    }
+}
+
+/// What one run measured. Rates are per second of the measured window (after the ramp).
+public struct BenchReport: Codable, Sendable {
+    public var label = "sfu"
+    public var plan: BenchPlan
+    public var measuredSeconds = 0.0
+    public var participants = 0
+    public var connected = 0
+    public var joinMilliseconds = Percentiles([])
+    public var nodeCPUSeconds = 0.0
+    public var packetsIn: Double = 0
+    public var packetsOut: Double = 0
+    public var bytesOut: Double = 0
+    public var latencyMilliseconds = Percentiles([])
+    public var switchDelayMilliseconds = Percentiles([])
+    public var expectedPackets: Double = 0
+    public var receivedPackets: Double = 0
+    public var subscribers = 0
+    public var nodeMemoryBytes: Int?
+    public var nodeMemoryBeforeBytes: Int?
+    public var drops: [String: Double] = [:]
+    public var generatorCPUSeconds = 0.0
+    /// The host's raw UDP send capacity per core at this run's mean packet size (`Baseline`).
+    public var baseline: Baseline.Result?
+
+    public init(plan: BenchPlan) { self.plan = plan }
+
+    /// Mean size of a forwarded datagram.
+    public var meanPacketBytes: Int { packetsOut > 0 ? Int(bytesOut / packetsOut) : 0 }
+    /// Packets out per node core-second as a share of the raw UDP sends per core-second.
+    public var shareOfBaseline: Double? {
+        guard let b = baseline, b.sentPerCoreSecond > 0, let p = packetsOutPerCoreSecond else { return nil }
+        return p / b.sentPerCoreSecond
+    }
+
+    public var packetsInPerSecond: Double { rate(packetsIn) }
+    public var packetsOutPerSecond: Double { rate(packetsOut) }
+    public var bitsOutPerSecond: Double { rate(bytesOut * 8) }
+    public var nodeCores: Double { rate(nodeCPUSeconds) }
+    /// Node CPU seconds per million forwarded packets.
+    public var cpuSecondsPerMillionPackets: Double? { packetsOut > 0 ? nodeCPUSeconds / packetsOut * 1e6 : nil }
+    public var packetsOutPerCoreSecond: Double? { nodeCPUSeconds > 0 ? packetsOut / nodeCPUSeconds : nil }
+    public var lossFraction: Double { expectedPackets > 0 ? max(0, 1 - receivedPackets / expectedPackets) : 0 }
+    public var downstreamKbpsPerSubscriber: Double { subscribers > 0 ? bitsOutPerSecond / Double(subscribers) / 1000 : 0 }
+    public var memoryPerParticipantBytes: Double? {
+        guard let after = nodeMemoryBytes, let before = nodeMemoryBeforeBytes, participants > 0 else { return nil }
+        return Double(after - before) / Double(participants)
+    }
+    /// The generator used most of its one thread: the node may have been idle for want of load.
+    public var generatorWasBottleneck: Bool { measuredSeconds > 0 && generatorCPUSeconds / measuredSeconds > 0.9 }
+
+    func rate(_ v: Double) -> Double { measuredSeconds > 0 ? v / measuredSeconds : 0 }
+
+    /// The report for people.
+    public var text: String {
+        var l: [String] = []
+        l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension")")
+        l.append(String(format: "connected        %d / %d participants; join %@ ms", connected, participants, joinMilliseconds.text))
+        l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)",
+                        packetsInPerSecond, packetsOutPerSecond, bitsOutPerSecond / 1e6, downstreamKbpsPerSubscriber))
+        l.append(String(format: "node CPU         %.2f cores; %@ s per million forwarded packets; %@ packets out per core-second",
+                        nodeCores, cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
+                        packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-"))
+        if let b = baseline, let share = shareOfBaseline {
+            l.append(String(format: "vs raw UDP       %.0f %% of the host's %.0f sends per core-second at %d bytes (sendmmsg)", share * 100,
+                            b.sentPerCoreSecond, b.packetSize))
+        }
+        l.append("latency (ms)     \(latencyMilliseconds.text)")
+        l.append(String(format: "loss             %.3f %% (%.0f of %.0f packets)", lossFraction * 100, max(0, expectedPackets - receivedPackets), expectedPackets))
+        l.append("talker switch    \(switchDelayMilliseconds.text) ms (speech onset to dominant speaker event)")
+        if let m = nodeMemoryBytes {
+            l.append(String(format: "node memory      %.1f MiB%@", Double(m) / 1_048_576,
+                            memoryPerParticipantBytes.map { String(format: ", %.1f KiB per participant", $0 / 1024) } ?? ""))
+        }
+        l.append("drops            " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.key)=\(Int($0.value))" }.joined(separator: " ")))
+        l.append(String(format: "generator CPU    %.2f cores%@", rate(generatorCPUSeconds), generatorWasBottleneck ? " - THE GENERATOR WAS THE BOTTLENECK: the node was not loaded to its limit" : ""))
+        return l.joined(separator: "\n")
+    }
+
+    /// The report as JSON, with the derived figures next to the raw ones.
+    public var json: [String: Any] {
+        let encoded = (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(self))) as? [String: Any] ?? [:]
+        var out = encoded
+        out["packets_in_per_second"] = packetsInPerSecond
+        out["packets_out_per_second"] = packetsOutPerSecond
+        out["bits_out_per_second"] = bitsOutPerSecond
+        out["node_cores"] = nodeCores
+        out["cpu_seconds_per_million_packets"] = cpuSecondsPerMillionPackets ?? NSNull()
+        out["packets_out_per_core_second"] = packetsOutPerCoreSecond ?? NSNull()
+        out["loss_fraction"] = lossFraction
+        out["downstream_kbps_per_subscriber"] = downstreamKbpsPerSubscriber
+        out["memory_per_participant_bytes"] = memoryPerParticipantBytes ?? NSNull()
+        out["generator_was_bottleneck"] = generatorWasBottleneck
+        out["mean_packet_bytes"] = meanPacketBytes
+        out["share_of_baseline"] = shareOfBaseline ?? NSNull()
+        return out
+    }
+}
+
+/// Line charts of a sweep as one SVG: one panel per figure, the swept values along x.
+public enum SweepChart {
+    public static func svg(key: String, values: [String], series: [(title: String, points: [Double])]) -> String {
+        let panelW = 360.0, panelH = 220.0, margin = 50.0
+        let width = Double(series.count) * (panelW + margin) + margin, height = panelH + 2 * margin
+        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        for (i, serie) in series.enumerated() {
+            let x0 = margin + Double(i) * (panelW + margin), y0 = margin
+            let top = max(serie.points.max() ?? 1, 1e-9) * 1.1
+            func px(_ j: Int) -> Double { x0 + (values.count > 1 ? Double(j) / Double(values.count - 1) * panelW : panelW / 2) }
+            func py(_ v: Double) -> Double { y0 + panelH - v / top * panelH }
+            s += "<text x=\"\(x0)\" y=\"\(y0 - 12)\" font-weight=\"bold\">\(escape(serie.title))</text>\n"
+            s += "<line x1=\"\(x0)\" y1=\"\(y0 + panelH)\" x2=\"\(x0 + panelW)\" y2=\"\(y0 + panelH)\" stroke=\"black\"/>\n"
+            s += "<line x1=\"\(x0)\" y1=\"\(y0)\" x2=\"\(x0)\" y2=\"\(y0 + panelH)\" stroke=\"black\"/>\n"
+            s += "<text x=\"\(x0 - 4)\" y=\"\(y0 + 4)\" text-anchor=\"end\">\(format(top))</text>\n"
+            s += "<text x=\"\(x0 - 4)\" y=\"\(y0 + panelH)\" text-anchor=\"end\">0</text>\n"
+            let path = serie.points.enumerated().map { "\(String(format: "%.1f", px($0.offset))),\(String(format: "%.1f", py($0.element)))" }.joined(separator: " ")
+            s += "<polyline fill=\"none\" stroke=\"#1f6feb\" stroke-width=\"2\" points=\"\(path)\"/>\n"
+            for (j, v) in serie.points.enumerated() {
+                s += "<circle cx=\"\(String(format: "%.1f", px(j)))\" cy=\"\(String(format: "%.1f", py(v)))\" r=\"3\" fill=\"#1f6feb\"><title>\(escape(values[j])): \(format(v))</title></circle>\n"
+                s += "<text x=\"\(String(format: "%.1f", px(j)))\" y=\"\(y0 + panelH + 16)\" text-anchor=\"middle\">\(escape(values[j]))</text>\n"
+            }
+            s += "<text x=\"\(x0 + panelW / 2)\" y=\"\(y0 + panelH + 34)\" text-anchor=\"middle\">\(escape(key))</text>\n"
+        }
+        return s + "</svg>\n"
+    }
+
+    static func format(_ v: Double) -> String { v >= 100 ? String(format: "%.0f", v) : String(format: "%.2f", v) }
+    static func escape(_ s: String) -> String { s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;") }
+}

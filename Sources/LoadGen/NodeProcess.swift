@@ -1,0 +1,79 @@
+import Foundation
+import NodeIO
+import SFUClient
+import WebRTCEdge
+
+/// A node this process starts (`sfu serve` from the same binary) on free loopback ports, optionally pinned to
+/// chosen cores with taskset, and stops with SIGTERM.
+public final class NodeProcess: @unchecked Sendable {
+    public let process: Process
+    public let api: ControlClient
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Starts the node and waits until it answers `/healthz`.
+    public init(workers: Int, cores: String? = nil, extra: [String] = []) async throws {
+        let apiPort = try Self.freePort()
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        var arguments = ["serve", "--set", "api.listen=127.0.0.1:\(apiPort)", "--set", "media.listen=127.0.0.1:0",
+                         "--set", "workers=\(workers)", "--set", "log.level=warning"] + extra
+        let p = Process()
+        if let cores {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+            arguments = ["-c", cores, binary] + arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: binary)
+        }
+        p.arguments = arguments
+        try p.run()
+        process = p
+        let base = URL(string: "http://127.0.0.1:\(apiPort)")!
+        api = ControlClient(base: base)
+        for _ in 0..<100 {
+            if (try? await api.call("GET", "healthz"))?.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        p.terminate()
+        throw LoadError("the node did not answer on \(base)")
+    }
+
+    /// SIGTERM, then waits up to `timeout`; returns how it ended.
+    public func stop(timeout: Double = 10) async -> String {
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning {
+            process.terminate()
+            return "did not stop within \(Int(timeout)) s of SIGTERM"
+        }
+        return process.terminationStatus == 0 ? "stopped cleanly" : "exited with status \(process.terminationStatus)"
+    }
+
+    /// A port nothing listens on now.
+    static func freePort() throws -> UInt16 {
+        let s = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        return s.local.port
+    }
+}
+
+/// Sums of metric families in the Prometheus text of `/metrics` (over the worker label).
+public enum MetricsText {
+    public static func sum(_ text: String, _ family: String, label: String? = nil) -> Double {
+        var total = 0.0
+        for line in text.split(separator: "\n") where line.hasPrefix(family + "{") || line.hasPrefix(family + " ") {
+            if let label, !line.contains(label) { continue }
+            if let v = Double(line.split(separator: " ").last ?? "") { total += v }
+        }
+        return total
+    }
+
+    /// `sfu_drops_total` by reason, summed over workers, non-zero only.
+    public static func drops(_ text: String) -> [String: Double] {
+        var out: [String: Double] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("sfu_drops_total{") {
+            guard let r = line.range(of: "reason=\""), let end = line[r.upperBound...].firstIndex(of: "\""),
+                  let value = Double(line.split(separator: " ").last ?? "") else { continue }
+            out[String(line[r.upperBound..<end]), default: 0] += value
+        }
+        return out.filter { $0.value > 0 }
+    }
+}

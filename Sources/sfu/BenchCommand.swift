@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import LoadGen
+import SFUClient
+
+/// The load generator: simulated participants against a node, a report in human form and as JSON, sweeps
+/// with a chart, and the host's raw UDP capacity for comparison.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load a node with simulated WebRTC participants and report throughput, CPU, latency and loss.",
+        discussion: """
+            Without --target, starts `sfu serve` itself (pinned with --cores). The plan comes from --scenario FILE \
+            (key = value lines) then --set key=value; keys: \(BenchPlan.keys.map(\.key).joined(separator: ", ")). \
+            --sweep key=v1,v2,... runs once per value (a fresh node each time) and writes a table and an SVG chart.
+            """
+    )
+
+    @Option(help: "Control API of a running node instead of starting one.") var target: String?
+    @Option(help: "PID of the node at --target (for its CPU and memory).") var pid: Int32?
+    @Option(help: "API key of the node at --target.") var key: String?
+    @Option(help: "Workers of the node this command starts.") var workers = 1
+    @Option(help: "Cores to pin the started node to (taskset list, e.g. 1).") var cores: String?
+    @Option(help: "A scenario file: key = value lines.") var scenario: String?
+    @Option(name: .customLong("set"), help: "One plan key, e.g. --set subscribers=20 (repeatable).") var overrides: [String] = []
+    @Option(help: "key=v1,v2,... : one run per value.") var sweep: String?
+    @Option(help: "Write the report(s) as JSON here.") var json: String?
+    @Option(help: "Write the sweep chart (SVG) here.") var chart: String?
+    @Option(help: "Seconds of raw UDP baseline after each run (0: none).") var baselineSeconds = 2.0
+
+    func run() async throws {
+        var plan = BenchPlan()
+        do {
+            if let scenario {
+                guard let text = try? String(contentsOfFile: scenario, encoding: .utf8) else { throw ValidationError("cannot read \(scenario)") }
+                try plan.apply(scenario: text)
+            }
+            for o in overrides {
+                let parts = o.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { throw ValidationError("--set expects key=value, got '\(o)'") }
+                try plan.set(parts[0], parts[1])
+            }
+        } catch let e as BenchPlan.Invalid {
+            throw ValidationError(e.description)
+        }
+        var runs: [(label: String, plan: BenchPlan)] = [("", plan)]
+        var sweepKey: String?
+        if let sweep {
+            do {
+                let (k, values) = try BenchPlan.sweep(sweep)
+                sweepKey = k
+                runs = try values.map { v in
+                    var p = plan
+                    try p.set(k, v)
+                    return (v, p)
+                }
+            } catch let e as BenchPlan.Invalid {
+                throw ValidationError(e.description)
+            }
+        }
+        print("bench: encoding media (Opus speech, VP8 \(plan.width)x\(plan.height) at \(plan.videoKbps) kbps)")
+        let media = MediaLibrary(videoKbps: plan.videoKbps, fps: plan.fps, width: plan.width, height: plan.height)
+        var reports: [BenchReport] = []
+        for (label, p) in runs {
+            if let sweepKey { print("\n== \(sweepKey) = \(label)") }
+            let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, cores: cores) : nil
+            let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
+            let nodePID = node?.pid ?? pid
+            var bench = try Bench(plan: p, api: api, nodePID: nodePID, media: media)
+            bench.baselineRSS = nodePID.flatMap(ProcessProbe.residentBytes(pid:))
+            var report = try await bench.run { print($0) }
+            if let node { print("node: \(await node.stop())") }
+            if baselineSeconds > 0, report.meanPacketBytes > 0 {
+                report.baseline = try Baseline.measure(packetSize: report.meanPacketBytes, seconds: baselineSeconds)
+            }
+            report.label = sweepKey.map { "\($0)=\(label)" } ?? "sfu"
+            print(report.text)
+            reports.append(report)
+        }
+        if let sweepKey {
+            print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | loss %")
+            for (r, run) in zip(reports, runs) {
+                print(String(format: "%@ | %.0f | %.2f | %.0f | %@ | %.3f", run.label, r.downstreamKbpsPerSubscriber, r.nodeCores, r.packetsOutPerSecond,
+                             r.cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-", r.lossFraction * 100))
+            }
+            if let chart {
+                let svg = SweepChart.svg(key: sweepKey, values: runs.map(\.label), series: [
+                    ("downstream kbit/s per subscriber", reports.map(\.downstreamKbpsPerSubscriber)),
+                    ("node CPU (cores)", reports.map(\.nodeCores)),
+                    ("packets out per second", reports.map(\.packetsOutPerSecond)),
+                ])
+                try svg.write(toFile: chart, atomically: true, encoding: .utf8)
+                print("chart: \(chart)")
+            }
+        }
+        if let json {
+            let object: Any = reports.count == 1 ? reports[0].json : reports.map(\.json)
+            try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
+            print("json: \(json)")
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import COpus
+import Foundation
+@testable import LoadGen
+import SFU
+import SFUTestSupport
+import Testing
+
+@Suite struct BenchPlanTests {
+    @Test func aScenarioFileSetsKeysAndItsErrorsNameTheLine() throws {
+        var plan = BenchPlan()
+        try plan.apply(scenario: """
+            # a video room
+            rooms = 2
+            publishers = 6   # six cameras
+            speakers = 3
+            video = true
+            video_kbps = "800"
+            """)
+        #expect(plan.rooms == 2 && plan.publishers == 6 && plan.speakers == 3 && plan.video && plan.videoKbps == 800)
+        #expect(plan.participants == 2 * (6 + 10))
+        var bad = BenchPlan()
+        #expect(throws: BenchPlan.Invalid(description: "line 2: max_active_talkers must be a whole number 1-12, got '13'")) {
+            try bad.apply(scenario: "rooms = 1\nmax_active_talkers = 13\n")
+        }
+        #expect(throws: BenchPlan.Invalid.self) { try bad.apply(scenario: "colour = blue") }
+        #expect(throws: BenchPlan.Invalid.self) { try bad.apply(scenario: "rooms 2") }
+    }
+
+    @Test func speakersNeverExceedPublishers() throws {
+        var plan = BenchPlan()
+        try plan.set("speakers", "9")
+        #expect(plan.speakers == plan.publishers)
+    }
+
+    @Test func aSweepNamesOneKeyAndValuesThatAreEachValid() throws {
+        let (key, values) = try BenchPlan.sweep("max_active_talkers=1,2,4, 6,9,12")
+        #expect(key == "max_active_talkers" && values == ["1", "2", "4", "6", "9", "12"])
+        #expect(throws: BenchPlan.Invalid.self) { try BenchPlan.sweep("max_active_talkers=1,99") }
+        #expect(throws: BenchPlan.Invalid.self) { try BenchPlan.sweep("max_active_talkers=") }
+        #expect(throws: BenchPlan.Invalid.self) { try BenchPlan.sweep("1,2,3") }
+    }
+}
+
+@Suite struct BenchReportTests {
+    @Test func percentilesAreNearestRank() {
+        let p = Percentiles((1...1000).map(Double.init))
+        #expect(p.samples == 1000 && p.p50 == 500 && p.p99 == 990 && p.p999 == 999)
+        let few = Percentiles([3, 1, 2])
+        #expect(few.p50 == 2 && few.p99 == 3 && few.p999 == 3)
+        #expect(Percentiles([]).p50 == nil)
+    }
+
+    @Test func ratesCostAndLossComeFromTheMeasuredWindow() {
+        var r = BenchReport(plan: BenchPlan())
+        r.measuredSeconds = 10
+        r.packetsIn = 50_000
+        r.packetsOut = 2_000_000
+        r.bytesOut = 2_000_000 * 1000
+        r.nodeCPUSeconds = 8
+        r.subscribers = 20
+        r.expectedPackets = 10_000
+        r.receivedPackets = 9_990
+        r.participants = 24
+        r.nodeMemoryBeforeBytes = 50 << 20
+        r.nodeMemoryBytes = (50 << 20) + 24 * 40_960
+        r.generatorCPUSeconds = 9.5
+        #expect(r.packetsOutPerSecond == 200_000 && r.packetsInPerSecond == 5_000)
+        #expect(r.nodeCores == 0.8)
+        #expect(r.cpuSecondsPerMillionPackets == 4)
+        #expect(r.packetsOutPerCoreSecond == 250_000)
+        #expect(abs(r.lossFraction - 0.001) < 1e-12)
+        #expect(r.downstreamKbpsPerSubscriber == 80_000)
+        #expect(r.memoryPerParticipantBytes == 40_960)
+        #expect(r.generatorWasBottleneck, "95 % of one thread")
+        #expect(r.meanPacketBytes == 1000)
+        r.baseline = Baseline.Result(packetSize: 1000, gso: false, seconds: 1, sent: 500_000, received: 500_000,
+                                     senderCPUSeconds: 1, receiverCPUSeconds: 1)
+        #expect(r.shareOfBaseline == 0.5)
+        #expect(r.text.contains("50 % of the host's"))
+        #expect(r.json["packets_out_per_core_second"] as? Double == 250_000)
+    }
+
+    @Test func theSweepChartHasOnePanelPerFigureAndOnePointPerValue() {
+        let svg = SweepChart.svg(key: "max_active_talkers", values: ["1", "2", "4"], series: [
+            ("kbit/s", [100, 200, 400]), ("cores", [0.1, 0.2, 0.35]),
+        ])
+        #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
+        #expect(svg.components(separatedBy: "<circle").count - 1 == 6)
+        #expect(svg.components(separatedBy: "<polyline").count - 1 == 2)
+    }
+}
+
+@Suite struct BenchStampTests {
+    @Test func anOpusPacketCarriesTheStampAsPaddingThatDecodersIgnore() throws {
+        let encoder = OpusFrameEncoder()
+        let frame = encoder.encode(TestSignal.sine(dbfs: -20, seconds: 0.02)[...])
+        #expect(frame[0] & 0x03 == 0, "the encoder makes code 0 packets")
+        let stamped = BenchStamp.opus(frame, sentAt: 0x0102_0304_0506_0708, publisher: 7)
+        #expect(stamped.count == frame.count + 2 + BenchStamp.size)
+        let read = stamped.withUnsafeBytes { BenchStamp.read($0) }
+        #expect(read?.sentAt == 0x0102_0304_0506_0708 && read?.publisher == 7)
+        // libopus decodes both to the same samples: the stamp is padding (RFC 6716 section 3.2.5).
+        let plain = try #require(OpusPacketCheck.decode(frame))
+        let padded = try #require(OpusPacketCheck.decode(stamped))
+        #expect(plain == padded)
+    }
+
+    @Test func aVP8PayloadCarriesTheStampAtItsEnd() {
+        let payload: [UInt8] = [0x90, 0x80, 0x81, 0x02, 0x03, 0x9D, 0x01, 0x2A]
+        let stamped = BenchStamp.vp8(payload, sentAt: 42, publisher: 3)
+        #expect(Array(stamped.prefix(payload.count)) == payload)
+        #expect(stamped.withUnsafeBytes { BenchStamp.read($0) }.map { [$0.sentAt, UInt64($0.publisher)] } == [42, 3])
+        #expect(payload.withUnsafeBytes { BenchStamp.read($0) } == nil)
+    }
+}
+
+/// libopus decoding to PCM, to compare packets.
+enum OpusPacketCheck {
+    static func decode(_ packet: [UInt8]) -> [Int16]? {
+        var error: Int32 = 0
+        guard let decoder = opus_decoder_create(48_000, 1, &error), error == OPUS_OK else { return nil }
+        defer { opus_decoder_destroy(decoder) }
+        var pcm = [Int16](repeating: 0, count: 960)
+        let n = packet.withUnsafeBufferPointer { p in opus_decode(decoder, p.baseAddress, Int32(p.count), &pcm, 960, 0) }
+        return n > 0 ? Array(pcm[0..<Int(n)]) : nil
+    }
+}

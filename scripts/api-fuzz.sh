@@ -9,6 +9,7 @@
 # Usage: scripts/api-fuzz.sh [path to the sfu binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 sfu=${1:-.build/debug/sfu}
 venv=.venv-schemathesis
 if [ ! -x "$venv/bin/st" ]; then

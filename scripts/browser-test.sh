@@ -5,6 +5,7 @@
 # Usage: scripts/browser-test.sh [path to the sfu binary]   (writes the page's screenshot to docs/demo.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 sfu=${1:-.build/debug/sfu}
 swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
 venv=.venv-interop

@@ -4,6 +4,7 @@
 # Corpora grow under .build-fuzz/corpus/<target>; a crash leaves its input in .build-fuzz/crashes and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 seconds=${1:-30}
 shift || true
 targets=("$@")

@@ -2,7 +2,7 @@
 # Installs the Debian packages the project needs (C libraries it wraps, speech for test fixtures).
 # With --tests, also what only the tests use: Chromium for the demo's browser test.
 set -euo pipefail
-packages=(libsrtp2-dev libopus-dev libvpx-dev libssl-dev pkg-config espeak-ng sox python3 python3-venv iproute2 curl)
+packages=(libsrtp2-dev libopus-dev libvpx-dev libssl-dev pkg-config espeak-ng sox python3 python3-venv iproute2 curl patch make xz-utils)
 [ "${1:-}" = "--tests" ] && packages+=(chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -4,6 +4,7 @@
 # Needs root (ip netns). Usage: scripts/interop.sh [path to the sfu binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 sfu=${1:-.build/debug/sfu}
 swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
 venv=.venv-interop

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+source scripts/env.sh
 swift build -c release --product sfu 2>&1 | grep -E "error:|warning: unre|Build of product" || true
 if [ "${1:-}" = "demo" ]; then
   shift

@@ -75,7 +75,13 @@ public final class EdgeRouter {
     }
 
     /// Runs every agent's consent bookkeeping; forgets the addresses of failed connections.
+    /// ICE timeouts are 10 s and 30 s: the agents are checked once a second, not at each agent's own deadline
+    /// (finding the earliest of thousands on every loop of a worker cost more than the media).
+    public var tickInterval = MonoTime.Interval.seconds(1)
+    private var nextTick = MonoTime.zero
+
     public func tick(now: MonoTime) {
+        nextTick = now + tickInterval
         for (conn, agent) in agents {
             agent.tick(now: now)
             if agent.state == .failed {
@@ -85,5 +91,5 @@ public final class EdgeRouter {
         for (a, conn) in byAddress where agents[conn]?.isValidated(a, now: now) != true { byAddress[a] = nil }
     }
 
-    public var nextDeadline: MonoTime { agents.values.map(\.nextDeadline).min() ?? .never }
+    public var nextDeadline: MonoTime { agents.isEmpty ? .never : nextTick }
 }

@@ -22,6 +22,8 @@ public final class WorkerEdge {
     public let router = EdgeRouter()
     private var dtls: [ConnectionID: DTLSEndpoint] = [:]
     private var pending: [ConnectionID: ICELiteAgent] = [:]
+    /// Connections whose DTLS handshake is under way: the only ones with retransmission timers.
+    private var handshaking: Set<ConnectionID> = []
 
     public init(certificate: DTLSCertificate, candidates: [TransportAddress]) {
         self.certificate = certificate
@@ -44,6 +46,7 @@ public final class WorkerEdge {
         router.add(connection, agent: agent)
         dtls[connection] = try DTLSEndpoint(role: .server, certificate: certificate, remoteFingerprint: remote.fingerprint,
                                             initialRetransmitTimeout: dtlsInitialTimeout)
+        handshaking.insert(connection)
     }
 
     /// Forgets a connection (participant left, room destroyed); sends DTLS close_notify if it was up.
@@ -54,6 +57,7 @@ public final class WorkerEdge {
         }
         router.remove(connection)
         pending[connection] = nil
+        handshaking.remove(connection)
         return out
     }
 
@@ -99,17 +103,22 @@ public final class WorkerEdge {
 
     public func tick(now: MonoTime) -> [Output] {
         var out: [Output] = []
-        router.tick(now: now)
-        for (conn, d) in dtls {
-            out += agentEvents(conn)
-            guard now >= d.nextDeadline, let to = router.agent(conn)?.selected ?? router.agent(conn)?.validatedAddresses.first else { continue }
+        if now >= router.nextDeadline {
+            router.tick(now: now)
+            for conn in dtls.keys { out += agentEvents(conn) }
+        }
+        for conn in handshaking {
+            guard let d = dtls[conn], now >= d.nextDeadline,
+                  let to = router.agent(conn)?.selected ?? router.agent(conn)?.validatedAddresses.first else { continue }
             out += d.tick(now: now).map { .send($0, to: to) }
             out += dtlsOutcome(conn, d, wasConnected: false)
         }
         return out
     }
 
-    public var nextDeadline: MonoTime { min(router.nextDeadline, dtls.values.map(\.nextDeadline).min() ?? .never) }
+    public var nextDeadline: MonoTime {
+        handshaking.reduce(router.nextDeadline) { m, conn in min(m, dtls[conn]?.nextDeadline ?? .never) }
+    }
 
     private func agentEvents(_ conn: ConnectionID) -> [Output] {
         (router.agent(conn)?.drainEvents() ?? []).map {
@@ -121,6 +130,7 @@ public final class WorkerEdge {
     }
 
     private func dtlsOutcome(_ conn: ConnectionID, _ d: DTLSEndpoint, wasConnected: Bool) -> [Output] {
+        if d.state != .handshaking && d.state != .new { handshaking.remove(conn) }
         switch d.state {
         case .connected where !wasConnected: return d.keys.map { [.keys(conn, $0)] } ?? []
         case .failed(let reason): dtls[conn] = nil; return [.failed(conn, reason)]

@@ -85,7 +85,7 @@ public struct Soak {
         let health = try? await api.call("GET", "healthz")
         report.nodeAlive = health?.status == 200
         if !report.nodeAlive { report.failures.append("the node does not answer /healthz") }
-        if let text = try? await api.metrics() { report.drops = Self.drops(text) }
+        if let text = try? await api.metrics() { report.drops = MetricsText.drops(text) }
         let garbage = report.cycles.reduce(0) { $0 + $1.garbageSent }
         let counted = report.drops.values.reduce(0, +)
         // Garbage that OpenSSL discards inside a connected DTLS association is not counted; the rest must be.
@@ -93,17 +93,6 @@ public struct Soak {
             report.failures.append("only \(Int(counted)) drops counted for \(garbage) garbage datagrams")
         }
         return report
-    }
-
-    /// `sfu_drops_total` summed over workers, by reason.
-    static func drops(_ metrics: String) -> [String: Double] {
-        var out: [String: Double] = [:]
-        for line in metrics.split(separator: "\n") where line.hasPrefix("sfu_drops_total{") {
-            guard let r = line.range(of: "reason=\""), let end = line[r.upperBound...].firstIndex(of: "\""),
-                  let value = Double(line.split(separator: " ").last ?? "") else { continue }
-            out[String(line[r.upperBound..<end]), default: 0] += value
-        }
-        return out.filter { $0.value > 0 }
     }
 
     mutating func runCycle(_ c: Int) async throws -> Cycle {

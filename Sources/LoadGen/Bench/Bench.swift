@@ -127,12 +127,7 @@ public struct Bench {
                 let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension))
                 members.append(Member(room: r, index: p, id: "pub\(p)", client: c, receiver: nil))
             }
-            for s in 0..<plan.subscribers {
-                let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0))
-                let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
-                c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
-                members.append(Member(room: r, index: s, id: "sub\(s)", client: c, receiver: stats))
-            }
+            for s in 0..<plan.subscribers { members.append(try newSubscriber(room: r, index: s)) }
         }
         report.participants = members.count
         report.subscribers = plan.rooms * plan.subscribers
@@ -141,7 +136,11 @@ public struct Bench {
         var nextJoin = 0
         var audioTick = start, videoTick = start, rembTick = start
         let publishers = members.filter { $0.client.publishes }
-        let subscribers = members.filter { !$0.client.publishes }
+        /// Every subscriber that took part (churned ones stay, for their counts).
+        var subscribers = members.filter { !$0.client.publishes }
+        var nextSubscriberIndex = plan.subscribers
+        var nextChurn = MonoTime.never
+        var churned = 0
 
         /// Media and polling for everyone connected, until `until`.
         func drive(until: MonoTime, onSecond: ((Double) -> Void)? = nil) async throws {
@@ -185,6 +184,25 @@ public struct Bench {
                     }
                     busy = true
                 }
+                if now >= nextChurn {
+                    // Churn: a random connected subscriber leaves, a new one joins its room.
+                    nextChurn = nextChurn + .seconds(1 / plan.churnPerSecond)
+                    if let i = members.indices.filter({ !members[$0].client.publishes && members[$0].client.state == .connected }).randomElement() {
+                        let leaving = members[i]
+                        _ = try? await api.call("DELETE", "v1/rooms/\(roomNames[leaving.room])/participants/\(leaving.id)")
+                        let joining = try newSubscriber(room: leaving.room, index: nextSubscriberIndex)
+                        nextSubscriberIndex += 1
+                        joining.receiver?.measuring = true
+                        members[i] = joining
+                        subscribers.append(joining)
+                        churned += 1
+                        let room = roomNames[joining.room]
+                        try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": joining.id])
+                        joining.joinStartedAt = MonoClock.now()
+                        let answer = try await api.require("POST", "v1/rooms/\(room)/participants/\(joining.id)/subscribe", ["sdp": joining.client.offer()])
+                        try joining.client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
+                    }
+                }
                 if now >= rembTick {
                     rembTick = rembTick + .seconds(1)
                     for m in subscribers where m.client.state == .connected { m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps) * 1000) }
@@ -216,14 +234,18 @@ public struct Bench {
         let before = try await snapshot()
         for m in subscribers { m.receiver?.reset() }
         let measureStart = MonoClock.now()
+        if plan.churnPerSecond > 0 { nextChurn = measureStart + .seconds(1 / plan.churnPerSecond) }
         let measureWallMs = Int64(Date().timeIntervalSince1970 * 1000)
         try await drive(until: measureStart + .seconds(plan.seconds)) { elapsed in
             let got = subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) }
             let connected = members.filter { $0.client.state == .connected }.count
             progress(String(format: "  %5.1f s  %d/%d connected  subscribers received %lld packets", elapsed, connected, members.count, got))
         }
+        nextChurn = .never
         let after = try await snapshot()
         let measured = (MonoClock.now() - measureStart).seconds
+        report.churned = churned
+        report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
         report.measuredSeconds = measured
         report.nodeCPUSeconds = (after.cpu ?? 0) - (before.cpu ?? 0)
         report.packetsIn = MetricsText.sum(after.metrics, "sfu_rtp_packets_received_total") - MetricsText.sum(before.metrics, "sfu_rtp_packets_received_total")
@@ -244,6 +266,14 @@ public struct Bench {
                                                                   from: measureWallMs, seconds: measured))
         for name in roomNames { _ = try? await api.call("DELETE", "v1/rooms/\(name)") }
         return report
+    }
+
+    /// A subscribe-only participant with the plan's slots, counting what it receives.
+    func newSubscriber(room: Int, index: Int) throws -> Member {
+        let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0))
+        let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
+        c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
+        return Member(room: room, index: index, id: "sub\(index)", client: c, receiver: stats)
     }
 
     /// The node's resident memory before the run (set by the caller when it started the node).

@@ -24,6 +24,8 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     public var rembKbps = 50_000
     /// Decrypt one video packet in this many for latency (audio: every packet).
     public var sampleEvery = 16
+    /// Subscribers replaced per second during the measured window (one leaves, a new one joins its room).
+    public var churnPerSecond = 0.0
 
     public init() {}
 
@@ -34,6 +36,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("width", "VP8 width"), ("height", "VP8 height"), ("level_extension", "send the audio level extension (true/false)"),
         ("seconds", "measured duration"), ("ramp_seconds", "time over which participants join"),
         ("turn_seconds", "seconds per speaker turn"), ("remb_kbps", "subscribers' REMB"), ("sample_every", "decrypt 1 video packet in N"),
+        ("churn_per_second", "subscribers leaving and joining per second while measuring"),
     ]
 
     public struct Invalid: Error, CustomStringConvertible, Equatable {
@@ -74,6 +77,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "turn_seconds": turnSeconds = try double(0.5...600)
         case "remb_kbps": rembKbps = try int(10...1_000_000)
         case "sample_every": sampleEvery = try int(1...1000)
+        case "churn_per_second": churnPerSecond = try double(0...100)
         default: throw Invalid(description: "unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
         }
         if speakers > publishers { speakers = publishers }

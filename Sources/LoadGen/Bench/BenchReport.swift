@@ -47,6 +47,8 @@ public struct BenchReport: Codable, Sendable {
     public var nodeMemoryBeforeBytes: Int?
     public var drops: [String: Double] = [:]
     public var generatorCPUSeconds = 0.0
+    /// Subscribers replaced while measuring (churn).
+    public var churned = 0
     /// The host's raw UDP send capacity per core at this run's mean packet size (`Baseline`).
     public var baseline: Baseline.Result?
 
@@ -82,7 +84,8 @@ public struct BenchReport: Codable, Sendable {
     public var text: String {
         var l: [String] = []
         l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension")")
-        l.append(String(format: "connected        %d / %d participants; join %@ ms", connected, participants, joinMilliseconds.text))
+        l.append(String(format: "connected        %d / %d participants; join %@ ms%@", connected, participants, joinMilliseconds.text,
+                        churned > 0 ? String(format: "; %d subscribers replaced while measuring", churned) : ""))
         l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)",
                         packetsInPerSecond, packetsOutPerSecond, bitsOutPerSecond / 1e6, downstreamKbpsPerSubscriber))
         l.append(String(format: "node CPU         %.2f cores; %@ s per million forwarded packets; %@ packets out per core-second",

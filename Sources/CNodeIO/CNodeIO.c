@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static socklen_t to_sockaddr(const sfu_address *a, struct sockaddr_storage *s) {
@@ -79,6 +80,46 @@ int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *le
         // A datagram larger than the buffer is truncated: report it as too long so the caller drops it.
         lengths[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? buffer_size + 1 : (int)msgs[i].msg_len;
         from_sockaddr(&addrs[i], &sources[i]);
+    }
+    return n;
+}
+
+int sfu_udp_enable_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0 ? 0 : -errno;
+}
+
+int sfu_udp_recv_batch_timestamped(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources,
+                                   int64_t *timestamps, int count) {
+    if (count > SFU_MAX_BATCH) count = SFU_MAX_BATCH;
+    struct mmsghdr msgs[SFU_MAX_BATCH];
+    struct iovec iov[SFU_MAX_BATCH];
+    struct sockaddr_storage addrs[SFU_MAX_BATCH];
+    union { char buf[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control[SFU_MAX_BATCH];
+    memset(msgs, 0, sizeof(struct mmsghdr) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        iov[i].iov_base = buffers[i];
+        iov[i].iov_len = (size_t)buffer_size;
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &addrs[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
+        msgs[i].msg_hdr.msg_control = control[i].buf;
+        msgs[i].msg_hdr.msg_controllen = sizeof control[i].buf;
+    }
+    int n = recvmmsg(fd, msgs, (unsigned)count, MSG_DONTWAIT, NULL);
+    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        lengths[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? buffer_size + 1 : (int)msgs[i].msg_len;
+        from_sockaddr(&addrs[i], &sources[i]);
+        timestamps[i] = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c != NULL; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec ts;
+                memcpy(&ts, CMSG_DATA(c), sizeof ts);
+                timestamps[i] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+            }
+        }
     }
     return n;
 }

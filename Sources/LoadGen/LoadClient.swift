@@ -69,6 +69,7 @@ public final class LoadClient {
 
     public init(certificate: DTLSCertificate, profile: Profile) throws {
         socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 4 << 20)
+        if !profile.publishes { try socket.enableReceiveTimestamps() }  // latency from kernel arrival, not from polling
         self.certificate = certificate
         self.profile = profile
         writer = RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
@@ -183,7 +184,7 @@ public final class LoadClient {
                 return
             }
             if let onMedia {
-                onMedia(buffer, length, now)
+                onMedia(buffer, length, batch.arrival(i) ?? now)
             } else if case .success(let n) = rx.unprotectRTP(buffer, length: length) {
                 mediaPacketsReceived += 1
                 mediaBytesReceived += n

@@ -1,4 +1,5 @@
 import CNodeIO
+import Foundation
 import SFU
 import WebRTCEdge
 
@@ -56,13 +57,26 @@ public final class UDPSocket {
     /// Receives what is waiting, up to the batch's capacity, without blocking. Returns how many.
     @discardableResult
     public func receive(into batch: ReceiveBatch) throws(Failure) -> Int {
-        let n = sfu_udp_recv_batch(fd, batch.buffers, Int32(batch.bufferSize), batch.lengths, batch.sources, Int32(batch.capacity))
+        let n = timestamps
+            ? sfu_udp_recv_batch_timestamped(fd, batch.buffers, Int32(batch.bufferSize), batch.lengths, batch.sources, batch.timestamps, Int32(batch.capacity))
+            : sfu_udp_recv_batch(fd, batch.buffers, Int32(batch.bufferSize), batch.lengths, batch.sources, Int32(batch.capacity))
+        batch.stamped = timestamps
         guard n >= 0 else { throw Failure(operation: "recvmmsg", errno: -n) }
         batch.count = Int(n)
         datagramsReceived &+= UInt64(n)
         for i in 0..<Int(n) { bytesReceived &+= UInt64(batch.lengths[i]) }
         return Int(n)
     }
+
+    /// Kernel receive times for every datagram from now on (`ReceiveBatch.arrival`): what the load generator
+    /// measures latency with, free of its own polling delay.
+    public func enableReceiveTimestamps() throws(Failure) {
+        let r = sfu_udp_enable_timestamps(fd)
+        guard r == 0 else { throw Failure(operation: "setsockopt SO_TIMESTAMPNS", errno: -r) }
+        timestamps = true
+    }
+
+    private var timestamps = false
 
     /// Sends the engine's datagrams: each to the address its connection resolves to. With `gso`, runs of
     /// datagrams to one destination whose sizes are equal (the last may be shorter) go out as one UDP GSO
@@ -177,6 +191,9 @@ public final class ReceiveBatch {
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
     let lengths: UnsafeMutablePointer<Int32>
     let sources: UnsafeMutablePointer<sfu_address>
+    let timestamps: UnsafeMutablePointer<Int64>
+    /// Whether the last receive read kernel stamps.
+    var stamped = false
     public internal(set) var count = 0
 
     /// `bufferSize` leaves room past a full-MTU datagram for SRTP's in-place work.
@@ -187,6 +204,8 @@ public final class ReceiveBatch {
         buffers = .allocate(capacity: capacity)
         lengths = .allocate(capacity: capacity)
         sources = .allocate(capacity: capacity)
+        timestamps = .allocate(capacity: capacity)
+        timestamps.initialize(repeating: 0, count: capacity)
         for i in 0..<capacity { buffers[i] = storage.baseAddress!.advanced(by: i * bufferSize).assumingMemoryBound(to: UInt8.self) }
     }
 
@@ -195,7 +214,22 @@ public final class ReceiveBatch {
         buffers.deallocate()
         lengths.deallocate()
         sources.deallocate()
+        timestamps.deallocate()
     }
+
+    /// When the kernel received datagram `i`, on the monotonic clock (`MonoClock`), if the socket stamps.
+    public func arrival(_ i: Int) -> MonoTime? {
+        let realtime = timestamps[i]
+        return !stamped || realtime == 0 ? nil : MonoTime(nanoseconds: realtime - Self.realtimeMinusMonotonic)
+    }
+
+    /// CLOCK_REALTIME - CLOCK_MONOTONIC, read once: kernel stamps are on the first, the engine on the second.
+    static let realtimeMinusMonotonic: Int64 = {
+        var r = timespec(), m = timespec()
+        clock_gettime(CLOCK_REALTIME, &r)
+        clock_gettime(CLOCK_MONOTONIC, &m)
+        return (Int64(r.tv_sec) - Int64(m.tv_sec)) * 1_000_000_000 + Int64(r.tv_nsec) - Int64(m.tv_nsec)
+    }()
 
     /// The whole buffer of datagram `i` (for in-place decryption) and its length; a length above the buffer
     /// size means the datagram was truncated and must be dropped.

@@ -19,6 +19,14 @@ void sfu_udp_close(int fd);
 /// sources filled in. Returns how many, 0 when none is waiting, or -errno.
 int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count);
 
+/// The same, also reading each datagram's kernel receive time (CLOCK_REALTIME, ns; 0 when absent) into
+/// `timestamps`: needs sfu_udp_enable_timestamps on the socket.
+int sfu_udp_recv_batch_timestamped(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources,
+                                   int64_t *timestamps, int count);
+
+/// Asks the kernel to stamp each received datagram (SO_TIMESTAMPNS). Returns 0 or -errno.
+int sfu_udp_enable_timestamps(int fd);
+
 /// sendmmsg of `count` datagrams; returns how many the kernel took, or -errno.
 int sfu_udp_send_batch(int fd, const uint8_t *const *buffers, const int *lengths, const sfu_address *destinations, int count);
 

@@ -38,6 +38,10 @@ public struct Bench {
         var joinedAfter: Double?
         var packetizer = VP8Packetizer(pictureID: UInt16.random(in: 0...0x7FFF))
         var videoFrame = 0
+        /// When this publisher sends its next audio and video frame: publishers are spread over the frame
+        /// interval, as independent clients are, instead of all sending at the same instant.
+        var nextAudio = MonoTime.zero
+        var nextVideo = MonoTime.zero
         let receiver: ReceiverStats?
 
         init(room: Int, index: Int, id: String, client: LoadClient, receiver: ReceiverStats?) {
@@ -134,8 +138,14 @@ public struct Bench {
         let start = MonoClock.now()
         let wallStart = Date().timeIntervalSince1970
         var nextJoin = 0
-        var audioTick = start, videoTick = start, rembTick = start
+        var rembTick = start
         let publishers = members.filter { $0.client.publishes }
+        let videoInterval = MonoTime.Interval(nanoseconds: 1_000_000_000 / Int64(plan.fps))
+        for (k, m) in publishers.enumerated() {
+            let phase = Double(k) / Double(max(1, publishers.count))
+            m.nextAudio = start + .seconds(0.02 * phase)
+            m.nextVideo = start + .seconds(videoInterval.seconds * phase)
+        }
         /// Every subscriber that took part (churned ones stay, for their counts).
         var subscribers = members.filter { !$0.client.publishes }
         var nextSubscriberIndex = plan.subscribers
@@ -158,22 +168,22 @@ public struct Bench {
                     try m.client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
                 }
                 var busy = false
-                if now >= audioTick {
-                    audioTick = audioTick + .milliseconds(20)
+                let turn = Int(Double((now - start).milliseconds) / 1000 / plan.turnSeconds)
+                for m in publishers where now >= m.nextAudio {
+                    m.nextAudio = m.nextAudio + .milliseconds(20)
+                    guard m.client.state == .connected else { continue }
                     let frame = Int((now - start).milliseconds / 20)
-                    let turn = Int(Double((now - start).milliseconds) / 1000 / plan.turnSeconds)
-                    for m in publishers where m.client.state == .connected {
-                        let talking = plan.speakers > 0 && m.index < plan.speakers && (turn + m.room) % plan.speakers == m.index
-                        let i = frame % (talking ? media.speech.count : media.silence.count)
-                        let opus = talking ? media.speech[i] : media.silence[i]
-                        let level = talking ? media.speechLevels[min(i, media.speechLevels.count - 1)] : 110
-                        m.client.sendAudio(BenchStamp.opus(opus, sentAt: UInt64(MonoClock.now().nanoseconds), publisher: UInt16(m.index)), level: level)
-                    }
+                    let talking = plan.speakers > 0 && m.index < plan.speakers && (turn + m.room) % plan.speakers == m.index
+                    let i = frame % (talking ? media.speech.count : media.silence.count)
+                    let opus = talking ? media.speech[i] : media.silence[i]
+                    let level = talking ? media.speechLevels[min(i, media.speechLevels.count - 1)] : 110
+                    m.client.sendAudio(BenchStamp.opus(opus, sentAt: UInt64(MonoClock.now().nanoseconds), publisher: UInt16(m.index)), level: level)
                     busy = true
                 }
-                if plan.video, now >= videoTick {
-                    videoTick = videoTick + MonoTime.Interval(nanoseconds: 1_000_000_000 / Int64(plan.fps))
-                    for m in publishers where m.client.state == .connected {
+                if plan.video {
+                    for m in publishers where now >= m.nextVideo {
+                        m.nextVideo = m.nextVideo + videoInterval
+                        guard m.client.state == .connected else { continue }
                         if m.client.keyframeRequested { m.videoFrame = 0; m.client.keyframeRequested = false }
                         let frame = media.video[m.videoFrame % media.video.count]
                         m.videoFrame += 1
@@ -181,8 +191,8 @@ public struct Bench {
                         let sentAt = UInt64(MonoClock.now().nanoseconds)
                         let payloads = m.packetizer.packetize(frame).map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) }
                         m.client.sendVideo(payloads, samples: UInt32(90_000 / plan.fps))
+                        busy = true
                     }
-                    busy = true
                 }
                 if now >= nextChurn {
                     // Churn: a random connected subscriber leaves, a new one joins its room.

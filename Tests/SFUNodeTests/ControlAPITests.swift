@@ -246,6 +246,7 @@ import WebRTCEdge
         #expect(r[27].status == 403 && r[27].result == 5116)
         #expect(r[28].status == 404)
         #expect(r[29].status == 200 && (r[29].json["participants"] as? [[String: Any]])?.count == 3)
+        #expect(r[29].json["drops"] is [String: Any] && r[29].json["packets_forwarded"] as? Int == 0)
         #expect(r[30].status == 404 && r[30].result == 6008)
         #expect(r[31].status == 404 && r[31].result == 6008)
         #expect(r[32].status == 404 && r[32].result == 6008)

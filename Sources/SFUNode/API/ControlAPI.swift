@@ -65,8 +65,12 @@ public enum ControlAPI {
             return ok([:])
         }
         router.get("/v1/rooms/:room/stats") { _, context in
-            let stats = try await node.withRoom(try room(context)) { room, _ in room.stats() }
-            return ok(["participants": stats.map(json)])
+            let (stats, counters) = try await node.withRoom(try room(context)) { room, _ in (room.stats(), room.counters) }
+            return ok([
+                "participants": stats.map(json),
+                "packets_received": counters.packetsIn, "packets_forwarded": counters.packetsOut,
+                "drops": Dictionary(uniqueKeysWithValues: counters.drops.nonZero.map { ($0.0.description, $0.1) }),
+            ])
         }
 
         router.post("/v1/rooms/:room/participants") { request, context in

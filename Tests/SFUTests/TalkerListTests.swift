@@ -78,6 +78,24 @@ import Testing
         #expect(feed(400, sent: 600, at: 6)?.numberOfVideos == 0, "a real drop still lowers the count after 1 s")
     }
 
+    @Test func aBrowsersClimbingEstimateKeepsOneVideoUntilItLevelsOff() {
+        // Chromium: first REMB ~170 kbps, +8 %/s while it receives ~420 kbps of video; S = R = 300 kbps.
+        var p = VideoCountPolicy(parameters: .forRealReceivers, initial: 1)
+        var b = 170.0
+        for s in 0..<14 {
+            #expect(p.update(estimateKbps: Int(b), streamKbps: 300, audioKbps: 40, maxVideos: 4, sentKbps: 420,
+                             now: .milliseconds(Int64(s) * 1000)) == nil, "second \(s): \(Int(b)) kbps")
+            b *= 1.08
+        }
+        #expect(p.numberOfVideos == 1, "still climbing past 8 s: not settled, one video kept")
+        // Levelled off at ~1.5 x what it receives: one video fits, and it stays.
+        for s in 14..<24 { _ = p.update(estimateKbps: 640, streamKbps: 300, audioKbps: 40, maxVideos: 4, sentKbps: 420, now: .milliseconds(Int64(s) * 1000)) }
+        #expect(p.numberOfVideos == 1)
+        // Then real congestion: far below what is sent.
+        _ = p.update(estimateKbps: 150, streamKbps: 300, audioKbps: 40, maxVideos: 4, sentKbps: 420, now: .milliseconds(25_000))
+        #expect(p.numberOfVideos == 0)
+    }
+
     @Test func collapseDropsAtOnce() {
         var p = VideoCountPolicy(initial: 1)
         _ = p.update(estimateKbps: 240, streamKbps: 80, audioKbps: 80, maxVideos: 6, now: .zero)

@@ -10,9 +10,10 @@
 ///
 /// Two guards keep real receivers' estimates from taking video away for the wrong reason, because
 /// receiver-side estimators (libwebrtc's REMB) report what they have seen, not what the link could carry:
-/// - `settlePeriod` after the first estimate, n is not lowered below 1 ("start at n = 1 until the estimate
-///   settles", `media-core.md`): Chromium's first REMB is ~170 kbps whatever its link, and rises only while
-///   it receives video;
+/// - until the estimate settles, n is not lowered below 1 ("start at n = 1 until the estimate settles",
+///   `media-core.md`): Chromium's first REMB is ~170 kbps whatever its link and then climbs ~8 %/s, and
+///   only while it receives video. Settled = at least `settlePeriod` since the first estimate and no rise of
+///   `settleRise` within `settleQuiet` (or `settleLimit` in all);
 /// - after that, an estimate between `cappedLow` and `cappedHigh` x what the node sends the subscriber
 ///   (`sentKbps`, plus 20 kbps) never lowers n: libwebrtc caps its estimate at 1.5 x the received rate + 10
 ///   kbps, so such a figure says "I take what you send", not what the link would carry. Congestion shows as
@@ -27,6 +28,9 @@ public struct VideoCountPolicy: Sendable {
         public var upMargin = 1.15
         public var emergencyFraction = 0.5
         public var settlePeriod = MonoTime.Interval(nanoseconds: 0)
+        public var settleQuiet = MonoTime.Interval.seconds(3)
+        public var settleRise = 0.03
+        public var settleLimit = MonoTime.Interval.seconds(60)
         public var cappedLow = 0.95
         public var cappedHigh = 1.6
         public init() {}
@@ -49,6 +53,9 @@ public struct VideoCountPolicy: Sendable {
     public private(set) var numberOfVideos: Int
     private var settled = false
     private var firstEstimateAt: MonoTime?
+    /// The last estimate that rose by `settleRise` over the one before it, and when.
+    private var lastRise: (at: MonoTime, kbps: Int)?
+    private var estimateSettled = false
     private var lastChange: MonoTime?
     private var downSince: MonoTime?
     private var upSince: MonoTime?
@@ -70,7 +77,16 @@ public struct VideoCountPolicy: Sendable {
         let n = numberOfVideos
         let firstAt = firstEstimateAt ?? now
         firstEstimateAt = firstAt
-        let settling = now - firstAt < parameters.settlePeriod
+        if let rise = lastRise {
+            if Double(b) > Double(rise.kbps) * (1 + parameters.settleRise) { lastRise = (now, b) }
+        } else {
+            lastRise = (now, b)
+        }
+        if !estimateSettled, now - firstAt >= parameters.settlePeriod,
+           now - lastRise!.at >= parameters.settleQuiet || now - firstAt >= parameters.settleLimit {
+            estimateSettled = true
+        }
+        let settling = parameters.settlePeriod.nanoseconds > 0 && !estimateSettled
         let capped = sentKbps.map { Double(b) >= parameters.cappedLow * Double($0) && Double(b) <= parameters.cappedHigh * Double($0) + 20 } ?? false
         let appLimited = settling || capped
         if appLimited { fit = max(fit, min(settling ? 1 : n, n, maxVideos)) }

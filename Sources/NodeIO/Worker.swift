@@ -158,6 +158,7 @@ public final class Worker: @unchecked Sendable {
     public func start() {
         let t = Thread { [self] in
             Thread.current.name = "sfu-worker-\(index)"  // set from the thread itself so the OS sees it
+            loopThread.withLock { $0 = pthread_self() }
             loop()
         }
         thread = t
@@ -172,6 +173,13 @@ public final class Worker: @unchecked Sendable {
         finished.wait()
         thread = nil
     }
+
+    /// Whether the caller runs on this worker's thread (where commands and the media path run).
+    public var isWorkerThread: Bool {
+        loopThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    private let loopThread = Mutex<pthread_t?>(nil)
 
     /// Runs `body` on the worker thread and returns its result to the caller.
     public func perform<T: Sendable>(_ body: @escaping @Sendable (WorkerContext) throws -> T) async throws -> T {

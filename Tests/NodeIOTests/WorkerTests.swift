@@ -124,8 +124,8 @@ final class UDPClient {
         let worker = try Worker(index: 3, socket: socket, certificate: Self.cert)
         worker.start()
         defer { worker.stop() }
-        let name = try worker.performAndWait { _ in Thread.current.name ?? "" }
-        #expect(name == "sfu-worker-3")
+        #expect(try worker.performAndWait { _ in worker.isWorkerThread })
+        #expect(!worker.isWorkerThread)
         #expect(throws: RoomError.self) {
             try worker.performAndWait { ctx in _ = try Room(name: "bad", configuration: { var c = RoomConfiguration(); c.maxActiveTalkers = 99; return c }(), now: ctx.now) }
         }

@@ -107,5 +107,9 @@ import Testing
         h.run([a, b], from: 2, seconds: 2)
         #expect(h.audio(to: b.member, from: a).isEmpty)
         #expect(h.room.counters.drops[.hardMuted] >= 90)
+        let stats = h.room.stats()
+        #expect(stats.first { $0.participant == "A" }?.drops[.hardMuted] == h.room.counters.drops[.hardMuted],
+                "the stats name whose packets were dropped")
+        #expect(stats.first { $0.participant == "B" }?.drops[.hardMuted] == nil)
     }
 }

@@ -2,6 +2,12 @@
 extension Room {
     func drop(_ reason: DropReason) { counters.drops.count(reason) }
 
+    /// A drop of something `conn` sent: counted for the room and for the connection's participant.
+    func drop(_ reason: DropReason, _ conn: Connection) {
+        counters.drops.count(reason)
+        conn.drops.count(reason)
+    }
+
     /// Handles one datagram (RTP or RTCP, RFC 5761 multiplexed) from a connection. The datagram is decrypted
     /// in place in `buffer`. Anything wrong with it becomes a counted drop.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from id: ConnectionID,
@@ -12,38 +18,38 @@ extension Room {
         guard let conn = connections[id] else { return drop(.unknownConnection) }
         let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         if isRTCP(packet) { return receiveRTCP(buffer, length: length, conn: conn, now: now, into: out) }
-        guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated) }
+        guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated, conn) }
         let known = conn.tracksBySSRC[ssrc]
-        guard let route = known ?? midBinding(packet, conn: conn), let track = tracks[route.track] else { return drop(.unknownSSRC) }
-        guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
+        guard let route = known ?? midBinding(packet, conn: conn), let track = tracks[route.track] else { return drop(.unknownSSRC, conn) }
+        guard let srtp = conn.inbound else { return drop(.noSRTPContext, conn) }
         // Decrypt even what policy will drop: the SRTP rollover counter must follow every packet, or the first
         // packet after a long hard mute fails to authenticate (media-core.md section 6).
         let plainLength: Int
         switch srtp.unprotectRTP(buffer, length: length) {
         case .success(let n): plainLength = n
-        case .failure(let r): return drop(r)
+        case .failure(let r): return drop(r, conn)
         }
         let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
         if known == nil { bind(ssrc, to: route, conn: conn) }  // learned only once the packet authenticated
         let header: RTPHeader
         switch RTPHeader.parse(plain) {
         case .success(let h): header = h
-        case .failure(let r): return drop(r)
+        case .failure(let r): return drop(r, conn)
         }
-        guard let owner = participants[track.owner] else { return drop(.unknownSSRC) }
-        if let refused = refusal(owner, track.kind) { return drop(refused) }
-        if route.rtx { return drop(.rtxUnsupported) }
-        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload) }
+        guard let owner = participants[track.owner] else { return drop(.unknownSSRC, conn) }
+        if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
+        if route.rtx { return drop(.rtxUnsupported, conn) }
+        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
         let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
         let ext = track.unwrapper.unwrap(header.sequenceNumber)
         noteReception(track, header: header, extendedSequence: ext, now: now)
         if track.kind == .audio {
-            guard case .success(let opus) = OpusPacketInfo.parse(payload) else { return drop(.badCodecPayload) }
+            guard case .success(let opus) = OpusPacketInfo.parse(payload) else { return drop(.badCodecPayload, conn) }
             measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload,
                          extendedSequence: ext, now: now)
             forward(track, plain: plain, header: header, vp8: nil, extendedSequence: ext, now: now, into: out)
         } else {
-            guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload) }
+            guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload, conn) }
             track.history?.store(extendedSequence: ext, packet: plain)
             if vp8.isKeyframeStart { track.keyframes.keyframeArrived() }
             if !track.live {

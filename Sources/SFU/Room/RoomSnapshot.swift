@@ -43,6 +43,8 @@ public struct ParticipantStats: Sendable, Equatable {
     public var bandwidthEstimateBps: UInt64?
     public var numberOfVideos: Int?
     public var slots: [SlotStats]
+    /// What the room dropped of this participant's input, by reason (`hard_muted`, `no_floor`, ...).
+    public var drops: [DropReason: UInt64] = [:]
 }
 
 extension Room {
@@ -76,7 +78,9 @@ extension Room {
                                                participant: $0.assigned.flatMap { participants[$0]?.id }, packetsSent: $0.packetsSent,
                                                bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
                                                fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds)
-                })
+                },
+                drops: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.compactMap { connections[$0] }
+                    .reduce(into: [:]) { acc, c in for (r, n) in c.drops.nonZero { acc[r, default: 0] += n } })
         }
     }
 }

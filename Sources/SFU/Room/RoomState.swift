@@ -153,6 +153,8 @@ final class Connection {
     let participant: Int
     var inbound: SRTPSession?
     var outbound: SRTPSession?
+    /// What this connection sent that the room dropped (its participant's share of `RoomCounters.drops`).
+    var drops = DropCounters()
     /// Inbound SSRC -> (track, is RTX).
     var tracksBySSRC: [UInt32: (track: Int, rtx: Bool)] = [:]
     /// Slot SSRC -> slot, for the subscriber's feedback.

@@ -272,6 +272,7 @@ public enum ControlAPI {
         [
             "participant": s.participant, "packets_received": s.packetsReceived, "bytes_received": s.bytesReceived,
             "bandwidth_estimate": s.bandwidthEstimateBps as Any? ?? NSNull(), "number_of_videos": s.numberOfVideos as Any? ?? NSNull(),
+            "drops": Dictionary(uniqueKeysWithValues: s.drops.map { ($0.key.description, $0.value) }),
             "slots": s.slots.map { t in
                 [
                     "mid": t.mid, "kind": t.kind.rawValue, "participant": t.participant as Any? ?? NSNull(), "packets": t.packetsSent,

@@ -57,7 +57,7 @@ final class UDPClient {
     }
 }
 
-@Suite(.serialized) struct WorkerTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WorkerTests {
     static let cert = try! DTLSCertificate()
 
     func admit(_ worker: Worker, _ id: String, offer: String, publish: Bool) throws -> String {

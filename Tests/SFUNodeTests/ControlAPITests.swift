@@ -7,7 +7,7 @@ import SFUNode
 import Testing
 import WebRTCEdge
 
-@Suite(.serialized) struct ControlAPITests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ControlAPITests {
     static func node(key: String? = nil) throws -> Node {
         var c = NodeConfiguration()
         c.workers = 1

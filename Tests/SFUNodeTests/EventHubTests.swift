@@ -4,7 +4,7 @@ import SFU
 @testable import SFUNode
 import Testing
 
-@Suite struct EventHubTests {
+@Suite(.timeLimit(.minutes(1))) struct EventHubTests {
     static func event(_ room: String, _ e: RoomEvent, at time: Int64 = 1_700_000_000_000) -> StampedEvent {
         StampedEvent(room: room, event: e, unixMilliseconds: time)
     }

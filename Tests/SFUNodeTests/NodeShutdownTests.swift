@@ -4,7 +4,7 @@ import SFUNode
 import Testing
 import WebRTCEdge
 
-@Suite struct NodeShutdownTests {
+@Suite(.timeLimit(.minutes(1))) struct NodeShutdownTests {
     @Test func stoppingTheNodeTellsEveryConsumerWhoLeftAndWhichRoomsWentThenEndsTheStream() async throws {
         var c = NodeConfiguration()
         c.workers = 2

@@ -6,7 +6,7 @@ import Testing
 
 /// `docs/openapi.yaml` is what integrators read: every documented operation must exist, and every route the
 /// node serves must be documented.
-@Suite(.serialized) struct OpenAPIDocumentTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct OpenAPIDocumentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// (METHOD, path with {params}) from the document's `paths`.

@@ -37,7 +37,7 @@ final class WireClient {
     }
 }
 
-@Suite(.serialized) struct EdgeToRoomTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct EdgeToRoomTests {
     let edge = WorkerEdge(certificate: try! DTLSCertificate(), candidates: [TransportAddress("127.0.0.1:10000")!])
     let room = try! Room(name: "r", now: .zero)
     let batch = DatagramBatch()

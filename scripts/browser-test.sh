@@ -8,11 +8,8 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 sfu=${1:-.build/debug/sfu}
 swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
-venv=.venv-interop
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import websocket" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --only-binary=:all: aiortc websockets websocket-client
-fi
+source scripts/netns.sh
+peer_venv
 work=$(mktemp -d)
 espeak-ng -w "$work/raw.wav" "Good morning everyone. This is Alice, and I will keep talking about the plan for the release, the tests we ran and the numbers we measured. It went well, and there is more to say about the next steps, the open questions and the risks we see."
 sox "$work/raw.wav" -r 48000 -c 1 "$work/speech.wav"
@@ -22,22 +19,9 @@ sox -n -r 48000 -c 1 "$work/silence.wav" trim 0 120
 sox "$work/raw2.wav" -r 48000 -c 1 "$work/speech2.wav"
 sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/late.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
-ns=sfu-browser-$$
-ip netns add "$ns"
-cleanup() {
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill -TERM 2>/dev/null || true
-  sleep 1
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-  ip netns del "$ns" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns exec "$ns" ip link set lo up
+private_netns sfu-browser-$$ "$work"
 ip netns exec "$ns" "$sfu" demo --set workers=1 > "$work/demo.log" 2>&1 &
-for _ in $(seq 1 50); do
-  ip netns exec "$ns" curl -sf http://127.0.0.1:8000/ > /dev/null 2>&1 && break
-  sleep 0.2
-done
+wait_in_netns http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, lecture floor"
 mkdir -p docs
 if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.py \

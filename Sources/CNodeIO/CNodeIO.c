@@ -60,30 +60,6 @@ void sfu_udp_close(int fd) { if (fd >= 0) close(fd); }
 
 #define SFU_MAX_BATCH 256
 
-int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count) {
-    if (count > SFU_MAX_BATCH) count = SFU_MAX_BATCH;
-    struct mmsghdr msgs[SFU_MAX_BATCH];
-    struct iovec iov[SFU_MAX_BATCH];
-    struct sockaddr_storage addrs[SFU_MAX_BATCH];
-    memset(msgs, 0, sizeof(struct mmsghdr) * (size_t)count);
-    for (int i = 0; i < count; i++) {
-        iov[i].iov_base = buffers[i];
-        iov[i].iov_len = (size_t)buffer_size;
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-        msgs[i].msg_hdr.msg_name = &addrs[i];
-        msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
-    }
-    int n = recvmmsg(fd, msgs, (unsigned)count, MSG_DONTWAIT, NULL);
-    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
-    for (int i = 0; i < n; i++) {
-        // A datagram larger than the buffer is truncated: report it as too long so the caller drops it.
-        lengths[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? buffer_size + 1 : (int)msgs[i].msg_len;
-        from_sockaddr(&addrs[i], &sources[i]);
-    }
-    return n;
-}
-
 int sfu_udp_enable_timestamps(int fd) {
     int on = 1;
     return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0 ? 0 : -errno;
@@ -104,14 +80,18 @@ int sfu_udp_recv_batch_timestamped(int fd, uint8_t *const *buffers, int buffer_s
         msgs[i].msg_hdr.msg_iovlen = 1;
         msgs[i].msg_hdr.msg_name = &addrs[i];
         msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
-        msgs[i].msg_hdr.msg_control = control[i].buf;
-        msgs[i].msg_hdr.msg_controllen = sizeof control[i].buf;
+        if (timestamps) {
+            msgs[i].msg_hdr.msg_control = control[i].buf;
+            msgs[i].msg_hdr.msg_controllen = sizeof control[i].buf;
+        }
     }
     int n = recvmmsg(fd, msgs, (unsigned)count, MSG_DONTWAIT, NULL);
     if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
     for (int i = 0; i < n; i++) {
+        // A datagram larger than the buffer is truncated: report it as too long so the caller drops it.
         lengths[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? buffer_size + 1 : (int)msgs[i].msg_len;
         from_sockaddr(&addrs[i], &sources[i]);
+        if (!timestamps) continue;
         timestamps[i] = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c != NULL; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
             if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
@@ -122,6 +102,10 @@ int sfu_udp_recv_batch_timestamped(int fd, uint8_t *const *buffers, int buffer_s
         }
     }
     return n;
+}
+
+int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count) {
+    return sfu_udp_recv_batch_timestamped(fd, buffers, buffer_size, lengths, sources, NULL, count);
 }
 
 int sfu_udp_send_batch(int fd, const uint8_t *const *buffers, const int *lengths, const sfu_address *destinations, int count) {

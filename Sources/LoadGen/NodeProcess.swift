@@ -36,8 +36,8 @@ public final class NodeProcess: @unchecked Sendable {
         throw LoadError("the node did not answer on \(base)")
     }
 
-    /// SIGTERM, then waits up to `timeout`; returns how it ended.
-    public func stop(timeout: Double = 10) async -> String {
+    /// SIGTERM, then waits up to `timeout`; returns what went wrong, or nil when it exited with status 0.
+    public func stop(timeout: Double = 10) async -> String? {
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
@@ -45,8 +45,9 @@ public final class NodeProcess: @unchecked Sendable {
             process.terminate()
             return "did not stop within \(Int(timeout)) s of SIGTERM"
         }
-        return process.terminationStatus == 0 ? "stopped cleanly" : "exited with status \(process.terminationStatus)"
+        return process.terminationStatus == 0 ? nil : "exited with status \(process.terminationStatus)"
     }
+
 
     /// A port nothing listens on now.
     static func freePort() throws -> UInt16 {

@@ -69,7 +69,7 @@ struct BenchCommand: AsyncParsableCommand {
             var bench = try Bench(plan: p, api: api, nodePID: nodePID, media: media)
             bench.baselineRSS = nodePID.flatMap(ProcessProbe.residentBytes(pid:))
             var report = try await bench.run { print($0) }
-            if let node { print("node: \(await node.stop())") }
+            if let node { print("node: \(await node.stop() ?? "stopped cleanly")") }
             if baselineSeconds > 0, report.meanPacketBytes > 0 {
                 report.baseline = try Baseline.measure(packetSize: report.meanPacketBytes, seconds: baselineSeconds)
             }

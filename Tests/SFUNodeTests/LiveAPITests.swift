@@ -125,10 +125,16 @@ import WebRTCEdge
             // Garbage from an address the node never validated: counted, never decrypted.
             let garbage = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
             for i in 0..<5 { garbage.send([0x80, 0x60, 0, UInt8(i)] + [UInt8](repeating: 7, count: 40), to: node.workers[0].socket.local) }
-            try await Task.sleep(for: .milliseconds(200))
-            let r = try await client.execute(uri: "/metrics", method: .get)
-            #expect(r.headers[.contentType]?.hasPrefix("text/plain") == true)
-            return String(buffer: r.body)
+            // The worker reads the datagrams when it gets to them: scrape until they are counted (or give up).
+            var text = ""
+            for _ in 0..<100 {
+                let r = try await client.execute(uri: "/metrics", method: .get)
+                #expect(r.headers[.contentType]?.hasPrefix("text/plain") == true)
+                text = String(buffer: r.body)
+                if text.contains(#"sfu_udp_datagrams_received_total{worker="0"} 5"#) { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return text
         }
         func value(_ series: String) -> Double? {
             text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last!) }

@@ -20,7 +20,7 @@ void sfu_udp_close(int fd);
 int sfu_udp_recv_batch(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources, int count);
 
 /// The same, also reading each datagram's kernel receive time (CLOCK_REALTIME, ns; 0 when absent) into
-/// `timestamps`: needs sfu_udp_enable_timestamps on the socket.
+/// `timestamps` (NULL: none, as sfu_udp_recv_batch): needs sfu_udp_enable_timestamps on the socket.
 int sfu_udp_recv_batch_timestamped(int fd, uint8_t *const *buffers, int buffer_size, int *lengths, sfu_address *sources,
                                    int64_t *timestamps, int count);
 

@@ -15,11 +15,11 @@ import Synchronization
 public final class NodeMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
+    /// The swift-metrics objects by series (name and labels), with the worker total each counter last saw.
     private struct Series {
-        var counters: [String: CoreMetrics.Counter] = [:]
+        var counters: [String: (counter: CoreMetrics.Counter, last: UInt64)] = [:]
         var gauges: [String: CoreMetrics.Gauge] = [:]
-        var busy: [String: (CoreMetrics.FloatingPointCounter, Double)] = [:]
-        var last: [String: UInt64] = [:]
+        var busy: [String: (counter: CoreMetrics.FloatingPointCounter, last: Double)] = [:]
     }
     private let series = Mutex(Series())
 
@@ -39,32 +39,26 @@ public final class NodeMetrics: Sendable {
 
     func update(_ workers: [WorkerMetrics], consumers: Int) {
         series.withLock { s in
+            func key(_ name: String, _ labels: [(String, String)]) -> String { name + labels.map { "|\($0.0)=\($0.1)" }.joined() }
+            /// Moves a worker total into its counter: the difference since the last scrape.
             func count(_ name: String, _ labels: [(String, String)], _ total: UInt64) {
-                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
-                let counter = s.counters[key] ?? {
-                    let c = CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
-                    s.counters[key] = c
-                    return c
-                }()
-                let previous = s.last[key] ?? 0
-                if total > previous { counter.increment(by: Int64(clamping: total - previous)) }
-                s.last[key] = max(previous, total)
+                let k = key(name, labels)
+                let (counter, last) = s.counters[k] ?? (CoreMetrics.Counter(label: name, dimensions: labels, factory: factory), 0)
+                if total > last { counter.increment(by: Int64(clamping: total - last)) }
+                s.counters[k] = (counter, max(last, total))
             }
             func gauge(_ name: String, _ labels: [(String, String)], _ value: Double) {
-                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
-                let g = s.gauges[key] ?? {
-                    let g = CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
-                    s.gauges[key] = g
-                    return g
-                }()
+                let k = key(name, labels)
+                let g = s.gauges[k] ?? CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
+                s.gauges[k] = g
                 g.record(value)
             }
             /// Seconds the worker thread worked (not waiting on its socket): its load is this counter's rate.
             func busy(_ labels: [(String, String)], _ total: Double) {
-                let key = labels.map { "\($0.0)=\($0.1)" }.joined()
-                let (c, previous) = s.busy[key] ?? (CoreMetrics.FloatingPointCounter(label: "sfu_worker_busy_seconds_total", dimensions: labels, factory: factory), 0)
-                if total > previous { c.increment(by: total - previous) }
-                s.busy[key] = (c, max(previous, total))
+                let name = "sfu_worker_busy_seconds_total", k = key(name, labels)
+                let (counter, last) = s.busy[k] ?? (CoreMetrics.FloatingPointCounter(label: name, dimensions: labels, factory: factory), 0)
+                if total > last { counter.increment(by: total - last) }
+                s.busy[k] = (counter, max(last, total))
             }
             for m in workers {
                 let w = [("worker", String(m.worker))]

@@ -7,9 +7,9 @@ extension ControlAPI {
     /// `GET /v1/events[?room=<room>][&since=<seq>]`, upgraded to a WebSocket: one text message per event (see
     /// `EventHub`). What the consumer sends is read and ignored; closing either side ends the stream.
     ///
-    /// A bad query is answered after the upgrade, with a close frame (1008, policy violation) whose reason
-    /// names the parameter: the WebSocket layer answers a refused upgrade with a bare 400, which would not
-    /// say what was wrong.
+    /// A bad query is answered after the upgrade, with an `error` message (`result`, `msg` naming the
+    /// parameter) and a close frame (1008, policy violation): the WebSocket layer answers a refused upgrade
+    /// with a bare 400, which would not say what was wrong.
     static func addEvents(_ router: Router<Context>, node: Node) {
         router.ws("/v1/events") { request, _ in
             guard request.headers[.upgrade]?.lowercased() == "websocket" else {
@@ -19,7 +19,11 @@ extension ControlAPI {
         } onUpgrade: { inbound, outbound, context in
             let query: EventsQuery
             do { query = try EventsQuery(context.request.uri) } catch {
-                try await outbound.close(.policyViolation, reason: (error as? APIError)?.message ?? "\(error)")
+                // The refusal as a message (the API's error shape), then a close with the reason.
+                let e = APIError.from(error)
+                try await outbound.write(.text(EventJSON.encode(type: "error", room: nil, seq: nil, time: Int64(Date().timeIntervalSince1970 * 1000),
+                                                                fields: ["result": e.code, "msg": e.message])))
+                try await outbound.close(.policyViolation, reason: e.message)
                 return
             }
             let subscription = node.events.subscribe(room: query.room, since: query.since)

@@ -83,7 +83,7 @@ public final class LoadClient {
 
     /// A sendonly offer (Opus with the audio level extension as id 1, VP8 as 96) or a recvonly offer with
     /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time); one BUNDLE
-    /// transport either way.
+    /// transport either way, its host candidate in every m-line.
     public func offer() -> String {
         var sections: [(kind: String, send: Bool)] = []
         if profile.publishAudio { sections.append(("audio", true)) }
@@ -92,31 +92,69 @@ public final class LoadClient {
         sections += Array(repeating: ("video", false), count: profile.videoSlots)
         if sections.isEmpty { sections = [("audio", false)] }
         var l = ["v=0", "o=- \(UInt32.random(in: 1...UInt32.max)) 1 IN IP4 0.0.0.0", "s=-", "t=0 0",
-                 "a=group:BUNDLE \(sections.indices.map(String.init).joined(separator: " "))", "a=fingerprint:\(certificate.fingerprint)",
-                 "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)"]
+                 "a=group:BUNDLE \(sections.indices.map(String.init).joined(separator: " "))"]
         for (i, section) in sections.enumerated() {
             let direction = section.send ? "a=sendonly" : "a=recvonly"
             if section.kind == "audio" {
                 l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
                       "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
                 if section.send { l.append("a=ssrc:\(writer.ssrc) cname:load") }
+                l += transportLines()
             } else {
                 l += ["m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
                       "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
                       "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
                 if section.send { l.append("a=ssrc:\(videoWriter.ssrc) cname:load") }
+                l += transportLines()
             }
         }
         return l.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// Reads the node's answer (credentials, fingerprint, host candidate) and sends the first check.
+    /// Reads the server's answer to `offer()` (credentials, fingerprint, host candidate, DTLS role) and sends
+    /// the first check.
     public func start(answer: String, now: MonoTime) throws {
-        let sdp = try SessionDescription.parse(answer)
-        guard let m = sdp.media.first, let ufrag = m.attribute("ice-ufrag"), let pwd = m.attribute("ice-pwd"),
-              let fp = m.attribute("fingerprint").flatMap(DTLSFingerprint.init(sdp:)),
-              let candidate = m.attributes.first(where: { $0.key == "candidate" })?.value else {
-            throw LoadError("the answer lacks ICE credentials, fingerprint or a candidate")
+        try connect(to: SessionDescription.parse(answer), now: now)
+    }
+
+    /// Answers a server's offer, as a subscriber of a server that offers (Janus VideoRoom): every live m-line
+    /// is received (`recvonly`) with its offered Opus or VP8 payload type, the rest rejected; bundled as
+    /// offered; DTLS client (`a=setup:active`, RFC 5763 section 5). Starts ICE at once.
+    public func answer(offer text: String, now: MonoTime) throws -> String {
+        let offer = try SessionDescription.parse(text)
+        var l = ["v=0", "o=- \(UInt32.random(in: 1...UInt32.max)) 1 IN IP4 0.0.0.0", "s=-", "t=0 0"]
+        if let group = offer.attribute("group") { l.append("a=group:\(group)") }
+        for m in offer.media {
+            let codec = m.kind == "audio" ? "opus/48000" : "vp8/90000"
+            let pt = m.values("rtpmap").first { $0.lowercased().contains(codec) }?.split(separator: " ").first.map(String.init)
+            guard m.port != 0, let pt, let mid = m.mid else {
+                l += ["m=\(m.kind) 0 \(m.proto) \(m.formats.first ?? "0")", "c=IN IP4 0.0.0.0"] + (m.mid.map { ["a=mid:\($0)"] } ?? [])
+                continue
+            }
+            l += ["m=\(m.kind) 9 \(m.proto) \(pt)", "c=IN IP4 0.0.0.0", "a=mid:\(mid)", "a=recvonly", "a=rtcp-mux", "a=setup:active",
+                  "a=rtpmap:\(pt) \(m.kind == "audio" ? "opus/48000/2" : "VP8/90000")"]
+            if m.kind == "video" { l += ["a=rtcp-fb:\(pt) nack", "a=rtcp-fb:\(pt) nack pli"] }
+            l += transportLines()
+        }
+        try connect(to: offer, now: now)
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// What every m-line says about this client's transport: ICE credentials, fingerprint and its one host
+    /// candidate (an ICE-lite server such as Janus learns the address from it as well as from the checks).
+    private func transportLines() -> [String] {
+        let a = socket.local
+        return ["a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)", "a=fingerprint:\(certificate.fingerprint)",
+                "a=candidate:1 1 udp 2130706431 \(a.host) \(a.port) typ host", "a=end-of-candidates"]
+    }
+
+    /// The remote's transport from its description (media level first, then session level), the DTLS role
+    /// its `a=setup` leaves this client (`active` there: this client is the server), and the first check.
+    private func connect(to sdp: SessionDescription, now: MonoTime) throws {
+        func find(_ key: String) -> String? { sdp.media.lazy.compactMap { $0.attribute(key) }.first ?? sdp.attribute(key) }
+        guard let ufrag = find("ice-ufrag"), let pwd = find("ice-pwd"), let fp = find("fingerprint").flatMap(DTLSFingerprint.init(sdp:)),
+              let candidate = sdp.media.lazy.flatMap({ $0.values("candidate") }).first(where: { $0.lowercased().contains(" udp ") }) else {
+            throw LoadError("the remote description lacks ICE credentials, fingerprint or a UDP candidate")
         }
         let f = candidate.split(separator: " ")
         guard f.count >= 6, let port = UInt16(f[5]), let address = TransportAddress("\(f[4]):\(port)") else {
@@ -124,10 +162,18 @@ public final class LoadClient {
         }
         node = address
         checks = ICEControllingClient(local: ice, remote: ICECredentials(ufrag: ufrag, password: pwd))
-        dtls = try DTLSEndpoint(role: .client, certificate: certificate, remoteFingerprint: fp, initialRetransmitTimeout: .milliseconds(200))
+        let role: DTLSEndpoint.Role = find("setup") == "active" ? .server : .client
+        dtls = try DTLSEndpoint(role: role, certificate: certificate, remoteFingerprint: fp, profiles: Self.srtpProfiles,
+                                initialRetransmitTimeout: .milliseconds(200))
         state = .checking
         sendCheck(now: now)
     }
+
+    /// AEAD_AES_128_GCM first, as the benchmark targets measure it; AES-CM for servers without GCM.
+    static let srtpProfiles: [SRTPProfile] = [.aeadAES128GCM, .aesCM128HmacSHA1_80]
+
+    /// The SRTP profile the DTLS handshake chose.
+    public var srtpProfile: SRTPProfile? { dtls?.keys?.profile }
 
     private func sendCheck(now: MonoTime) {
         guard let checks, let node else { return }
@@ -155,7 +201,12 @@ public final class LoadClient {
         let datagram = batch.datagram(i)
         switch PacketClass(datagram) {
         case .stun:
-            guard let checks, let tid = pendingCheck else { return }
+            guard let checks else { return }
+            if let reply = checks.answer(request: datagram, from: batch.source(i)) {
+                socket.send(reply, to: batch.source(i))
+                return
+            }
+            guard let tid = pendingCheck else { return }
             switch checks.check(response: Array(datagram), transactionID: tid) {
             case .success:
                 pendingCheck = nil
@@ -169,7 +220,9 @@ public final class LoadClient {
         case .dtls:
             guard let dtls else { return }
             for reply in dtls.receive(datagram, now: now) { socket.send(reply, to: node) }
-            if state == .handshaking, dtls.state == .connected, let keys = dtls.keys {
+            // A server that is the DTLS client (Janus answers `a=setup:active`) may start before this client
+            // has read the answer to its nominating check.
+            if state == .handshaking || state == .checking, dtls.state == .connected, let keys = dtls.keys {
                 tx = try? SRTPSession(keys: keys.outbound, direction: .outbound)
                 rx = try? SRTPSession(keys: keys.inbound, direction: .inbound)
                 state = tx != nil && rx != nil ? .connected : .failed("SRTP setup")

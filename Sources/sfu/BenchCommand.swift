@@ -27,8 +27,18 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Write the report(s) as JSON here.") var json: String?
     @Option(help: "Write the sweep chart (SVG) here.") var chart: String?
     @Option(help: "Seconds of raw UDP baseline after each run (0: none).") var baselineSeconds = 2.0
+    @Option(help: "Also run the plan against this peer SFU on the same cores and compare: janus (Debian's janus, VideoRoom; needs root for a private network namespace).")
+    var against: String?
 
     func run() async throws {
+        if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
+        if let against, against != "janus" { throw ValidationError("--against knows only janus, got '\(against)'") }
+        if against != nil, !BenchNamespace.isInside {
+            // Janus needs a veth interface holding 127.0.0.1: the whole comparison runs in a namespace of its own.
+            let status = try BenchNamespace.rerunInside(arguments: Array(CommandLine.arguments.dropFirst()))
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         var plan = BenchPlan()
         do {
             if let scenario {
@@ -42,6 +52,9 @@ struct BenchCommand: AsyncParsableCommand {
             }
         } catch let e as BenchPlan.Invalid {
             throw ValidationError(e.description)
+        }
+        if against != nil, plan.maxActiveTalkers < plan.publishers {
+            throw ValidationError("Janus forwards every publisher to every subscriber: set max_active_talkers (\(plan.maxActiveTalkers)) >= publishers (\(plan.publishers)) so both carry the same load")
         }
         var runs: [(label: String, plan: BenchPlan)] = [("", plan)]
         var sweepKey: String?
@@ -65,9 +78,8 @@ struct BenchCommand: AsyncParsableCommand {
             if let sweepKey { print("\n== \(sweepKey) = \(label)") }
             let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, cores: cores) : nil
             let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
-            let nodePID = node?.pid ?? pid
-            var bench = try Bench(plan: p, api: api, nodePID: nodePID, media: media)
-            bench.baselineRSS = nodePID.flatMap(ProcessProbe.residentBytes(pid:))
+            var bench = try Bench(plan: p, server: NodeServer(api: api, pid: node?.pid ?? pid), media: media)
+            bench.baselineRSS = bench.server.pid.flatMap(ProcessProbe.residentBytes(pid:))
             var report = try await bench.run { print($0) }
             if let node { print("node: \(await node.stop() ?? "stopped cleanly")") }
             if baselineSeconds > 0, report.meanPacketBytes > 0 {
@@ -76,6 +88,22 @@ struct BenchCommand: AsyncParsableCommand {
             report.label = sweepKey.map { "\($0)=\(label)" } ?? "sfu"
             print(report.text)
             reports.append(report)
+            if against != nil {
+                print("\nbench: the same plan against Janus VideoRoom")
+                let janus = try await JanusServer(cores: cores)
+                var janusBench = try Bench(plan: p, server: janus, media: media)
+                janusBench.baselineRSS = janus.pid.flatMap(ProcessProbe.residentBytes(pid:))
+                let janusReport: BenchReport
+                do { janusReport = try await janusBench.run { print($0) } } catch {
+                    print("janus log:\n\(janus.logTail)")
+                    _ = await janus.stop()
+                    throw error
+                }
+                print("janus: \(await janus.stop() ?? "stopped cleanly")")
+                print(janusReport.text)
+                print("\n" + BenchComparison(ours: report, theirs: janusReport).text)
+                reports.append(janusReport)
+            }
         }
         if let sweepKey {
             print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | loss %")

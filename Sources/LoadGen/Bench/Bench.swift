@@ -15,15 +15,13 @@ import WebRTCEdge
 /// never decode. One thread drives everything; the report says when that thread was the bottleneck.
 public struct Bench {
     public let plan: BenchPlan
-    public let api: ControlClient
-    public let nodePID: Int32?
+    public let server: any BenchServer
     let media: MediaLibrary
     let certificate: DTLSCertificate
 
-    public init(plan: BenchPlan, api: ControlClient, nodePID: Int32?, media: MediaLibrary) throws {
+    public init(plan: BenchPlan, server: any BenchServer, media: MediaLibrary) throws {
         self.plan = plan
-        self.api = api
-        self.nodePID = nodePID
+        self.server = server
         self.media = media
         certificate = try DTLSCertificate(commonName: "bench")
     }
@@ -58,6 +56,7 @@ public struct Bench {
     final class ReceiverStats {
         struct Stream { var first: Int64; var highest: Int64; var received: Int64 }
         var streams: [UInt32: Stream] = [:]
+        var bytes: Int64 = 0
         var latencies: [Double] = []
         var videoSeen = 0
         var measuring = false
@@ -67,6 +66,7 @@ public struct Bench {
         func reset() {
             streams.removeAll()
             latencies.removeAll()
+            bytes = 0
             measuring = true
         }
 
@@ -75,6 +75,7 @@ public struct Bench {
             let seq = Int64(buffer[2]) << 8 | Int64(buffer[3])
             let ssrc = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
             let video = buffer[1] & 0x7F == 96
+            bytes += Int64(length)
             if var s = streams[ssrc] {
                 // Extend the 16-bit number around the highest seen (RFC 3550 appendix A.1).
                 var ext = (s.highest & ~0xFFFF) | seq
@@ -102,25 +103,16 @@ public struct Bench {
 
     /// Dominant speaker events of the bench's rooms, with the node's time (Unix ms).
     final class Dominance: Sendable {
-        let events = Mutex<[(room: String, participant: String, ms: Int64)]>([])
+        let events = Mutex<[(room: Int, participant: String, ms: Int64)]>([])
     }
 
     public func run(progress: @escaping (String) -> Void) async throws -> BenchReport {
         var report = BenchReport(plan: plan)
-        let roomNames = (0..<plan.rooms).map { "bench-\($0)" }
-        for name in roomNames {
-            _ = try? await api.call("DELETE", "v1/rooms/\(name)")
-            try await api.require("POST", "v1/rooms", [
-                "room": name, "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
-            ])
-        }
+        report.label = server.name
+        try await server.prepare(plan: plan, rooms: plan.rooms)
         let dominance = Dominance()
-        let events = Task { [api, dominance] in
-            await EventStream(api: api.base, key: api.key).run { e in
-                guard e.type == "dominant_speaker", let room = e.room, room.hasPrefix("bench-"), let p = e["participant"] as? String,
-                      let ms = (e["time"] as? NSNumber)?.int64Value else { return }
-                dominance.events.withLock { $0.append((room, p, ms)) }
-            }
+        let events = Task { [server, dominance] in
+            await server.watchDominantSpeaker { room, p, ms in dominance.events.withLock { $0.append((room, p, ms)) } }
         }
         defer { events.cancel() }
 
@@ -138,6 +130,7 @@ public struct Bench {
         let start = MonoClock.now()
         let wallStart = Date().timeIntervalSince1970
         var nextJoin = 0
+        var joinRetryAt = MonoTime.zero
         var rembTick = start
         let publishers = members.filter { $0.client.publishes }
         let videoInterval = MonoTime.Interval(nanoseconds: 1_000_000_000 / Int64(plan.fps))
@@ -157,15 +150,15 @@ public struct Bench {
             var secondTick = MonoClock.now() + .seconds(1)
             while MonoClock.now() < until {
                 let now = MonoClock.now()
-                if nextJoin < members.count, now >= start + .seconds(plan.rampSeconds * Double(nextJoin) / Double(members.count)) {
+                if nextJoin < members.count, now >= joinRetryAt, now >= start + .seconds(plan.rampSeconds * Double(nextJoin) / Double(members.count)) {
                     let m = members[nextJoin]
-                    nextJoin += 1
-                    let room = roomNames[m.room]
-                    try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": m.id])
                     m.joinStartedAt = MonoClock.now()
-                    let answer = try await api.require("POST", "v1/rooms/\(room)/participants/\(m.id)/\(m.client.publishes ? "publish" : "subscribe")",
-                                                       ["sdp": m.client.offer()])
-                    try m.client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
+                    do {
+                        try await server.join(m.client, id: m.id, room: m.room)
+                        nextJoin += 1
+                    } catch is BenchServerNotReady {
+                        joinRetryAt = now + .milliseconds(50)  // keep the connected clients going meanwhile
+                    }
                 }
                 var busy = false
                 let turn = Int(Double((now - start).milliseconds) / 1000 / plan.turnSeconds)
@@ -199,18 +192,15 @@ public struct Bench {
                     nextChurn = nextChurn + .seconds(1 / plan.churnPerSecond)
                     if let i = members.indices.filter({ !members[$0].client.publishes && members[$0].client.state == .connected }).randomElement() {
                         let leaving = members[i]
-                        _ = try? await api.call("DELETE", "v1/rooms/\(roomNames[leaving.room])/participants/\(leaving.id)")
+                        await server.leave(leaving.client, id: leaving.id, room: leaving.room)
                         let joining = try newSubscriber(room: leaving.room, index: nextSubscriberIndex)
                         nextSubscriberIndex += 1
                         joining.receiver?.measuring = true
                         members[i] = joining
                         subscribers.append(joining)
                         churned += 1
-                        let room = roomNames[joining.room]
-                        try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": joining.id])
                         joining.joinStartedAt = MonoClock.now()
-                        let answer = try await api.require("POST", "v1/rooms/\(room)/participants/\(joining.id)/subscribe", ["sdp": joining.client.offer()])
-                        try joining.client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
+                        try await server.join(joining.client, id: joining.id, room: joining.room)
                     }
                 }
                 if now >= rembTick {
@@ -242,6 +232,7 @@ public struct Bench {
 
         // Measure.
         let before = try await snapshot()
+        let sentBefore = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent }
         for m in subscribers { m.receiver?.reset() }
         let measureStart = MonoClock.now()
         if plan.churnPerSecond > 0 { nextChurn = measureStart + .seconds(1 / plan.churnPerSecond) }
@@ -253,28 +244,37 @@ public struct Bench {
         }
         nextChurn = .never
         let after = try await snapshot()
+        let sent = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent } - sentBefore
         let measured = (MonoClock.now() - measureStart).seconds
         report.churned = churned
         report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
         report.measuredSeconds = measured
         report.nodeCPUSeconds = (after.cpu ?? 0) - (before.cpu ?? 0)
-        report.packetsIn = MetricsText.sum(after.metrics, "sfu_rtp_packets_received_total") - MetricsText.sum(before.metrics, "sfu_rtp_packets_received_total")
-        report.packetsOut = MetricsText.sum(after.metrics, "sfu_rtp_packets_forwarded_total") - MetricsText.sum(before.metrics, "sfu_rtp_packets_forwarded_total")
-        report.bytesOut = MetricsText.sum(after.metrics, "sfu_rtp_bytes_forwarded_total") - MetricsText.sum(before.metrics, "sfu_rtp_bytes_forwarded_total")
-        let dropsBefore = MetricsText.drops(before.metrics)
-        report.drops = MetricsText.drops(after.metrics).mapValues { $0 }.reduce(into: [:]) { acc, kv in
-            let d = kv.value - (dropsBefore[kv.key] ?? 0)
-            if d > 0 { acc[kv.key] = d }
+        report.expectedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.expected ?? 0) })
+        report.receivedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) })
+        report.receivedBytes = Double(subscribers.reduce(0) { $0 + ($1.receiver?.bytes ?? 0) })
+        if let a = after.counters, let b = before.counters {
+            report.packetsIn = a.packetsIn - b.packetsIn
+            report.packetsOut = a.packetsOut - b.packetsOut
+            report.bytesOut = a.bytesOut - b.bytesOut
+            report.drops = a.drops.reduce(into: [:]) { acc, kv in
+                let d = kv.value - (b.drops[kv.key] ?? 0)
+                if d > 0 { acc[kv.key] = d }
+            }
+        } else {
+            // A server without counters: what the publishers sent and the subscribers received.
+            report.countedByGenerator = true
+            report.packetsIn = Double(sent)
+            report.packetsOut = report.receivedPackets
+            report.bytesOut = report.receivedBytes
         }
         report.nodeMemoryBytes = after.rss
         report.nodeMemoryBeforeBytes = baselineRSS
         report.generatorCPUSeconds = (after.generatorCPU ?? 0) - (before.generatorCPU ?? 0)
         report.latencyMilliseconds = Percentiles(subscribers.flatMap { $0.receiver?.latencies ?? [] })
-        report.expectedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.expected ?? 0) })
-        report.receivedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) })
-        report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, roomNames: roomNames, wallStart: wallStart,
-                                                                  from: measureWallMs, seconds: measured))
-        for name in roomNames { _ = try? await api.call("DELETE", "v1/rooms/\(name)") }
+        report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, wallStart: wallStart, from: measureWallMs, seconds: measured))
+        report.srtpProfile = members.lazy.compactMap { $0.client.srtpProfile?.description }.first
+        await server.finish(rooms: plan.rooms)
         return report
     }
 
@@ -290,30 +290,30 @@ public struct Bench {
     public var baselineRSS: Int?
 
     struct Snapshot {
-        var metrics: String
+        var counters: ServerCounters?
         var cpu: Double?
         var rss: Int?
         var generatorCPU: Double?
     }
 
     func snapshot() async throws -> Snapshot {
-        Snapshot(metrics: try await api.metrics(), cpu: nodePID.flatMap(ProcessProbe.cpuSeconds(pid:)),
-                 rss: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()))
+        Snapshot(counters: try await server.counters(), cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
+                 rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()))
     }
 
     /// For each turn that started in the measured window: from the turn's start (the new speaker's first
     /// words) to the node's dominant_speaker event naming them.
-    func switchDelays(dominance: Dominance, roomNames: [String], wallStart: Double, from: Int64, seconds: Double) -> [Double] {
+    func switchDelays(dominance: Dominance, wallStart: Double, from: Int64, seconds: Double) -> [Double] {
         guard plan.speakers > 1 else { return [] }
         let events = dominance.events.withLock { $0 }
         var delays: [Double] = []
         let turnMs = plan.turnSeconds * 1000
         let startMs = wallStart * 1000
-        for (r, room) in roomNames.enumerated() {
+        for room in 0..<plan.rooms {
             var k = Int((Double(from) - startMs) / turnMs) + 1
             while startMs + Double(k) * turnMs < Double(from) + seconds * 1000 - turnMs / 2 {
                 let t = startMs + Double(k) * turnMs
-                let speaker = "pub\((k + r) % plan.speakers)"
+                let speaker = "pub\((k + room) % plan.speakers)"
                 if let e = events.first(where: { $0.room == room && $0.participant == speaker && Double($0.ms) >= t && Double($0.ms) < t + turnMs }) {
                     delays.append(Double(e.ms) - t)
                 }

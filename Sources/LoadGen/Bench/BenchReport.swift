@@ -42,6 +42,12 @@ public struct BenchReport: Codable, Sendable {
     public var switchDelayMilliseconds = Percentiles([])
     public var expectedPackets: Double = 0
     public var receivedPackets: Double = 0
+    public var receivedBytes: Double = 0
+    /// The server has no counters of its own (Janus): packets in and out are what the generator sent and
+    /// received.
+    public var countedByGenerator = false
+    /// The SRTP profile the generator's DTLS handshakes chose.
+    public var srtpProfile: String?
     public var subscribers = 0
     public var nodeMemoryBytes: Int?
     public var nodeMemoryBeforeBytes: Int?
@@ -69,6 +75,9 @@ public struct BenchReport: Codable, Sendable {
     /// Node CPU seconds per million forwarded packets.
     public var cpuSecondsPerMillionPackets: Double? { packetsOut > 0 ? nodeCPUSeconds / packetsOut * 1e6 : nil }
     public var packetsOutPerCoreSecond: Double? { nodeCPUSeconds > 0 ? packetsOut / nodeCPUSeconds : nil }
+    /// Packets the subscribers received per server CPU-second: the figure that compares servers, counted the
+    /// same way whatever the server says about itself.
+    public var deliveredPerCoreSecond: Double? { nodeCPUSeconds > 0 ? receivedPackets / nodeCPUSeconds : nil }
     public var lossFraction: Double { expectedPackets > 0 ? max(0, 1 - receivedPackets / expectedPackets) : 0 }
     public var downstreamKbpsPerSubscriber: Double { subscribers > 0 ? bitsOutPerSecond / Double(subscribers) / 1000 : 0 }
     public var memoryPerParticipantBytes: Double? {
@@ -86,8 +95,9 @@ public struct BenchReport: Codable, Sendable {
         l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension")")
         l.append(String(format: "connected        %d / %d participants; join %@ ms%@", connected, participants, joinMilliseconds.text,
                         churned > 0 ? String(format: "; %d subscribers replaced while measuring", churned) : ""))
-        l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)",
-                        packetsInPerSecond, packetsOutPerSecond, bitsOutPerSecond / 1e6, downstreamKbpsPerSubscriber))
+        l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)%@",
+                        packetsInPerSecond, packetsOutPerSecond, bitsOutPerSecond / 1e6, downstreamKbpsPerSubscriber,
+                        countedByGenerator ? "; as sent and received by the generator" : ""))
         l.append(String(format: "node CPU         %.2f cores; %@ s per million forwarded packets; %@ packets out per core-second",
                         nodeCores, cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
                         packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-"))
@@ -95,7 +105,7 @@ public struct BenchReport: Codable, Sendable {
             l.append(String(format: "vs raw UDP       %.0f %% of the host's %.0f sends per core-second at %d bytes (sendmmsg)", share * 100,
                             b.sentPerCoreSecond, b.packetSize))
         }
-        l.append("latency (ms)     \(latencyMilliseconds.text)")
+        l.append("latency (ms)     \(latencyMilliseconds.text)" + (srtpProfile.map { "; SRTP \($0)" } ?? ""))
         l.append(String(format: "loss             %.3f %% (%.0f of %.0f packets)", lossFraction * 100, max(0, expectedPackets - receivedPackets), expectedPackets))
         l.append("talker switch    \(switchDelayMilliseconds.text) ms (speech onset to dominant speaker event)")
         if let m = nodeMemoryBytes {
@@ -117,6 +127,7 @@ public struct BenchReport: Codable, Sendable {
         out["node_cores"] = nodeCores
         out["cpu_seconds_per_million_packets"] = cpuSecondsPerMillionPackets ?? NSNull()
         out["packets_out_per_core_second"] = packetsOutPerCoreSecond ?? NSNull()
+        out["delivered_per_core_second"] = deliveredPerCoreSecond ?? NSNull()
         out["loss_fraction"] = lossFraction
         out["downstream_kbps_per_subscriber"] = downstreamKbpsPerSubscriber
         out["memory_per_participant_bytes"] = memoryPerParticipantBytes ?? NSNull()

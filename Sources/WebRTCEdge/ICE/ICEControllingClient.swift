@@ -45,6 +45,20 @@ public struct ICEControllingClient {
         }
     }
 
+    /// Answers the remote's own Binding request (RFC 8445 section 7.3): a full agent answers its peer's checks,
+    /// and some ICE-lite servers (libnice in Janus) send a triggered check and complete only when it succeeds.
+    /// Nil when the datagram is not a request for this agent (wrong username, integrity or fingerprint).
+    public func answer(request p: UnsafeRawBufferPointer, from: TransportAddress) -> [UInt8]? {
+        guard case .success(let m) = STUNMessage.parse(p), m.messageClass == .request, m.method == STUNMessage.bindingMethod,
+              m.verifyFingerprint(p), let user = m.usernameString(in: p), user.hasPrefix(local.ufrag + ":"),
+              m.verifyIntegrity(p, key: Array(local.password.utf8)) else { return nil }
+        var b = STUNMessageBuilder(class: .success, transactionID: m.transactionID)
+        b.addXORMappedAddress(from)
+        b.addMessageIntegrity(key: Array(local.password.utf8))
+        b.addFingerprint()
+        return b.bytes
+    }
+
     public static func randomTransactionID() -> [UInt8] {
         var t = [UInt8](repeating: 0, count: 12)
         precondition(RAND_bytes(&t, 12) == 1)

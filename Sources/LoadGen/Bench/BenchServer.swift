@@ -1,0 +1,94 @@
+import Foundation
+import NodeIO
+import SFUClient
+
+/// The server a benchmark loads: this project's node through its control API, or Janus VideoRoom through its
+/// HTTP API (`JanusServer`). Each does its own signalling; the media, the receivers and the report are the
+/// bench's, the same for both.
+public protocol BenchServer: AnyObject, Sendable {
+    /// The name in reports ("sfu", "janus").
+    var name: String { get }
+    /// The server's process, for its CPU time and memory (nil: not known, e.g. a node at `--target`).
+    var pid: Int32? { get }
+    /// Creates the plan's rooms (numbered from 0), replacing leftovers of an earlier run.
+    func prepare(plan: BenchPlan, rooms: Int) async throws
+    /// Signals one participant into room `room` and starts its client's ICE, or throws `BenchServerNotReady`
+    /// to be asked again.
+    func join(_ client: LoadClient, id: String, room: Int) async throws
+    /// Removes a participant (churn).
+    func leave(_ client: LoadClient, id: String, room: Int) async
+    /// The server's own counters, when it has them (this node's `/metrics`); otherwise the report counts
+    /// what the generator's publishers sent and its subscribers received.
+    func counters() async throws -> ServerCounters?
+    /// Records each dominant-speaker change as (room, participant, Unix ms) until cancelled; servers that
+    /// do not choose speakers return at once.
+    func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async
+    /// Deletes the rooms.
+    func finish(rooms: Int) async
+}
+
+/// The server cannot take this participant yet (Janus: a subscription to a publisher whose PeerConnection
+/// is not up); the bench retries shortly, driving everyone else meanwhile.
+public struct BenchServerNotReady: Error {}
+
+/// What a server says it forwarded.
+public struct ServerCounters: Sendable {
+    public var packetsIn: Double
+    public var packetsOut: Double
+    public var bytesOut: Double
+    public var drops: [String: Double]
+}
+
+/// This project's node, through its control API (docs/openapi.yaml).
+public final class NodeServer: BenchServer {
+    public let name = "sfu"
+    public let api: ControlClient
+    public let pid: Int32?
+
+    public init(api: ControlClient, pid: Int32?) {
+        self.api = api
+        self.pid = pid
+    }
+
+    static func room(_ r: Int) -> String { "bench-\(r)" }
+
+    public func prepare(plan: BenchPlan, rooms: Int) async throws {
+        for r in 0..<rooms {
+            _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(r))")
+            try await api.require("POST", "v1/rooms", [
+                "room": Self.room(r), "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
+            ])
+        }
+    }
+
+    public func join(_ client: LoadClient, id: String, room: Int) async throws {
+        let path = "v1/rooms/\(Self.room(room))/participants"
+        try await api.require("POST", path, ["participant": id])
+        let answer = try await api.require("POST", "\(path)/\(id)/\(client.publishes ? "publish" : "subscribe")", ["sdp": client.offer()])
+        try client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
+    }
+
+    public func leave(_ client: LoadClient, id: String, room: Int) async {
+        _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(room))/participants/\(id)")
+    }
+
+    public func counters() async throws -> ServerCounters? {
+        let m = try await api.metrics()
+        return ServerCounters(packetsIn: MetricsText.sum(m, "sfu_rtp_packets_received_total"),
+                              packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
+                              bytesOut: MetricsText.sum(m, "sfu_rtp_bytes_forwarded_total"), drops: MetricsText.drops(m))
+    }
+
+    public func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async {
+        await EventStream(api: api.base, key: api.key).run { e in
+            guard e.type == "dominant_speaker", let room = e.room, room.hasPrefix("bench-"), let r = Int(room.dropFirst(6)),
+                  let p = e["participant"] as? String, let ms = (e["time"] as? NSNumber)?.int64Value else { return }
+            record(r, p, ms)
+        }
+    }
+
+    public func finish(rooms: Int) async {
+        for r in 0..<rooms { _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(r))") }
+    }
+}
+

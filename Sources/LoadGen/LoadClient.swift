@@ -283,7 +283,7 @@ public final class LoadClient {
             if case .success(let sealed) = tx.protectRTP(out, length: n) { n = sealed } else { n = 0 }
         }
         guard n > 0 else { return }
-        scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+        _ = scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
         mediaPacketsSent += 1
     }
 
@@ -297,7 +297,7 @@ public final class LoadClient {
             n = sealed
         }
         guard n > 0 else { return }
-        scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+        _ = scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
     }
 
     /// Sends raw bytes from this client's validated address: what a broken or hostile client would do.

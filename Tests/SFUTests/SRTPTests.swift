@@ -87,6 +87,26 @@ import Testing
         #expect(run(tx, Self.plainRTP, protect: true).successValue == first)  // NACK answer: same bytes again
     }
 
+    @Test(arguments: SRTPProfile.allCases)
+    func outboundStreamsOfManySSRCsEachDecrypt(_ profile: SRTPProfile) throws {
+        // One session per SSRC up to the limit, a shared one past it: the receiver cannot tell.
+        let (tx, rx) = try pair(profile, fill: 5)
+        for round in 0..<2 {
+            for ssrc in UInt32(1)...UInt32(SRTPSession.dedicatedLimit + 8) {
+                var rtp = Self.plainRTP
+                rtp[3] = UInt8(round)
+                rtp.replaceSubrange(8..<12, with: [UInt8(ssrc >> 24), UInt8(ssrc >> 16 & 0xFF), UInt8(ssrc >> 8 & 0xFF), UInt8(ssrc & 0xFF)])
+                let p = try #require(run(tx, rtp, protect: true).successValue)
+                #expect(run(rx, p, protect: false).successValue == rtp)
+                var rtcp = hex("80c8000600000000") + [UInt8](repeating: 7, count: 20)  // SR of this SSRC
+                rtcp.replaceSubrange(4..<8, with: rtp[8..<12])
+                let c = try #require(run(tx, rtcp, rtcp: true, protect: true).successValue)
+                #expect(run(rx, c, rtcp: true, protect: false).successValue == rtcp)
+            }
+        }
+        #expect(tx.dedicatedSessions == SRTPSession.dedicatedLimit)
+    }
+
     @Test func refusesKeysOfWrongLength() {
         let keys = SRTPKeyingMaterial(profile: .aeadAES128GCM, masterKey: [1, 2, 3], masterSalt: Self.gcmSalt)
         #expect(throws: SRTPSession.SetupError.badKeyLength(expected: 16, got: 3)) {

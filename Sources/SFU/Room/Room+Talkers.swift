@@ -55,6 +55,7 @@ extension Room {
     }
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
+        deadlineCache = nil
         listsDirty = false
         let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins)
         for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, prepared, now: now, into: out) }

@@ -25,6 +25,8 @@ public final class Room {
     var floor = FloorState()
     var events: [RoomEvent] = []
     var listsDirty = false
+    /// `nextDeadline`, until something may have scheduled earlier work.
+    var deadlineCache: MonoTime?
 
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
     public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
@@ -48,7 +50,17 @@ public final class Room {
     public var hasPendingEvents: Bool { !events.isEmpty }
 
     /// When `tick` should run next: the next talker decision, silence frame, keyframe retry or report.
+    /// Cached: the worker asks after every wakeup, and the scan visits every participant, track and
+    /// connection; everything that schedules work (ticks, API calls, feedback, slot changes, new streams)
+    /// clears the cache, the plain forwarding path does not.
     public var nextDeadline: MonoTime {
+        if let deadlineCache { return deadlineCache }
+        let t = computeNextDeadline()
+        deadlineCache = t
+        return t
+    }
+
+    private func computeNextDeadline() -> MonoTime {
         var t = detector.nextDecision
         for p in participants.values {
             if let s = p.subscriber {
@@ -64,6 +76,7 @@ public final class Room {
 
     /// Runs what is due at `now`: talker decisions, silence frames, keyframe retries, receiver reports.
     public func tick(now: MonoTime, into out: DatagramBatch) {
+        deadlineCache = nil
         if let decision = detector.decideIfDue(now: now) { apply(decision, now: now) }
         updateVideoLiveness(now: now)
         sendDueSilence(now: now, into: out)
@@ -87,6 +100,7 @@ public final class Room {
     /// Admits a participant. Refused while the room is locked, or when the ID is taken.
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
+        deadlineCache = nil
         guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
         guard participantsByID[id] == nil else {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
@@ -109,6 +123,7 @@ public final class Room {
     /// the transports), pins and floor state referring to it are cleared. `by` must be a moderator when given.
     public func remove(_ id: String, by: String? = nil, reason: String? = nil, now: MonoTime,
                        into out: DatagramBatch) throws(RoomError) {
+        deadlineCache = nil
         if let by { try requireModerator(by, .dropUnauthorized) }
         let p = try participant(id)
         for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t) }
@@ -133,6 +148,7 @@ public final class Room {
     /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes
     /// the transports (`allConnections`) and drops the room after draining these events.
     public func destroy(now: MonoTime) {
+        deadlineCache = nil
         for p in participants.values.sorted(by: { $0.index < $1.index }) {
             events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
         }
@@ -171,6 +187,7 @@ public final class Room {
     /// Binds a participant's sending connection and the tracks its offer declares. Replaces earlier tracks.
     public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
                                 now: MonoTime) throws(RoomError) {
+        deadlineCache = nil
         let p = try participant(id)
         guard published.filter({ $0.codec.kind == .audio }).count <= 1,
               published.filter({ $0.codec.kind == .video }).count <= 1 else {
@@ -219,6 +236,7 @@ public final class Room {
     /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line).
     public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
                                  now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        deadlineCache = nil
         let p = try participant(id)
         let ssrcs = slots.map(\.ssrc)
         guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
@@ -251,6 +269,7 @@ public final class Room {
     /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
     /// `outbound` protects what the node sends (RFC 5764 section 4.2).
     public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
+        deadlineCache = nil
         guard let c = connections[connection] else {
             throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
         }
@@ -261,6 +280,7 @@ public final class Room {
 
     /// The connection lost its transport (ICE consent expired, DTLS closed).
     public func connectionLost(_ connection: ConnectionID, reason: String) {
+        deadlineCache = nil
         guard let c = connections[connection], let p = participants[c.participant] else { return }
         events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
     }
@@ -269,6 +289,7 @@ public final class Room {
 
     /// Changes settings live; talker lists and slots follow at once.
     public func update(now: MonoTime, into out: DatagramBatch, _ change: (inout RoomConfiguration) -> Void) throws(RoomError) {
+        deadlineCache = nil
         var c = configuration
         change(&c)
         try c.validate()
@@ -289,6 +310,7 @@ public final class Room {
 
     /// The subscriber's own talker count (at most the room's max_active_talkers).
     public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        deadlineCache = nil
         let p = try participant(id)
         if let t = count, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
             throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
@@ -299,6 +321,7 @@ public final class Room {
 
     /// The client reports its camera on or off (soft mute, from signaling).
     public func setVideoMuted(_ id: String, _ muted: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        deadlineCache = nil
         let p = try participant(id)
         p.videoMuted = muted
         refreshAllSubscribers(now: now, into: out)

@@ -85,7 +85,7 @@ let package = Package(
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "SFUTestSupport", "COpus"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "WebRTCEdge", "SFUTestSupport", "COpus"]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),
         .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
     ]

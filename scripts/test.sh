@@ -3,7 +3,8 @@
 # a private network namespace (needs root; SFU_INTEROP=0 skips it), soaks a node with simulated clients joining
 # and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), fuzzes the control API
 # against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
-# Chromium browsers (SFU_BROWSER=0 skips it), then fuzzes each parser and the room
+# Chromium browsers (SFU_BROWSER=0 skips it), runs a short `sfu bench --against janus` to check the load
+# generator against both servers (SFU_JANUS=0 skips it), then fuzzes each parser and the room
 # for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,10 @@ browser_status=0
 if [ "${SFU_BROWSER:-1}" != "0" ]; then
   scripts/browser-test.sh || browser_status=$?
 fi
+janus_status=0
+if [ "${SFU_JANUS:-1}" != "0" ]; then
+  scripts/bench-check.sh || janus_status=$?
+fi
 api_fuzz_status=0
 if [ "${SFU_API_FUZZ:-1}" != "0" ]; then
   scripts/api-fuzz.sh || api_fuzz_status=$?
@@ -42,4 +47,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$janus_status" -eq 0 ]

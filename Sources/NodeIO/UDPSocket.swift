@@ -21,6 +21,9 @@ public final class UDPSocket {
     private let sendLengths: UnsafeMutablePointer<Int32>
     private let sendAddresses: UnsafeMutablePointer<sfu_address>
     private let gsoScratch: UnsafeMutableRawBufferPointer
+    /// Send order for GSO: (destination << 32 | position) keys, sorted; grows once to the largest batch.
+    private var order: UnsafeMutableBufferPointer<UInt64> = .allocate(capacity: 0)
+    private var orderScratch: UnsafeMutableBufferPointer<UInt64> = .allocate(capacity: 0)
     /// Datagrams the kernel would not take (socket buffer full) or that had no destination.
     public private(set) var sendDrops = 0
     public private(set) var gsoSends = 0
@@ -49,6 +52,8 @@ public final class UDPSocket {
         sendLengths.deallocate()
         sendAddresses.deallocate()
         gsoScratch.deallocate()
+        order.deallocate()
+        orderScratch.deallocate()
     }
 
     /// Waits for a datagram up to `timeoutMilliseconds` (0 polls); true when one is waiting.
@@ -78,13 +83,29 @@ public final class UDPSocket {
 
     private var timestamps = false
 
-    /// Sends the engine's datagrams: each to the address its connection resolves to. With `gso`, runs of
-    /// datagrams to one destination whose sizes are equal (the last may be shorter) go out as one UDP GSO
-    /// send. Returns how many datagrams the kernel took.
+    /// Sends the engine's datagrams: each to the address its connection resolves to. With `gso`, the batch
+    /// goes out grouped by destination (a stable order: each destination's datagrams keep theirs), and runs
+    /// to one destination whose sizes are equal (the last may be shorter) go out as one UDP GSO send: a
+    /// fan-out batch lists each incoming packet's copies one subscriber after another, so a video frame's
+    /// packets received together reach each subscriber in one send instead of one per packet.
+    /// Returns how many datagrams the kernel took.
     @discardableResult
     public func send(_ batch: DatagramBatch, gso: Bool = false, to destination: (ConnectionID) -> TransportAddress?) -> Int {
         var sent = 0
         var pending = 0
+        let grouped = gso && batch.count > 1
+        if grouped {
+            if order.count < batch.count {
+                order.deallocate()
+                orderScratch.deallocate()
+                order = .allocate(capacity: max(batch.count, batch.capacity))
+                orderScratch = .allocate(capacity: order.count)
+            }
+            for k in 0..<batch.count { order[k] = UInt64(batch.destination(at: k).raw) << 32 | UInt64(k) }
+            mergeSort(order, count: batch.count, scratch: orderScratch)
+        }
+        /// The batch position of the k-th datagram to send.
+        func at(_ k: Int) -> Int { grouped ? Int(truncatingIfNeeded: order[k] & 0xFFFF_FFFF) : k }
         func flush() {
             guard pending > 0 else { return }
             let r = sfu_udp_send_batch(fd, sendBuffers, sendLengths, sendAddresses, Int32(pending))
@@ -97,12 +118,12 @@ public final class UDPSocket {
         }
         var i = 0
         while i < batch.count {
-            guard let to = destination(batch.destination(at: i)) else { sendDrops += 1; i += 1; continue }
-            let d = batch.datagram(at: i)
+            guard let to = destination(batch.destination(at: at(i))) else { sendDrops += 1; i += 1; continue }
+            let d = batch.datagram(at: at(i))
             if gso {
                 var run = 1
-                while i + run < batch.count, run < 64, batch.destination(at: i + run) == batch.destination(at: i),
-                      batch.datagram(at: i + run - 1).count == d.count, batch.datagram(at: i + run).count <= d.count,
+                while i + run < batch.count, run < 64, batch.destination(at: at(i + run)) == batch.destination(at: at(i)),
+                      batch.datagram(at: at(i + run - 1)).count == d.count, batch.datagram(at: at(i + run)).count <= d.count,
                       (run + 1) * d.count <= gsoScratch.count {
                     run += 1
                 }
@@ -110,7 +131,7 @@ public final class UDPSocket {
                     flush()
                     var offset = 0
                     for k in 0..<run {
-                        let seg = batch.datagram(at: i + k)
+                        let seg = batch.datagram(at: at(i + k))
                         UnsafeMutableRawBufferPointer(rebasing: gsoScratch[offset..<(offset + seg.count)]).copyMemory(from: seg)
                         offset += seg.count
                     }
@@ -241,4 +262,28 @@ public final class ReceiveBatch {
     public func isTruncated(_ i: Int) -> Bool { Int(lengths[i]) > bufferSize }
     public func source(_ i: Int) -> TransportAddress { UDPSocket.transportAddress(sources[i]) }
     public func datagram(_ i: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffers[i], count: min(length(i), bufferSize)) }
+}
+
+/// Sorts `keys[0..<count]` ascending with a bottom-up merge sort through `scratch` (as large): no allocation,
+/// O(n log n), where the standard library's sort may allocate its merge buffer.
+func mergeSort(_ keys: UnsafeMutableBufferPointer<UInt64>, count: Int, scratch: UnsafeMutableBufferPointer<UInt64>) {
+    var from = keys, to = scratch
+    var width = 1
+    while width < count {
+        var start = 0
+        while start < count {
+            let mid = min(start + width, count), end = min(start + 2 * width, count)
+            var a = start, b = mid, o = start
+            while a < mid, b < end {
+                if from[b] < from[a] { to[o] = from[b]; b += 1 } else { to[o] = from[a]; a += 1 }
+                o += 1
+            }
+            while a < mid { to[o] = from[a]; a += 1; o += 1 }
+            while b < end { to[o] = from[b]; b += 1; o += 1 }
+            start = end
+        }
+        swap(&from, &to)
+        width *= 2
+    }
+    if from.baseAddress != keys.baseAddress { for k in 0..<count { keys[k] = from[k] } }
 }

@@ -3,6 +3,7 @@ import Foundation
 @testable import LoadGen
 import SFU
 import SFUTestSupport
+import WebRTCEdge
 import Testing
 
 @Suite struct BenchPlanTests {
@@ -123,5 +124,102 @@ enum OpusPacketCheck {
         var pcm = [Int16](repeating: 0, count: 960)
         let n = packet.withUnsafeBufferPointer { p in opus_decode(decoder, p.baseAddress, Int32(p.count), &pcm, 960, 0) }
         return n > 0 ? Array(pcm[0..<Int(n)]) : nil
+    }
+}
+
+@Suite struct BenchComparisonTests {
+    func report(_ label: String, cpu: Double, received: Double, expected: Double) -> BenchReport {
+        var r = BenchReport(plan: BenchPlan())
+        r.label = label
+        r.measuredSeconds = 10
+        r.nodeCPUSeconds = cpu
+        r.receivedPackets = received
+        r.expectedPackets = expected
+        return r
+    }
+
+    @Test func serversCompareByWhatTheSubscribersReceivedPerCPUSecond() {
+        let ours = report("sfu", cpu: 2, received: 500_000, expected: 500_000)
+        let theirs = report("janus", cpu: 5, received: 250_000, expected: 250_500)
+        let c = BenchComparison(ours: ours, theirs: theirs)
+        #expect(ours.deliveredPerCoreSecond == 250_000 && theirs.deliveredPerCoreSecond == 50_000)
+        #expect(c.efficiencyRatio == 5)
+        #expect(c.noMoreLoss)
+        #expect(c.text.contains("sfu delivers 5.0x janus's packets per CPU-second, with no more loss"))
+        #expect(c.text.contains("janus | 25000 | 0.500 | 50000 | 0.200 |"))
+    }
+
+    @Test func moreLossThanThePeerIsSaid() {
+        let c = BenchComparison(ours: report("sfu", cpu: 1, received: 990, expected: 1000),
+                                theirs: report("janus", cpu: 1, received: 1000, expected: 1000))
+        #expect(!c.noMoreLoss)
+        #expect(c.text.hasSuffix("with MORE loss"))
+        #expect(BenchComparison(ours: c.ours, theirs: report("janus", cpu: 0, received: 0, expected: 0)).efficiencyRatio == nil)
+    }
+}
+
+@Suite struct LoadClientSignallingTests {
+    /// What Janus VideoRoom offers a subscriber of one publisher (trimmed from a real offer).
+    static let janusOffer = """
+        v=0\r
+        o=- 1 1 IN IP4 127.0.0.1\r
+        s=VideoRoom 1000\r
+        t=0 0\r
+        a=group:BUNDLE 0 1\r
+        a=ice-lite\r
+        a=fingerprint:sha-256 B0:60:F4:BB:20:11:C2:0E:E5:CC:C0:59:9A:8D:4C:5D:C6:CE:A6:CD:92:8B:90:48:F2:23:FD:15:44:FE:51:38\r
+        m=audio 9 UDP/TLS/RTP/SAVPF 111\r
+        c=IN IP4 127.0.0.1\r
+        a=sendonly\r
+        a=mid:0\r
+        a=rtcp-mux\r
+        a=ice-ufrag:4MpG\r
+        a=ice-pwd:/cAmfq+4cCIBdJOKTZqzfw\r
+        a=setup:actpass\r
+        a=rtpmap:111 opus/48000/2\r
+        a=candidate:1 1 udp 2015363327 127.0.0.1 59537 typ host\r
+        a=end-of-candidates\r
+        m=video 9 UDP/TLS/RTP/SAVPF 100 101\r
+        c=IN IP4 127.0.0.1\r
+        a=sendonly\r
+        a=mid:1\r
+        a=rtcp-mux\r
+        a=ice-ufrag:4MpG\r
+        a=ice-pwd:/cAmfq+4cCIBdJOKTZqzfw\r
+        a=setup:actpass\r
+        a=rtpmap:100 VP8/90000\r
+        a=rtpmap:101 rtx/90000\r
+        a=fmtp:101 apt=100\r
+
+        """
+
+    @Test func anOfferFromTheServerIsAnsweredRecvonlyWithItsPayloadTypesAsDTLSClient() throws {
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: .subscriber(audio: 1, video: 1))
+        let answer = try SessionDescription.parse(client.answer(offer: Self.janusOffer, now: .zero))
+        #expect(answer.attribute("group") == "BUNDLE 0 1")
+        #expect(answer.media.map(\.kind) == ["audio", "video"])
+        #expect(answer.media.map(\.formats) == [["111"], ["100"]])
+        for m in answer.media {
+            #expect(m.has("recvonly") && m.has("rtcp-mux"))
+            #expect(m.attribute("setup") == "active")
+            #expect(m.values("candidate").first?.contains("127.0.0.1 \(client.socket.local.port) typ host") == true)
+        }
+        #expect(client.state == .checking)  // ICE started towards 127.0.0.1:59537
+    }
+
+    @Test func theServersOwnCheckIsAnsweredWithTheClientsPasswordAndOthersAreNot() throws {
+        let client = ICEControllingClient(local: ICECredentials(ufrag: "mine", password: "my-password-of-22-chars"),
+                                          remote: ICECredentials(ufrag: "srv", password: "server-password-22chars"))
+        // The server checks the client as a controlling client would check the server: USERNAME "mine:srv".
+        let server = ICEControllingClient(local: ICECredentials(ufrag: "srv", password: "server-password-22chars"),
+                                          remote: ICECredentials(ufrag: "mine", password: "my-password-of-22-chars"))
+        let from = TransportAddress("127.0.0.1:40000")!
+        let tid = ICEControllingClient.randomTransactionID()
+        let request = server.bindingRequest(nominate: false, transactionID: tid)
+        let reply = try #require(request.withUnsafeBytes { client.answer(request: $0, from: from) })
+        #expect(server.check(response: reply, transactionID: tid) == .success(mapped: from))
+        let stranger = ICEControllingClient(local: ICECredentials(ufrag: "srv", password: "server-password-22chars"),
+                                            remote: ICECredentials(ufrag: "other", password: "another-password-22chr"))
+        #expect(stranger.bindingRequest(nominate: false).withUnsafeBytes { client.answer(request: $0, from: from) } == nil)
     }
 }

@@ -1,4 +1,4 @@
-import NodeIO
+@testable import NodeIO
 import SFU
 import Testing
 import WebRTCEdge
@@ -50,6 +50,41 @@ import WebRTCEdge
         let got = try drain(b, expected: 8)
         #expect(got.map(\.1.count) == [1000, 1000, 1000, 1000, 1000, 1000, 1000, 300])
         #expect(got.enumerated().allSatisfy { i, d in d.1.allSatisfy { $0 == UInt8(i) } }, "segments arrive whole and in order")
+    }
+
+    @Test func aFanOutBatchIsGroupedByDestinationSoEachSubscribersFrameGoesOutInOneGSOSend() throws {
+        // Three packets of one frame, each copied to two subscribers as the engine writes them: A B A B A B.
+        let (a, b) = try pair()
+        let c = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let out = DatagramBatch(capacity: 16)
+        for packet in 0..<3 {
+            for subscriber in [1, 2] {
+                let buf = try #require(out.nextBuffer())
+                let n = packet == 2 ? 400 : 1000
+                for k in 0..<n { buf[k] = UInt8(packet * 10 + subscriber) }
+                out.commit(length: n, to: ConnectionID(UInt32(subscriber)))
+            }
+        }
+        #expect(a.send(out, gso: true) { $0 == ConnectionID(1) ? b.local : c.local } == 6)
+        #expect(a.gsoSends == 2, "one send per subscriber")
+        for (socket, subscriber) in [(b, 1), (c, 2)] {
+            let got = try drain(socket, expected: 3)
+            #expect(got.map(\.1.count) == [1000, 1000, 400])
+            #expect(got.enumerated().allSatisfy { i, d in d.1.allSatisfy { $0 == UInt8(i * 10 + subscriber) } }, "each subscriber's order kept")
+        }
+    }
+
+    @Test func theMergeSortOrdersLikeTheStandardLibrary() {
+        var generator = SystemRandomNumberGenerator()
+        for count in [0, 1, 2, 3, 7, 64, 100, 1000] {
+            let values = (0..<count).map { _ in UInt64.random(in: 0...50, using: &generator) << 32 | UInt64.random(in: 0...1000, using: &generator) }
+            let keys = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: max(count, 1))
+            let scratch = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: max(count, 1))
+            defer { keys.deallocate(); scratch.deallocate() }
+            for (i, v) in values.enumerated() { keys[i] = v }
+            mergeSort(keys, count: count, scratch: scratch)
+            #expect(Array(keys[0..<count]) == values.sorted())
+        }
     }
 
     @Test func datagramsWithoutADestinationAreCountedNotSent() throws {

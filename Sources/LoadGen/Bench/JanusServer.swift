@@ -180,6 +180,8 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
     public func finish(rooms: Int) async {
         guard let session else { return }
         for r in 0..<rooms { _ = try? await session.message(admin, ["request": "destroy", "room": Self.room(r)]) }
+        await session.destroy()
+        self.session = nil
     }
 
     /// SIGTERM, then waits up to `timeout`; removes the configuration. Returns what went wrong, if anything.

@@ -59,6 +59,12 @@ final class JanusSession: @unchecked Sendable {
     /// Stops the long poll (it holds the session).
     func close() { poller?.cancel() }
 
+    /// Destroys the session on the server: every handle hangs up (Janus then stops at once on SIGTERM).
+    func destroy() async {
+        close()
+        _ = try? await Self.post(base.appendingPathComponent("\(id)"), ["janus": "destroy"])
+    }
+
     /// Attaches a handle of `plugin` to this session.
     func attach(_ plugin: String = "janus.plugin.videoroom") async throws -> Int64 {
         let reply = try await Self.post(base.appendingPathComponent("\(id)"), ["janus": "attach", "plugin": plugin])

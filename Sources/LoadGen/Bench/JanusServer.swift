@@ -51,7 +51,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
         }
         p.arguments = arguments
         if ProcessInfo.processInfo.environment["SFU_BENCH_DEBUG"] == nil { p.standardOutput = FileHandle.nullDevice }
-        try p.run()
+        try Self.runWithTerminationSignalsUnblocked(p)
         process = p
         base = URL(string: "http://127.0.0.1:\(port)/janus")!
         for _ in 0..<100 {
@@ -61,6 +61,19 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
         }
         p.terminate()
         throw LoadError("janus did not answer on \(base); its log: \(directory.appendingPathComponent("janus.log").path)")
+    }
+
+    /// Starts `p` with SIGTERM and SIGINT unblocked: a child inherits the spawning thread's signal mask, and
+    /// Swift's concurrency threads block nearly every signal, so Janus (which stops on SIGTERM through a plain
+    /// handler) would never see the stop.
+    static func runWithTerminationSignalsUnblocked(_ p: Process) throws {
+        var stopSignals = sigset_t(), previous = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        try p.run()
     }
 
     /// janus.jcfg, the HTTP transport's and the VideoRoom's configuration, and folders that hold only the

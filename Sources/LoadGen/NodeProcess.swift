@@ -42,8 +42,8 @@ public final class NodeProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning {
-            process.terminate()
-            return "did not stop within \(Int(timeout)) s of SIGTERM"
+            kill(pid, SIGKILL)  // no orphan node left behind (terminate() would only send SIGTERM again)
+            return "did not stop within \(Int(timeout)) s of SIGTERM (killed)"
         }
         return process.terminationStatus == 0 ? nil : "exited with status \(process.terminationStatus)"
     }

@@ -213,7 +213,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
         }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            return "did not stop within \(Int(timeout)) s of SIGTERM"
+            return "did not stop within \(Int(timeout)) s of SIGTERM (killed)"
         }
         return nil
     }

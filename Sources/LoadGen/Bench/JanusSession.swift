@@ -37,6 +37,10 @@ final class JanusSession: @unchecked Sendable {
     }
     private let pending = Mutex(Pending())
     private var poller: Task<Void, Never>?
+    /// Set by `close`: the long poll ends after its current request. (Cancelling the task instead deadlocks
+    /// in swift-corelibs-foundation when the request completes at the same moment: URLSession's cancel
+    /// handler waits on its queue while that queue waits on the task's status lock.)
+    private let closed = Atomic<Bool>(false)
 
     /// Creates a session on the server at `base` (e.g. http://127.0.0.1:8088/janus) and starts its long poll.
     static func create(base: URL) async throws -> JanusSession {
@@ -54,10 +58,8 @@ final class JanusSession: @unchecked Sendable {
         self.id = id
     }
 
-    deinit { poller?.cancel() }
-
-    /// Stops the long poll (it holds the session).
-    func close() { poller?.cancel() }
+    /// Ends the long poll after its current request (Janus answers it at once when the session is destroyed).
+    func close() { closed.store(true, ordering: .relaxed) }
 
     /// Destroys the session on the server: every handle hangs up (Janus then stops at once on SIGTERM).
     func destroy() async {
@@ -127,7 +129,7 @@ final class JanusSession: @unchecked Sendable {
     /// The long poll: up to 16 events per request; events answering a transaction go to their waiter.
     private func poll() async {
         let url = URL(string: "\(base.absoluteString)/\(id)?maxev=16")!
-        while !Task.isCancelled {
+        while !closed.load(ordering: .relaxed) {
             var request = URLRequest(url: url)
             request.timeoutInterval = 70  // Janus answers an idle poll with a keepalive after 30 s
             guard let (data, _) = try? await URLSession.shared.data(for: request),

@@ -32,6 +32,21 @@ import Testing
         #expect(h.audio(to: l.member, from: p).count > 100)
     }
 
+    @Test func hardMutingATalkerMakesItsSlotsSilenceFramesDueBeforeTheCachedDeadline() throws {
+        let h = try RoomHarness()
+        let sp = SpeechScript(Voices.a, seed: 1), quiet = SpeechScript([], seed: 2)
+        let m = SimulatedParticipant(try h.join("M", role: .moderator)) { quiet.frame(at: $0, speaking: 0..<0) }
+        let p = SimulatedParticipant(try h.join("P")) { sp.frame(at: $0, speaking: 0..<30) }
+        h.run([m, p], from: 0, seconds: 2)
+        #expect(!h.audio(to: m.member, from: p).isEmpty, "P holds a slot at M")
+        let cached = h.room.nextDeadline
+        #expect(cached > h.now, "the worker asked: the deadline is cached")
+        try h.room.hardMute(by: "M", target: "P", audio: true, video: nil, now: h.now, into: h.batch)
+        // The first silence frame goes out with the mute; the next is due one frame later, before the cached time.
+        #expect(cached > h.now + .milliseconds(20))
+        #expect(h.room.nextDeadline == h.now + .milliseconds(20), "the freed slot's silence frames, not the cached time")
+    }
+
     @Test func lectureModeForwardsOnlyModeratorsAndTheFloorHolder() throws {
         var config = RoomConfiguration()
         config.mode = .lecture

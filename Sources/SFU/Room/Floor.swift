@@ -20,7 +20,6 @@ extension Room {
     /// release, invite and cancel invitations. One holder at a time; only moderators and the holder publish.
     public func floor(by: String, action: FloorAction, target: String? = nil, now: MonoTime,
                       into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         let caller = try participant(by)
         guard configuration.mode == .lecture else {
             throw RoomError(.notInLectureMode, .conflict, "floor control is only available in lecture mode")

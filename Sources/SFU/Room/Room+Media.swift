@@ -75,7 +75,6 @@ extension Room {
     }
 
     private func bind(_ ssrc: UInt32, to route: (track: Int, rtx: Bool), conn: Connection) {
-        deadlineCache = nil
         guard let t = tracks[route.track] else { return }
         if route.rtx { t.rtxSSRC = ssrc } else { t.ssrc = ssrc }
         conn.tracksBySSRC[ssrc] = route
@@ -237,7 +236,7 @@ extension Room {
 
     /// Sends a PLI to a source's publisher, at most one per 200 ms (RFC 4585 section 6.3.1).
     func requestKeyframe(_ track: SourceTrack, now: MonoTime, into out: DatagramBatch) {
-        deadlineCache = nil
+        deadlineCache = nil  // its retry is due later
         guard let owner = participants[track.owner], let cid = owner.publishConnection, let conn = connections[cid],
               conn.outbound != nil, track.keyframes.request(now: now) else { return }
         guard let buf = out.nextBuffer() else { return drop(.egressFull) }

@@ -9,7 +9,6 @@ extension Room {
 
     /// Room-wide audio hard mute: every participant but moderators, late joiners included, is inaudible.
     public func hardMuteRoom(by: String, audio mute: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         try requireModerator(by, mute ? .roomMuteUnauthorized : .roomUnmuteUnauthorized)
         if mute && roomAudioMuted { throw RoomError(.roomAlreadyMuted, .conflict, "room is already hard-muted") }
         if !mute && !roomAudioMuted { throw RoomError(.roomAlreadyUnmuted, .conflict, "room is not hard-muted") }
@@ -21,7 +20,6 @@ extension Room {
     /// Per-participant hard mute of audio and/or video; `nil` leaves that kind as it is.
     public func hardMute(by: String, target: String, audio: Bool?, video: Bool?, now: MonoTime,
                          into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         guard audio != nil || video != nil else {
             throw RoomError(.invalidSetting, .invalid, "hard mute needs audio or video")
         }
@@ -36,7 +34,6 @@ extension Room {
 
     /// Pins users: always in every list (talkers first, then pinned non-talkers), at most K - 1 of them.
     public func pin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         try requireModerator(by, .unauthorized)
         let indices = try resolve(ids)
         var next = pins
@@ -51,7 +48,6 @@ extension Room {
     }
 
     public func unpin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         try requireModerator(by, .unauthorized)
         let indices = Set(try resolve(ids))
         pins.removeAll { indices.contains($0) }
@@ -81,7 +77,6 @@ extension Room {
     /// Switches a role. Promoting someone else to moderator hands the role over: the caller becomes a
     /// participant (EnableX `switchUserRole`). Demoting takes the role away.
     public func setRole(by: String, target: String, role: Role, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         let caller = try requireModerator(by, .switchRoleUnauthorized)
         let p = try participant(target)
         guard p.role != role else { return }

@@ -3,7 +3,6 @@
 extension Room {
     func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, now: MonoTime,
                      into out: DatagramBatch) {
-        deadlineCache = nil  // feedback may schedule keyframe requests
         guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
         let plainLength: Int
         switch srtp.unprotectRTCP(buffer, length: length) {

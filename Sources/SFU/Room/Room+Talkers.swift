@@ -55,7 +55,6 @@ extension Room {
     }
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
-        deadlineCache = nil
         listsDirty = false
         let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins)
         for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, prepared, now: now, into: out) }
@@ -186,6 +185,7 @@ extension Room {
                     slot.assigned = nil
                     slot.silenceFramesLeft = configuration.silenceFramesOnMute
                     slot.nextSilenceAt = now
+                    deadlineCache = nil
                 }
             }
             track.sinks.removeAll()

@@ -51,8 +51,9 @@ public final class Room {
 
     /// When `tick` should run next: the next talker decision, silence frame, keyframe retry or report.
     /// Cached: the worker asks after every wakeup, and the scan visits every participant, track and
-    /// connection; everything that schedules work (ticks, API calls, feedback, slot changes, new streams)
-    /// clears the cache, the plain forwarding path does not.
+    /// connection. The places that schedule earlier work clear it (silence frames for a slot that loses its
+    /// speaker, a keyframe request and its retry, a new connection's receiver reports) and so does `tick`,
+    /// which reschedules every timer; work that only gets later leaves it, at the cost of one early tick.
     public var nextDeadline: MonoTime {
         if let deadlineCache { return deadlineCache }
         let t = computeNextDeadline()
@@ -76,7 +77,7 @@ public final class Room {
 
     /// Runs what is due at `now`: talker decisions, silence frames, keyframe retries, receiver reports.
     public func tick(now: MonoTime, into out: DatagramBatch) {
-        deadlineCache = nil
+        deadlineCache = nil  // every timer below reschedules itself
         if let decision = detector.decideIfDue(now: now) { apply(decision, now: now) }
         updateVideoLiveness(now: now)
         sendDueSilence(now: now, into: out)
@@ -100,7 +101,6 @@ public final class Room {
     /// Admits a participant. Refused while the room is locked, or when the ID is taken.
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
-        deadlineCache = nil
         guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
         guard participantsByID[id] == nil else {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
@@ -123,7 +123,6 @@ public final class Room {
     /// the transports), pins and floor state referring to it are cleared. `by` must be a moderator when given.
     public func remove(_ id: String, by: String? = nil, reason: String? = nil, now: MonoTime,
                        into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         if let by { try requireModerator(by, .dropUnauthorized) }
         let p = try participant(id)
         for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t) }
@@ -148,7 +147,6 @@ public final class Room {
     /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes
     /// the transports (`allConnections`) and drops the room after draining these events.
     public func destroy(now: MonoTime) {
-        deadlineCache = nil
         for p in participants.values.sorted(by: { $0.index < $1.index }) {
             events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
         }
@@ -187,7 +185,6 @@ public final class Room {
     /// Binds a participant's sending connection and the tracks its offer declares. Replaces earlier tracks.
     public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
                                 now: MonoTime) throws(RoomError) {
-        deadlineCache = nil
         let p = try participant(id)
         guard published.filter({ $0.codec.kind == .audio }).count <= 1,
               published.filter({ $0.codec.kind == .video }).count <= 1 else {
@@ -229,6 +226,7 @@ public final class Room {
         }
         if p.audioTrack == nil { detector.removeSpeaker(p.index) }
         conn.nextReceiverReport = now + configuration.receiverReportInterval
+        deadlineCache = nil
         updateCandidacy(p)
         listsDirty = true
     }
@@ -236,7 +234,6 @@ public final class Room {
     /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line).
     public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
                                  now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         let p = try participant(id)
         let ssrcs = slots.map(\.ssrc)
         guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
@@ -269,7 +266,6 @@ public final class Room {
     /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
     /// `outbound` protects what the node sends (RFC 5764 section 4.2).
     public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
-        deadlineCache = nil
         guard let c = connections[connection] else {
             throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
         }
@@ -280,7 +276,6 @@ public final class Room {
 
     /// The connection lost its transport (ICE consent expired, DTLS closed).
     public func connectionLost(_ connection: ConnectionID, reason: String) {
-        deadlineCache = nil
         guard let c = connections[connection], let p = participants[c.participant] else { return }
         events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
     }
@@ -289,7 +284,6 @@ public final class Room {
 
     /// Changes settings live; talker lists and slots follow at once.
     public func update(now: MonoTime, into out: DatagramBatch, _ change: (inout RoomConfiguration) -> Void) throws(RoomError) {
-        deadlineCache = nil
         var c = configuration
         change(&c)
         try c.validate()
@@ -310,7 +304,6 @@ public final class Room {
 
     /// The subscriber's own talker count (at most the room's max_active_talkers).
     public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         let p = try participant(id)
         if let t = count, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
             throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
@@ -321,7 +314,6 @@ public final class Room {
 
     /// The client reports its camera on or off (soft mute, from signaling).
     public func setVideoMuted(_ id: String, _ muted: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        deadlineCache = nil
         let p = try participant(id)
         p.videoMuted = muted
         refreshAllSubscribers(now: now, into: out)

@@ -51,6 +51,8 @@ public final class LoadClient {
     public private(set) var mediaPacketsReceived = 0
     public private(set) var mediaBytesReceived = 0
     public private(set) var mediaPacketsSent = 0
+    /// The payload type video arrives with: 96 as this client offers it, or what a server's offer said.
+    public private(set) var videoPayloadType: UInt8 = 96
 
     let ice = ICECredentials.random()
     let certificate: DTLSCertificate
@@ -131,6 +133,7 @@ public final class LoadClient {
                 l += ["m=\(m.kind) 0 \(m.proto) \(m.formats.first ?? "0")", "c=IN IP4 0.0.0.0"] + (m.mid.map { ["a=mid:\($0)"] } ?? [])
                 continue
             }
+            if m.kind == "video", let n = UInt8(pt) { videoPayloadType = n }
             l += ["m=\(m.kind) 9 \(m.proto) \(pt)", "c=IN IP4 0.0.0.0", "a=mid:\(mid)", "a=recvonly", "a=rtcp-mux", "a=setup:active",
                   "a=rtpmap:\(pt) \(m.kind == "audio" ? "opus/48000/2" : "VP8/90000")"]
             if m.kind == "video" { l += ["a=rtcp-fb:\(pt) nack", "a=rtcp-fb:\(pt) nack pli"] }
@@ -202,8 +205,9 @@ public final class LoadClient {
         switch PacketClass(datagram) {
         case .stun:
             guard let checks else { return }
-            if let reply = checks.answer(request: datagram, from: batch.source(i)) {
-                socket.send(reply, to: batch.source(i))
+            let source = batch.source(i)
+            if let reply = checks.answer(request: datagram, from: source) {
+                socket.send(reply, to: source)
                 return
             }
             guard let tid = pendingCheck else { return }

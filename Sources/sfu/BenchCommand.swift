@@ -33,6 +33,7 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
         if let against, against != "janus" { throw ValidationError("--against knows only janus, got '\(against)'") }
+        if against != nil, sweep != nil { throw ValidationError("--against compares one plan; it cannot be combined with --sweep") }
         if against != nil, !BenchNamespace.isInside {
             // Janus needs a veth interface holding 127.0.0.1: the whole comparison runs in a namespace of its own.
             let status = try BenchNamespace.rerunInside(arguments: Array(CommandLine.arguments.dropFirst()))
@@ -80,7 +81,11 @@ struct BenchCommand: AsyncParsableCommand {
             let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
             var bench = try Bench(plan: p, server: NodeServer(api: api, pid: node?.pid ?? pid), media: media)
             bench.baselineRSS = bench.server.pid.flatMap(ProcessProbe.residentBytes(pid:))
-            var report = try await bench.run { print($0) }
+            var report: BenchReport
+            do { report = try await bench.run { print($0) } } catch {
+                _ = await node?.stop()
+                throw error
+            }
             if let node { print("node: \(await node.stop() ?? "stopped cleanly")") }
             if baselineSeconds > 0, report.meanPacketBytes > 0 {
                 report.baseline = try Baseline.measure(packetSize: report.meanPacketBytes, seconds: baselineSeconds)

@@ -199,6 +199,7 @@ enum OpusPacketCheck {
         #expect(answer.attribute("group") == "BUNDLE 0 1")
         #expect(answer.media.map(\.kind) == ["audio", "video"])
         #expect(answer.media.map(\.formats) == [["111"], ["100"]])
+        #expect(client.videoPayloadType == 100, "the receivers tell video by the offered payload type")
         for m in answer.media {
             #expect(m.has("recvonly") && m.has("rtcp-mux"))
             #expect(m.attribute("setup") == "active")

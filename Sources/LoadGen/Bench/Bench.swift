@@ -1,14 +1,14 @@
 import Foundation
 import NodeIO
 import SFU
-import SFUClient
 import SFUTestSupport
 import Synchronization
 import WebRTCEdge
 
-/// One benchmark run against a node: rooms of simulated participants join over the ramp, publishers replay
-/// encoded speech (taking turns) and video, subscribers receive their talker slots; then the node's counters,
-/// CPU and memory and the receivers' samples make the report.
+/// One benchmark run against a server (`BenchServer`: this node or Janus): rooms of simulated participants
+/// join over the ramp, publishers replay encoded speech (taking turns) and video, subscribers receive their
+/// talker slots; then the server's counters (when it has them), CPU and memory and the receivers' samples
+/// make the report.
 ///
 /// Receivers count every packet from its clear RTP header (sequence numbers give loss), decrypt every audio
 /// packet and one video packet in `sampleEvery` to read the sender's stamp (latency; see `BenchStamp`), and
@@ -74,7 +74,7 @@ public struct Bench {
             guard measuring, length >= 12 else { return }
             let seq = Int64(buffer[2]) << 8 | Int64(buffer[3])
             let ssrc = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
-            let video = buffer[1] & 0x7F == 96
+            let video = buffer[1] & 0x7F == client.videoPayloadType
             bytes += Int64(length)
             if var s = streams[ssrc] {
                 // Extend the 16-bit number around the highest seen (RFC 3550 appendix A.1).

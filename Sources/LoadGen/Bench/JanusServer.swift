@@ -29,6 +29,9 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
     public var pid: Int32? { process.processIdentifier }
 
     public static let binary = "/usr/bin/janus"
+    /// `SFU_BENCH_DEBUG=1`: Janus logs at level 5 with libnice's debug, to stdout, and its log is kept as
+    /// /tmp/janus-bench.log.
+    static let debug = ProcessInfo.processInfo.environment["SFU_BENCH_DEBUG"] != nil
     static let libraries = "/usr/lib/x86_64-linux-gnu/janus"
 
     /// Writes the configuration, starts Janus (under taskset when `cores` is given) and waits for its API.
@@ -42,7 +45,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
         let p = Process()
         var arguments = [Self.binary, "-C", directory.appendingPathComponent("janus.jcfg").path, "-F", directory.path,
                          "-L", directory.appendingPathComponent("janus.log").path, "-N"]
-        if ProcessInfo.processInfo.environment["SFU_BENCH_DEBUG"] != nil { arguments += ["-d", "5", "-l"] }
+        if Self.debug { arguments += ["-d", "5", "-l"] }
         if let cores {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             arguments = ["-c", cores] + arguments
@@ -50,7 +53,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
             p.executableURL = URL(fileURLWithPath: arguments.removeFirst())
         }
         p.arguments = arguments
-        if ProcessInfo.processInfo.environment["SFU_BENCH_DEBUG"] == nil { p.standardOutput = FileHandle.nullDevice }
+        if !Self.debug { p.standardOutput = FileHandle.nullDevice }
         try Self.runWithTerminationSignalsUnblocked(p)
         process = p
         base = URL(string: "http://127.0.0.1:\(port)/janus")!
@@ -60,7 +63,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         p.terminate()
-        throw LoadError("janus did not answer on \(base); its log: \(directory.appendingPathComponent("janus.log").path)")
+        throw LoadError("janus did not answer on \(base); the end of its log:\n\(logTail)")
     }
 
     /// Starts `p` with SIGTERM and SIGINT unblocked: a child inherits the spawning thread's signal mask, and
@@ -205,7 +208,7 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         defer {
-            if ProcessInfo.processInfo.environment["SFU_BENCH_DEBUG"] != nil {
+            if Self.debug {
                 try? FileManager.default.removeItem(atPath: "/tmp/janus-bench.log")
                 try? FileManager.default.copyItem(at: directory.appendingPathComponent("janus.log"), to: URL(fileURLWithPath: "/tmp/janus-bench.log"))
             }

@@ -36,6 +36,7 @@ public final class SRTPSession {
     /// The last SSRC protected and its session: a video frame's packets go out back to back.
     private var lastSSRC: UInt32 = 0
     private var lastSession: srtp_t?
+    private var dedicatedFailed = false
     var dedicatedSessions: Int { dedicated.count }
 
     /// Largest number of bytes protect may append (tag, plus the 4-byte SRTCP index). Buffers passed to the
@@ -112,12 +113,15 @@ public final class SRTPSession {
             lastSession = d.session
             return d.session
         }
-        guard dedicated.count < Self.dedicatedLimit else { return session }
+        guard dedicated.count < Self.dedicatedLimit, !dedicatedFailed else { return session }
         var p = policy
         p.ssrc.type = ssrc_specific
         p.ssrc.value = ssrc
         var created: srtp_t?
-        guard Self.create(&created, policy: &p, key: &keyAndSalt) == srtp_err_status_ok, let created else { return session }
+        guard Self.create(&created, policy: &p, key: &keyAndSalt) == srtp_err_status_ok, let created else {
+            dedicatedFailed = true  // the shared session serves from here on: no retry per packet
+            return session
+        }
         dedicated.append((ssrc, created))
         lastSSRC = ssrc
         lastSession = created
@@ -154,8 +158,7 @@ public final class SRTPSession {
         var len = Int32(length)
         var target = session
         if direction == .outbound, let at = ssrcOffset, length >= at + 4 {
-            let b = buffer
-            target = outboundSession(UInt32(b[at]) << 24 | UInt32(b[at + 1]) << 16 | UInt32(b[at + 2]) << 8 | UInt32(b[at + 3]))
+            target = outboundSession(UnsafeRawBufferPointer(buffer).u32(at))
         }
         let status = op(target, buffer.baseAddress, &len)
         switch status {

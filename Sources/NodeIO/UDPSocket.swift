@@ -26,7 +26,13 @@ public final class UDPSocket {
     private var orderScratch: UnsafeMutableBufferPointer<UInt64> = .allocate(capacity: 0)
     /// Datagrams the kernel would not take (socket buffer full) or that had no destination.
     public private(set) var sendDrops = 0
+    /// Datagrams the kernel refused for their own destination (the others of the batch still went).
+    public private(set) var sendErrors = 0
     public private(set) var gsoSends = 0
+    /// Segmented sends refused and sent again one datagram at a time.
+    public private(set) var gsoFallbacks = 0
+    /// Cleared when the kernel says it cannot segment: plain batches from then on.
+    private var gsoWorks = true
     /// Socket-level totals for metrics (worker thread only, like every other member).
     public private(set) var datagramsReceived: UInt64 = 0
     public private(set) var bytesReceived: UInt64 = 0
@@ -106,21 +112,42 @@ public final class UDPSocket {
         }
         /// The batch position of the k-th datagram to send.
         func at(_ k: Int) -> Int { grouped ? Int(truncatingIfNeeded: order[k] & 0xFFFF_FFFF) : k }
+        /// Sends the pending datagrams. A datagram the kernel refuses for its own destination (unreachable,
+        /// invalid address) is counted and the rest go on; a full socket buffer (EAGAIN, ENOBUFS) is shared
+        /// by every destination, so then the rest are dropped and counted.
         func flush() {
-            guard pending > 0 else { return }
-            let r = sfu_udp_send_batch(fd, sendBuffers, sendLengths, sendAddresses, Int32(pending))
-            let took = max(0, Int(r))
-            for k in 0..<took { bytesSent &+= UInt64(sendLengths[k]) }
-            datagramsSent &+= UInt64(took)
-            sent += took
-            sendDrops += pending - took
+            var start = 0
+            while start < pending {
+                let r = Int(sfu_udp_send_batch(fd, sendBuffers + start, sendLengths + start, sendAddresses + start, Int32(pending - start)))
+                if r > 0 {
+                    for k in start..<(start + r) { bytesSent &+= UInt64(sendLengths[k]) }
+                    datagramsSent &+= UInt64(r)
+                    sent += r
+                    start += r
+                    continue
+                }
+                if Self.bufferFull(-r) {
+                    sendDrops += pending - start
+                    break
+                }
+                sendDrops += 1
+                sendErrors += 1
+                start += 1
+            }
             pending = 0
+        }
+        func enqueue(_ d: UnsafeRawBufferPointer, to: TransportAddress) {
+            sendBuffers[pending] = d.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            sendLengths[pending] = Int32(d.count)
+            sendAddresses[pending] = Self.cAddress(to)
+            pending += 1
+            if pending == maxBatch { flush() }
         }
         var i = 0
         while i < batch.count {
             guard let to = destination(batch.destination(at: at(i))) else { sendDrops += 1; i += 1; continue }
             let d = batch.datagram(at: at(i))
-            if gso {
+            if gso && gsoWorks {
                 var run = 1
                 while i + run < batch.count, run < 64, batch.destination(at: at(i + run)) == batch.destination(at: at(i)),
                       batch.datagram(at: at(i + run - 1)).count == d.count, batch.datagram(at: at(i + run)).count <= d.count,
@@ -143,23 +170,32 @@ public final class UDPSocket {
                         gsoSends += 1
                         datagramsSent &+= UInt64(run)
                         bytesSent &+= UInt64(offset)
-                    } else {
+                    } else if Self.bufferFull(-Int(r)) {
                         sendDrops += run
+                    } else {
+                        // The kernel refused the segmented send (no GSO on this route, or a bad destination):
+                        // the run goes out one datagram at a time, each failing only for itself.
+                        gsoFallbacks += 1
+                        if Self.gsoUnsupported(-Int(r)) { gsoWorks = false }
+                        for k in 0..<run { enqueue(batch.datagram(at: at(i + k)), to: to) }
+                        flush()
                     }
                     i += run
                     continue
                 }
             }
-            sendBuffers[pending] = d.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            sendLengths[pending] = Int32(d.count)
-            sendAddresses[pending] = Self.cAddress(to)
-            pending += 1
-            if pending == maxBatch { flush() }
+            enqueue(d, to: to)
             i += 1
         }
         flush()
         return sent
     }
+
+    /// The socket's send buffer is full: every destination is refused alike.
+    static func bufferFull(_ errno: Int) -> Bool { errno == Int(EAGAIN) || errno == Int(EWOULDBLOCK) || errno == Int(ENOBUFS) }
+
+    /// The kernel or device does not segment (UDP GSO needs Linux 4.18 and a capable route).
+    static func gsoUnsupported(_ errno: Int) -> Bool { errno == Int(EIO) || errno == Int(EOPNOTSUPP) || errno == Int(ENOPROTOOPT) }
 
     /// Sends one datagram (control traffic: STUN responses, DTLS flights).
     @discardableResult

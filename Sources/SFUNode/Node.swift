@@ -7,14 +7,16 @@ import WebRTCEdge
 
 /// The media node: one worker per core (or as configured), each on its own UDP port counting up from
 /// `media.listen`, and the placement of rooms on workers. A room lives on one worker; every operation on it
-/// runs there, through the worker's command queue.
+/// runs there, through the worker's command queue. Session set-up (offer in, answer out) is here, not in
+/// the HTTP routes: `publish` and `subscribe` hand the offer to the room's worker core, which decides
+/// whether it renegotiates, restarts ICE or replaces the participant's transport.
 public final class Node: Sendable {
     public let configuration: NodeConfiguration
     public let workers: [Worker]
     public let certificate: DTLSCertificate
     private let placement = Mutex<[String: Int]>([:])
-    /// Which participant's connections belong to which room, to close them when it leaves.
-    private let participantConnections = Mutex<[String: [ConnectionID]]>([:])
+    /// Requests refused by a cap, by limit name, for `/metrics`.
+    private let refusals = Mutex<[String: UInt64]>([:])
     /// Room events, numbered and encoded, for `GET /v1/events`.
     public let events: EventHub
     public let metrics = NodeMetrics()
@@ -34,6 +36,7 @@ public final class Node: Sendable {
         }
         let count = configuration.workers > 0 ? configuration.workers : ProcessInfo.processInfo.activeProcessorCount
         let announced = configuration.mediaAnnounced.compactMap(TransportAddress.init)
+        try configuration.checkPorts(workers: count)
         var ws: [Worker] = []
         for i in 0..<count {
             var address = configuration.mediaListen
@@ -41,7 +44,9 @@ public final class Node: Sendable {
             let socket = try UDPSocket(bind: address)
             ws.append(try Worker(index: i, socket: socket, certificate: certificate,
                                  announced: announced.map { TransportAddress(ip: $0.ip, port: $0.port + UInt16(i)) },
-                                 eventCapacity: configuration.eventsQueue))
+                                 eventCapacity: configuration.eventsQueue, limits: configuration.workerLimits,
+                                 commandTimeout: .milliseconds(Int64(configuration.commandTimeoutMilliseconds)),
+                                 datagramsPerPass: configuration.datagramsPerPass))
         }
         workers = ws
     }
@@ -79,19 +84,23 @@ public final class Node: Sendable {
 
     public var roomNames: [String] { placement.withLock { $0.keys.sorted() } }
 
-    /// Creates a room on the worker with the fewest rooms.
+    /// Creates a room on the worker with the fewest rooms; refused past `limits.rooms`.
     public func createRoom(_ name: String, configuration room: RoomConfiguration) async throws {
         try room.validate()
         let index: Int = try placement.withLock { p in
             guard p[name] == nil else { throw APIError(.conflict, code: 6009, "room \(name) already exists") }
+            guard p.count < configuration.maxRooms else {
+                throw RoomError(.limitReached, .conflict, "the node holds \(configuration.maxRooms) rooms, its limit", limit: "rooms")
+            }
             var load = [Int](repeating: 0, count: workers.count)
             for w in p.values { load[w] += 1 }
             let i = load.indices.min { load[$0] < load[$1] }!
             p[name] = i
             return i
         }
+        let limits = configuration.workerLimits.room
         do {
-            try await workers[index].perform { ctx in ctx.addRoom(try Room(name: name, configuration: room, now: ctx.now)) }
+            try await workers[index].perform { core, now in core.addRoom(try Room(name: name, configuration: room, limits: limits, now: now)) }
         } catch {
             _ = placement.withLock { $0.removeValue(forKey: name) }
             throw error
@@ -102,32 +111,51 @@ public final class Node: Sendable {
         ])
     }
 
-    /// Runs `body` on the room's worker.
-    public func withRoom<T: Sendable>(_ name: String, _ body: @escaping @Sendable (Room, WorkerContext) throws -> T) async throws -> T {
+    /// Runs `body` on the room's worker with the room, the worker's core (for its batch) and the time.
+    public func withRoom<T: Sendable>(_ name: String, _ body: @escaping @Sendable (Room, WorkerCore, MonoTime) throws -> T) async throws -> T {
         guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        return try await workers[index].perform { ctx in
-            guard let room = ctx.room(name) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-            return try body(room, ctx)
+        return try await workers[index].perform { core, now in
+            guard let room = core.room(name) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
+            return try body(room, core, now)
         }
+    }
+
+    /// Answers a participant's offer to send (see `WorkerCore.publish`).
+    public func publish(room: String, participant: String, offer: String) async throws -> SessionAnswer {
+        try await session(room) { core, now in try core.publish(room: room, participant: participant, offer: offer, now: now) }
+    }
+
+    /// Answers a participant's offer to receive (see `WorkerCore.subscribe`).
+    public func subscribe(room: String, participant: String, offer: String) async throws -> SessionAnswer {
+        try await session(room) { core, now in try core.subscribe(room: room, participant: participant, offer: offer, now: now) }
+    }
+
+    private func session(_ room: String, _ body: @escaping @Sendable (WorkerCore, MonoTime) throws -> SessionAnswer) async throws -> SessionAnswer {
+        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
+        let answer = try await workers[index].perform(body)
+        logger.info("session \(answer.change.rawValue)", metadata: ["room": "\(room)", "connection": "\(answer.connection)"])
+        return answer
+    }
+
+    /// Removes a participant (a moderator's drop when `by` is given) and closes its transports.
+    public func removeParticipant(room: String, participant: String, by: String?) async throws -> Int {
+        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
+        return try await workers[index].perform { core, now in try core.removeParticipant(room: room, participant, by: by, now: now) }
     }
 
     /// Destroys a room: every participant is told (left, room destroyed) and its transports closed.
     public func destroyRoom(_ name: String) async throws {
         guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        try await workers[index].perform { ctx in ctx.removeRoom(name) }
+        try await workers[index].perform { core, now in core.destroyRoom(name, now: now) }
         _ = placement.withLock { $0.removeValue(forKey: name) }
-        participantConnections.withLock { c in for k in c.keys where k.hasPrefix(name + "\u{0}") { c[k] = nil } }
     }
 
     func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }
 
-    func remember(_ conn: ConnectionID, room: String, participant: String) {
-        participantConnections.withLock { $0[room + "\u{0}" + participant, default: []].append(conn) }
-    }
+    /// Counts a request refused by a cap (for `sfu_limit_refusals_total`).
+    func countRefusal(_ limit: String) { refusals.withLock { $0[limit, default: 0] += 1 } }
 
-    func forget(room: String, participant: String) -> [ConnectionID] {
-        participantConnections.withLock { $0.removeValue(forKey: room + "\u{0}" + participant) ?? [] }
-    }
+    var limitRefusals: [String: UInt64] { refusals.withLock { $0 } }
 
     /// Events of every worker since the last call, and how many were lost.
     public func drainEvents() -> (events: [StampedEvent], dropped: Int) {
@@ -143,7 +171,7 @@ public final class Node: Sendable {
 public struct APIError: Error, Sendable, CustomStringConvertible {
     public enum Status: Int, Sendable {
         case badRequest = 400, unauthorized = 401, forbidden = 403, notFound = 404, conflict = 409, payloadTooLarge = 413
-        case upgradeRequired = 426
+        case unsupportedMediaType = 415, upgradeRequired = 426, serviceUnavailable = 503
     }
 
     public var status: Status
@@ -171,6 +199,8 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
             }
             return APIError(status, code: e.code.rawValue, e.message)
         case let e as SDPError: return APIError(.badRequest, code: ResultCode.invalidMediaDescription.rawValue, e.description)
+        case let e as NoSuchRoom: return APIError(.notFound, code: 6008, e.description)
+        case let e as WorkerTimeout: return APIError(.serviceUnavailable, code: 6016, "\(e.description); nothing was done, retry")
         default: return APIError(.badRequest, code: 6010, "\(error)")
         }
     }

@@ -59,7 +59,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let text = String(decoding: p, as: UTF8.self)
         if let d = try? SessionDescription.parse(text) { _ = try? SessionDescription.parse(d.text) }
         _ = try? OfferAnswer.answerPublish(text, local: sdpLocal)
-        _ = try? OfferAnswer.answerSubscribe(text, local: sdpLocal) { _, i in UInt32(i + 1) }
+        _ = try? OfferAnswer.answerSubscribe(text, local: sdpLocal) { _, _, i in UInt32(i + 1) }
     }
 
     static func vp8(_ p: UnsafeRawBufferPointer) {

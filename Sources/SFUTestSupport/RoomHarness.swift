@@ -60,6 +60,43 @@ public final class RoomHarness {
                       video: RTPStreamWriter(ssrc: base + 2, payloadType: 96, timestamp: 90_000))
     }
 
+    /// Subscribes again with `audioSlots` + `videoSlots` slots (mids a0.., v0.., slot SSRCs as at join, so
+    /// the ones kept are unchanged): on the same connection (a renegotiation) or on a new one (a client that
+    /// started over). Returns the member with its subscribing connection.
+    public func resubscribe(_ m: Member, audioSlots: Int, videoSlots: Int, newConnection: Bool) throws -> Member {
+        let base = m.audio.ssrc - 1
+        var slots: [SlotDescription] = []
+        for i in 0..<audioSlots { slots.append(SlotDescription(codec: .opus, mid: "a\(i)", ssrc: base + 0x100 + UInt32(i), payloadType: 109, audioLevelExtensionID: 3)) }
+        for i in 0..<videoSlots { slots.append(SlotDescription(codec: .vp8, mid: "v\(i)", ssrc: base + 0x200 + UInt32(i), payloadType: 98)) }
+        var next = m
+        if newConnection { next = Member(id: m.id, publish: m.publish, subscribe: newClient(), audio: m.audio, video: m.video) }
+        try room.attachSubscriber(m.id, connection: next.subscribe.connection, slots: slots, now: now, into: batch)
+        if newConnection {
+            try room.setSRTP(connection: next.subscribe.connection, inbound: next.subscribe.nodeInbound, outbound: next.subscribe.nodeOutbound)
+        }
+        flush()
+        return next
+    }
+
+    /// Publishes again: the same tracks on the same connection (a renegotiation that changes nothing), or on
+    /// a new connection with new SSRCs (a client that started over).
+    public func republish(_ m: Member, video: Bool, newConnection: Bool) throws -> Member {
+        var next = m
+        if newConnection {
+            next = Member(id: m.id, publish: newClient(), subscribe: m.subscribe,
+                          audio: RTPStreamWriter(ssrc: m.audio.ssrc ^ 0x00F0_0000, payloadType: 111, audioLevelExtensionID: m.audio.audioLevelExtensionID),
+                          video: RTPStreamWriter(ssrc: m.video.ssrc ^ 0x00F0_0000, payloadType: 96, timestamp: 90_000))
+        }
+        var tracks = [PublishedTrack(codec: .opus, ssrc: next.audio.ssrc, payloadType: 111, audioLevelExtensionID: next.audio.audioLevelExtensionID)]
+        if video { tracks.append(PublishedTrack(codec: .vp8, ssrc: next.video.ssrc, rtxSSRC: next.video.ssrc + 1, payloadType: 96)) }
+        try room.attachPublisher(m.id, connection: next.publish.connection, tracks: tracks, now: now)
+        if newConnection {
+            try room.setSRTP(connection: next.publish.connection, inbound: next.publish.nodeInbound, outbound: next.publish.nodeOutbound)
+        }
+        flush()
+        return next
+    }
+
     private func newClient() -> SimulatedClient {
         let c = SimulatedClient(connection: ConnectionID(nextConnection), seed: UInt64(nextConnection) * 7919, nullCipher: nullCipher)
         nextConnection += 1

@@ -57,6 +57,9 @@ public final class SimulatedParticipant {
 
     private var plisPending = false
 
+    /// Sends a keyframe with the next video frame, asked or not.
+    public func sendKeyframe() { plisPending = true }
+
     private func readFeedback(_ h: RoomHarness) {
         let rtcp = h.rtcp(to: member.publish.connection)
         guard rtcp.count > seenRTCP else { return }

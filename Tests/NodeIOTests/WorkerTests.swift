@@ -61,20 +61,10 @@ final class UDPClient {
     static let cert = try! DTLSCertificate()
 
     func admit(_ worker: Worker, _ id: String, offer: String, publish: Bool) throws -> String {
-        try worker.performAndWait { ctx in
-            let (conn, local) = ctx.newConnection(room: "r")
-            let room = ctx.room("r")!
-            try room.admit(id, now: ctx.now)
-            if publish {
-                let r = try OfferAnswer.answerPublish(offer, local: local)
-                try ctx.edge.attach(conn, remote: r.remote)
-                try room.attachPublisher(id, connection: conn, tracks: r.tracks, now: ctx.now)
-                return r.answer.text
-            }
-            let r = try OfferAnswer.answerSubscribe(offer, local: local) { _, i in 0x7700 + UInt32(i) }
-            try ctx.edge.attach(conn, remote: r.remote)
-            try room.attachSubscriber(id, connection: conn, slots: r.slots, now: ctx.now, into: DatagramBatch(capacity: 8))
-            return r.answer.text
+        try worker.performAndWait { core, now in
+            try core.room("r")!.admit(id, now: now)
+            return publish ? try core.publish(room: "r", participant: id, offer: offer, now: now).sdp
+                : try core.subscribe(room: "r", participant: id, offer: offer, now: now).sdp
         }
     }
 
@@ -83,7 +73,7 @@ final class UDPClient {
         let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, dtlsInitialTimeout: .milliseconds(50))
         worker.start()
         defer { worker.stop() }
-        try worker.performAndWait { ctx in ctx.addRoom(try Room(name: "r", now: ctx.now)) }
+        try worker.performAndWait { core, now in core.addRoom(try Room(name: "r", now: now)) }
 
         let a = UDPClient(node: socket.local), b = UDPClient(node: socket.local)
         try a.connect(answer: try admit(worker, "A", offer: a.offer(publish: true), publish: true))
@@ -124,10 +114,10 @@ final class UDPClient {
         let worker = try Worker(index: 3, socket: socket, certificate: Self.cert)
         worker.start()
         defer { worker.stop() }
-        #expect(try worker.performAndWait { _ in worker.isWorkerThread })
+        #expect(try worker.performAndWait { _, _ in worker.isWorkerThread })
         #expect(!worker.isWorkerThread)
         #expect(throws: RoomError.self) {
-            try worker.performAndWait { ctx in _ = try Room(name: "bad", configuration: { var c = RoomConfiguration(); c.maxActiveTalkers = 99; return c }(), now: ctx.now) }
+            try worker.performAndWait { _, now in _ = try Room(name: "bad", configuration: { var c = RoomConfiguration(); c.maxActiveTalkers = 99; return c }(), now: now) }
         }
     }
 
@@ -136,21 +126,22 @@ final class UDPClient {
         let worker = try Worker(index: 0, socket: socket, certificate: Self.cert)
         worker.start()
         defer { worker.stop() }
-        try worker.performAndWait { ctx in
-            ctx.addRoom(try Room(name: "r", now: ctx.now))
-            try ctx.room("r")!.admit("A", now: ctx.now)
-            try ctx.room("r")!.admit("B", now: ctx.now)
-            _ = ctx.newConnection(room: "r")
+        try worker.performAndWait { core, now in
+            core.addRoom(try Room(name: "r", now: now))
+            try core.room("r")!.admit("A", now: now)
+            try core.room("r")!.admit("B", now: now)
         }
+        _ = try admit(worker, "C", offer: UDPClient(node: socket.local).offer(publish: true), publish: true)
         _ = worker.drainEvents()
-        try worker.performAndWait { ctx in ctx.removeRoom("r") }
+        try worker.performAndWait { core, now in core.destroyRoom("r", now: now) }
         let (events, _) = worker.drainEvents()
         #expect(events.map(\.event) == [
             .participantState(participant: "A", state: .left, reason: "room destroyed"),
             .participantState(participant: "B", state: .left, reason: "room destroyed"),
+            .participantState(participant: "C", state: .left, reason: "room destroyed"),
             .roomDestroyed,
         ])
-        #expect(try worker.performAndWait { ctx in ctx.rooms.isEmpty })
+        #expect(try worker.performAndWait { core, _ in core.rooms.isEmpty && core.connectionCount == 0 })
     }
 
     @Test func aFullEventQueueCountsWhatItLost() throws {
@@ -158,10 +149,10 @@ final class UDPClient {
         let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, eventCapacity: 5)
         worker.start()
         defer { worker.stop() }
-        try worker.performAndWait { ctx in
-            let room = try Room(name: "r", now: ctx.now)
-            ctx.addRoom(room)
-            for i in 0..<12 { try room.admit("P\(i)", now: ctx.now) }
+        try worker.performAndWait { core, now in
+            let room = try Room(name: "r", now: now)
+            core.addRoom(room)
+            for i in 0..<12 { try room.admit("P\(i)", now: now) }
         }
         let (events, dropped) = worker.drainEvents()
         #expect(events.count == 5 && dropped == 7)

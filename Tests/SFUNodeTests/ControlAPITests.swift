@@ -48,6 +48,7 @@ import WebRTCEdge
             var out: [(Int, Data)] = []
             for (method, uri, body, headers) in prepared {
                 var fields = HTTPFields()
+                if body != nil { fields[.contentType] = "application/json" }
                 for (k, v) in headers { fields[HTTPField.Name(k)!] = v }
                 let r = try await client.execute(uri: uri, method: method, headers: fields, body: body.map { ByteBuffer(bytes: $0) })
                 out.append((Int(r.status.code), Data(r.body.readableBytesView)))

@@ -32,7 +32,8 @@ import WebRTCEdge
 
     static func post(_ client: some TestClientProtocol, _ uri: String, _ body: [String: Any]) async throws -> Int {
         let data = try JSONSerialization.data(withJSONObject: body)
-        return Int(try await client.execute(uri: uri, method: .post, body: ByteBuffer(bytes: data)).status.code)
+        return Int(try await client.execute(uri: uri, method: .post, headers: [.contentType: "application/json"],
+                                            body: ByteBuffer(bytes: data)).status.code)
     }
 
     @Test func theEventsWebSocketStreamsARoomsEventsInOrder() async throws {
@@ -110,6 +111,7 @@ import WebRTCEdge
                 Task {
                     var headers = HTTPFields()
                     headers[.authorization] = "Bearer k3y"
+                    headers[.contentType] = "application/json"
                     _ = try await client.execute(uri: "/v1/rooms", method: .post, headers: headers, body: ByteBuffer(string: #"{"room":"k"}"#))
                     _ = try await client.execute(uri: "/v1/rooms/k/participants", method: .post, headers: headers,
                                                  body: ByteBuffer(string: #"{"participant":"a"}"#))

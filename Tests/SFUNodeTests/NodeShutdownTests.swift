@@ -13,7 +13,7 @@ import WebRTCEdge
         node.start()
         for room in ["a", "b"] {
             try await node.createRoom(room, configuration: RoomConfiguration())
-            try await node.withRoom(room) { r, ctx in try r.admit("p-\(room)", now: ctx.now) }
+            try await node.withRoom(room) { r, _, now in try r.admit("p-\(room)", now: now) }
         }
         let subscription = node.events.subscribe(room: nil, since: 0)  // from the first event, whenever the pump ran
         node.stop()

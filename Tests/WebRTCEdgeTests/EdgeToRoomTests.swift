@@ -102,7 +102,7 @@ final class WireClient {
             try room.attachPublisher(id, connection: conn, tracks: r.tracks, now: now)
             try c.accept(answer: r.answer.text)
         } else {
-            let r = try OfferAnswer.answerSubscribe(c.offer(publish: false), local: local) { _, i in 0x5100 + UInt32(i) }
+            let r = try OfferAnswer.answerSubscribe(c.offer(publish: false), local: local) { _, _, i in 0x5100 + UInt32(i) }
             try edge.attach(conn, remote: r.remote)
             try room.admit(id, now: now)
             try room.attachSubscriber(id, connection: conn, slots: r.slots, now: now, into: batch)

@@ -61,7 +61,7 @@ func fixture(_ name: String) throws -> String {
     @Test(arguments: ["chrome-subscribe", "firefox-subscribe", "aiortc-subscribe"])
     func subscribeOfferBecomesSlots(_ name: String) throws {
         var next: UInt32 = 0x5000
-        let r = try OfferAnswer.answerSubscribe(try fixture(name), local: local) { _, _ in next += 1; return next }
+        let r = try OfferAnswer.answerSubscribe(try fixture(name), local: local) { _, _, _ in next += 1; return next }
         #expect(r.slots.filter { $0.codec == .opus }.count == 3)
         #expect(r.slots.filter { $0.codec == .vp8 }.count == 2)
         #expect(Set(r.slots.map(\.ssrc)).count == 5)
@@ -142,7 +142,7 @@ func fixture(_ name: String) throws -> String {
     func emptyAttributeValuesDoNotCrash(_ line: String) {
         let text = Self.minimal + line
         _ = try? OfferAnswer.answerPublish(text, local: local)
-        _ = try? OfferAnswer.answerSubscribe(text, local: local) { _, _ in 1 }
+        _ = try? OfferAnswer.answerSubscribe(text, local: local) { _, _, _ in 1 }
     }
 
     @Test func portWithoutDigitsIsRefused() {

@@ -24,6 +24,16 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     case staleAfterSwitch
     case egressFull
     case tooLarge
+    // Budgets (RoomLimits): what a client may make the node do
+    /// A new SSRC past `ssrcsPerConnection`: refused before libsrtp would keep a stream for it.
+    case ssrcLimit
+    /// An RTCP datagram naming more items (packets, report blocks, NACK pairs, FIR entries, transport-cc
+    /// statuses) than `rtcpItemsPerPacket`: the rest of it is not parsed.
+    case rtcpBudget
+    /// A NACKed packet the subscriber's resend budget (bytes per second) could not pay for.
+    case resendBudget
+    /// A NACKed packet already resent `maxResendsPerPacket` times.
+    case resendLimit
 
     public var description: String {
         switch self {
@@ -46,6 +56,10 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .staleAfterSwitch: "stale_after_switch"
         case .egressFull: "egress_full"
         case .tooLarge: "too_large"
+        case .ssrcLimit: "ssrc_limit"
+        case .rtcpBudget: "rtcp_budget"
+        case .resendBudget: "resend_budget"
+        case .resendLimit: "resend_limit"
         }
     }
 }
@@ -64,6 +78,10 @@ public struct DropCounters: Sendable, Equatable {
     }
 
     public var total: UInt64 { counts.reduce(0, &+) }
+
+    public mutating func add(_ other: DropCounters) {
+        for i in counts.indices { counts[i] &+= other.counts[i] }
+    }
 
     /// Non-zero counters, for stats and logs.
     public var nonZero: [(DropReason, UInt64)] {

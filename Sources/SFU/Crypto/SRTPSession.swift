@@ -128,6 +128,13 @@ public final class SRTPSession {
         return created
     }
 
+    /// Forgets an inbound SSRC's stream (its track ended): libsrtp keeps one per SSRC it authenticated, in a
+    /// list that would otherwise only grow. A packet of that SSRC later starts a fresh stream.
+    public func removeStream(ssrc: UInt32) {
+        guard direction == .inbound, let session else { return }
+        _ = srtp_remove_stream(session, ssrc.bigEndian)
+    }
+
     /// Encrypts and authenticates the RTP packet of `length` bytes at the start of `buffer`, in place.
     /// Returns the protected length. `buffer` needs `maxOverhead` spare bytes past `length`.
     public func protectRTP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) -> Result<Int, DropReason> {

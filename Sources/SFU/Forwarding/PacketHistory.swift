@@ -52,6 +52,7 @@ public struct SlotSendLog: Sendable {
         public var marker: Bool
         public var sentAt: MonoTime
         public var lastResend: MonoTime?
+        public var resends: Int = 0
     }
 
     private var records: [Record?]
@@ -72,6 +73,8 @@ public struct SlotSendLog: Sendable {
     }
 
     public mutating func markResent(_ seq: UInt16, at now: MonoTime) {
-        if records[Int(seq) & mask]?.outSequence == seq { records[Int(seq) & mask]!.lastResend = now }
+        guard records[Int(seq) & mask]?.outSequence == seq else { return }
+        records[Int(seq) & mask]!.lastResend = now
+        records[Int(seq) & mask]!.resends += 1
     }
 }

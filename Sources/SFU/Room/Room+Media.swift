@@ -37,12 +37,14 @@ extension Room {
         case .failure(let r): return drop(r, conn)
         }
         guard let owner = participants[track.owner] else { return drop(.unknownSSRC, conn) }
-        if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
         if route.rtx { return drop(.rtxUnsupported, conn) }
-        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
-        let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
+        // Sequence and reception state follow every authenticated packet, as SRTP's does, policy or not: a
+        // source muted (or waiting for the floor) for more than 2^15 packets must not read as old after.
         let ext = track.unwrapper.unwrap(header.sequenceNumber)
         noteReception(track, header: header, extendedSequence: ext, now: now)
+        if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
+        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
+        let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
         if track.kind == .audio {
             guard case .success(let opus) = OpusPacketInfo.parse(payload) else { return drop(.badCodecPayload, conn) }
             measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload,
@@ -78,6 +80,7 @@ extension Room {
         guard let t = tracks[route.track] else { return }
         if route.rtx { t.rtxSSRC = ssrc } else { t.ssrc = ssrc }
         conn.tracksBySSRC[ssrc] = route
+        conn.inboundSSRCs.insert(ssrc)
         if t.ssrc != nil, t.rtxSSRC != nil || t.description.rtxPayloadType == nil {
             conn.awaitingMid.removeAll { $0.track == route.track }
         }
@@ -140,7 +143,7 @@ extension Room {
         while i < track.sinks.count {
             let ref = track.sinks[i]
             i += 1
-            guard let sub = participants[ref.subscriber], let s = sub.subscriber,
+            guard let sub = participants[ref.subscriber], let s = sub.subscriber, s.has(ref),
                   let cid = sub.subscribeConnection, let conn = connections[cid], conn.outbound != nil else { continue }
             if ref.kind == .video {
                 // Fields are read in place: a copy of the slot would make the send log below copy on write.

@@ -3,46 +3,69 @@
 extension Room {
     func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, now: MonoTime,
                      into out: DatagramBatch) {
-        guard let srtp = conn.inbound else { return drop(.noSRTPContext) }
+        guard let srtp = conn.inbound else { return drop(.noSRTPContext, conn) }
+        // SRTCP keeps the first packet's sender SSRC in clear (RFC 3711 section 3.4); libsrtp keeps a stream
+        // for every SSRC that authenticates, so a new one past the cap is refused before it is tried.
+        guard length >= 8 else { return drop(.truncated, conn) }
+        let sender = UnsafeRawBufferPointer(buffer).u32(4)
+        let newSSRC = !conn.inboundSSRCs.contains(sender)
+        if newSSRC, conn.inboundSSRCs.count >= limits.ssrcsPerConnection { return drop(.ssrcLimit, conn) }
         let plainLength: Int
         switch srtp.unprotectRTCP(buffer, length: length) {
         case .success(let n): plainLength = n
-        case .failure(let r): return drop(r)
+        case .failure(let r): return drop(r, conn)
         }
+        if newSSRC { conn.inboundSSRCs.insert(sender) }
         let p = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
-        if let r = RTCPCompound.validate(p) { return drop(r) }
+        if let r = RTCPCompound.validate(p) { return drop(r, conn) }
         counters.rtcpIn &+= 1
+        // Every item a datagram names costs one unit of a fixed budget; what lies past it is not parsed.
+        var budget = limits.rtcpItemsPerPacket
+        var overBudget = false
+        func spend(_ n: Int) -> Bool {
+            guard !overBudget, n <= budget else { overBudget = true; return false }
+            budget -= n
+            return true
+        }
         _ = RTCPCompound.forEach(p) { pkt in
+            guard spend(1) else { return }
             switch (pkt.type, pkt.countOrFormat) {
             case (.senderReport?, _):
+                guard spend(Int(pkt.countOrFormat)) else { return }
                 if case .success(let sr) = SenderReport.parse(p, pkt) { onSenderReport(sr, conn: conn, now: now, into: out) }
             case (.receiverReport?, _):
+                guard spend(Int(pkt.countOrFormat)) else { return }
                 if case .success(let rr) = ReceiverReport.parse(p, pkt) { onReports(rr.reports, conn: conn, now: now) }
             case (.payloadFeedback?, FeedbackFormat.pli):
                 if let h = FeedbackHeader.parse(p, pkt) { onKeyframeRequest(slotSSRC: h.mediaSSRC, conn: conn, now: now, into: out) }
             case (.payloadFeedback?, FeedbackFormat.fir):
+                guard spend(max(0, pkt.body.count - 8) / 8) else { return }
                 if let (_, entries) = FullIntraRequest.parse(p, pkt) {
                     for e in entries { onKeyframeRequest(slotSSRC: e.ssrc, conn: conn, now: now, into: out) }
                 }
             case (.payloadFeedback?, FeedbackFormat.applicationLayer):
                 if let remb = REMB.parse(p, pkt) { onEstimate(conn: conn, now: now, into: out) { $0.onREMB(bitrate: remb.bitrate, now: now) } }
             case (.transportFeedback?, FeedbackFormat.nack):
-                var lost: [UInt16] = []
-                if let h = GenericNACK.forEachLost(p, pkt, { lost.append($0) }) {
-                    onNACK(slotSSRC: h.mediaSSRC, lost: lost, conn: conn, now: now, into: out)
-                }
+                guard spend(max(0, pkt.body.count - 8) / 4) else { return }
+                guard let h = FeedbackHeader.parse(p, pkt), let (s, ref) = slot(for: h.mediaSSRC, conn: conn), ref.kind == .video else { return }
+                _ = GenericNACK.forEachLost(p, pkt) { seq in resend(seq, slot: ref, of: s, conn: conn, now: now, into: out) }
             case (.transportFeedback?, FeedbackFormat.transportCC):
-                if let fb = TransportCCFeedback.parse(p, pkt) {
+                // A status count is two bytes that can name 65,535 packets; it is parsed only within the budget.
+                if let fb = TransportCCFeedback.parse(p, pkt, maxPackets: budget) {
+                    _ = spend(fb.packets.count)
                     onEstimate(conn: conn, now: now, into: out) { $0.onTransportFeedback(fb, now: now) }
+                } else if TransportCCFeedback.statusCount(p, pkt).map({ $0 > budget }) == true {
+                    overBudget = true
                 }
             default:
                 break  // SDES, BYE, APP and unknown types need no action
             }
         }
+        if overBudget { drop(.rtcpBudget, conn) }
     }
 
     private func slot(for ssrc: UInt32, conn: Connection) -> (SubscriberState, SlotRef)? {
-        guard let ref = conn.slotsBySSRC[ssrc], let s = participants[ref.subscriber]?.subscriber else { return nil }
+        guard let ref = conn.slotsBySSRC[ssrc], let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { return nil }
         return (s, ref)
     }
 
@@ -55,37 +78,44 @@ extension Room {
         }
     }
 
-    /// Retransmits from the source's history what the slot sent under each lost sequence number, at most
-    /// once per round trip per packet. NACKs are never forwarded upstream.
-    private func onNACK(slotSSRC: UInt32, lost: [UInt16], conn: Connection, now: MonoTime, into out: DatagramBatch) {
-        guard let (s, ref) = slot(for: slotSSRC, conn: conn), ref.kind == .video else { return }
-        let rtt = s.videoSlots[ref.index].rtt ?? .milliseconds(100)
-        for seq in lost {
-            guard let rec = s.videoSlots[ref.index].sendLog?.lookup(seq) else { continue }
-            if let last = rec.lastResend, now - last < rtt { continue }
-            guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),
-                  case .success(let h) = RTPHeader.parse(pkt),
-                  case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
-            else { continue }
-            if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, header: h, vp8: vp8, rewrite: rec.output,
-                    marker: rec.marker, level: nil, now: now, into: out) {
-                s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
-                s.videoSlots[ref.index].retransmissions &+= 1
-                counters.retransmissions &+= 1
-            }
+    /// Retransmits from the source's history what the slot sent under a lost sequence number. NACKs are
+    /// never forwarded upstream. A client decides what it NACKs and reports its own round trip, so each
+    /// packet is resent at most `maxResendsPerPacket` times, never twice within `minResendInterval` or the
+    /// round trip, and the subscriber's resends are paid from a byte budget: at most `resendKbps`, and at
+    /// most `resendShareOfEstimate` of its downlink estimate.
+    private func resend(_ seq: UInt16, slot ref: SlotRef, of s: SubscriberState, conn: Connection, now: MonoTime,
+                        into out: DatagramBatch) {
+        guard s.has(ref), let rec = s.videoSlots[ref.index].sendLog?.lookup(seq) else { return }
+        guard rec.resends < limits.maxResendsPerPacket else { return drop(.resendLimit, conn) }
+        let interval = max(s.videoSlots[ref.index].rtt ?? .milliseconds(100), limits.minResendInterval)
+        if let last = rec.lastResend, now - last < interval { return }
+        guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),
+              case .success(let h) = RTPHeader.parse(pkt),
+              case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
+        else { return }
+        var bytesPerSecond = Double(limits.resendKbps) * 125
+        if let bps = s.estimator.estimate { bytesPerSecond = min(bytesPerSecond, Double(bps) / 8 * limits.resendShareOfEstimate) }
+        guard s.resendBudget.take(pkt.count, bytesPerSecond: bytesPerSecond, burst: max(bytesPerSecond / 4, 4_000), now: now) else {
+            return drop(.resendBudget, conn)
+        }
+        if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, header: h, vp8: vp8, rewrite: rec.output,
+                marker: rec.marker, level: nil, now: now, into: out) {
+            s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
+            s.videoSlots[ref.index].retransmissions &+= 1
+            counters.retransmissions &+= 1
         }
     }
 
     /// Forwards a source's sender report on every slot it feeds, with the slot's SSRC and the RTP timestamp
     /// shifted by the slot's offset; NTP time is untouched so receivers keep lip sync (RFC 3550 section 6.4.1).
     private func onSenderReport(_ sr: SenderReport, conn: Connection, now: MonoTime, into out: DatagramBatch) {
-        guard let route = conn.tracksBySSRC[sr.ssrc], !route.rtx, let track = tracks[route.track] else { return }
+        guard let route = conn.tracksBySSRC[sr.ssrc], !route.rtx, let track = tracks[route.track] else { return }  // not its own: ignored
         track.lastSR = sr
         track.lastSRMiddle = UInt32(truncatingIfNeeded: sr.ntpTimestamp >> 16)
         track.lastSRArrival = now
         guard let owner = participants[track.owner], refusal(owner, track.kind) == nil else { return }
         for ref in track.sinks {
-            guard let sub = participants[ref.subscriber], let s = sub.subscriber, let cid = sub.subscribeConnection,
+            guard let sub = participants[ref.subscriber], let s = sub.subscriber, s.has(ref), let cid = sub.subscribeConnection,
                   let sconn = connections[cid] else { continue }
             let slot = s.slot(ref)
             guard slot.current == track.index, let offset = slot.rewriter.timestampOffset else { continue }
@@ -192,7 +222,7 @@ extension Room {
         for track in tracks.values where track.kind == .video {
             guard let due = track.keyframes.nextRetry(rtt: nil), due <= now else { continue }
             let waited = track.sinks.contains { ref in
-                participants[ref.subscriber]?.subscriber.map { $0.slot(ref).pending == track.index } ?? false
+                participants[ref.subscriber]?.subscriber.map { $0.has(ref) && $0.slot(ref).pending == track.index } ?? false
             }
             if waited { requestKeyframe(track, now: now, into: out) } else { track.keyframes.keyframeArrived() }
         }

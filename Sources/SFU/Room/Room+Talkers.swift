@@ -143,10 +143,14 @@ extension Room {
                 slot.silenceFramesLeft = 0
             } else if slot.current != t {
                 slot.pending = t  // the old source keeps flowing until the new one's keyframe
+            } else {
+                slot.pending = nil  // back to the source still flowing: a source waited on before must not take over
             }
         }
         if ref.kind == .audio, let old = before.current, old != t { tracks[old]?.sinks.removeAll { $0 == ref } }
-        if ref.kind == .video, let old = before.pending, old != t { tracks[old]?.sinks.removeAll { $0 == ref } }
+        if ref.kind == .video, let old = before.pending, old != t, old != before.current {
+            tracks[old]?.sinks.removeAll { $0 == ref }
+        }
         if !track.sinks.contains(ref) { track.sinks.append(ref) }
         if ref.kind == .video, s.slot(ref).pending == t {
             track.keyframes.startWaiting(now: now)
@@ -169,6 +173,7 @@ extension Room {
     }
 
     func mutateSlot(_ s: SubscriberState, _ ref: SlotRef, _ body: (inout Slot) -> Void) {
+        guard s.has(ref) else { return }
         if ref.kind == .audio { body(&s.audioSlots[ref.index]) } else { body(&s.videoSlots[ref.index]) }
     }
 
@@ -178,7 +183,7 @@ extension Room {
         updateCandidacy(p)
         if let t = p.audioTrack, let track = tracks[t], !audioAllowed(p) {
             for ref in track.sinks {
-                guard let s = participants[ref.subscriber]?.subscriber else { continue }
+                guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
                 mutateSlot(s, ref) { slot in
                     guard slot.current == t else { return }
                     slot.current = nil
@@ -192,10 +197,18 @@ extension Room {
         }
         if let t = p.videoTrack, let track = tracks[t], !videoAllowed(p) {
             for ref in track.sinks {
-                guard let s = participants[ref.subscriber]?.subscriber else { continue }
+                guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
+                let slot = s.slot(ref)
+                guard slot.current == t || slot.pending == t else { continue }
+                // The slot stops, whatever else fed it: a source it was leaving for this one's keyframe must
+                // not keep flowing under a slot map that names nobody.
+                if let other = slot.current, other != t { tracks[other]?.sinks.removeAll { $0 == ref } }
+                if let other = slot.pending, other != t { tracks[other]?.sinks.removeAll { $0 == ref } }
                 mutateSlot(s, ref) { slot in
-                    if slot.current == t { slot.current = nil; slot.assigned = nil; slot.rewriter.switchTo(nil) }
-                    if slot.pending == t { slot.pending = nil; slot.assigned = nil }
+                    slot.current = nil
+                    slot.pending = nil
+                    slot.assigned = nil
+                    slot.rewriter.switchTo(nil)
                 }
             }
             track.sinks.removeAll()

@@ -7,6 +7,7 @@
 public final class Room {
     public let name: String
     public internal(set) var configuration: RoomConfiguration
+    public let limits: RoomLimits
     public internal(set) var counters = RoomCounters()
 
     var participants: [Int: Participant] = [:]
@@ -31,10 +32,12 @@ public final class Room {
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
     public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
 
-    public init(name: String, configuration: RoomConfiguration = .init(), now: MonoTime) throws(RoomError) {
+    public init(name: String, configuration: RoomConfiguration = .init(), limits: RoomLimits = .init(),
+                now: MonoTime) throws(RoomError) {
         try configuration.validate()
         self.name = name
         self.configuration = configuration
+        self.limits = limits
         self.detector = DominantSpeakerDetector(configuration: configuration.detector, now: now)
     }
 
@@ -89,6 +92,7 @@ public final class Room {
     // MARK: Membership
 
     public var participantCount: Int { participants.count }
+    public func contains(participant id: String) -> Bool { participantsByID[id] != nil }
     public var participantIDs: [String] { participants.values.sorted { $0.index < $1.index }.map(\.id) }
 
     func participant(_ id: String) throws(RoomError) -> Participant {
@@ -106,6 +110,9 @@ public final class Room {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
         }
         guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(self.name) is locked") }
+        guard participants.count < limits.participants else {
+            throw RoomError(.limitReached, .conflict, "room \(self.name) is full (\(limits.participants) participants)", limit: "participants_per_room")
+        }
         if let t = talkerCount, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
             throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
         }
@@ -125,13 +132,11 @@ public final class Room {
                        into out: DatagramBatch) throws(RoomError) {
         if let by { try requireModerator(by, .dropUnauthorized) }
         let p = try participant(id)
-        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t) }
+        unpublish(p)
+        unsubscribe(p)
         for c in [p.publishConnection, p.subscribeConnection].compactMap({ $0 }) { connections[c] = nil }
-        if let s = p.subscriber {
-            for (i, slot) in s.audioSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
-            for (i, slot) in s.videoSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
-        }
-        detector.removeSpeaker(p.index)
+        p.publishConnection = nil
+        p.subscribeConnection = nil
         participants[p.index] = nil
         participantsByID[id] = nil
         recency.removeAll { $0 == p.index }
@@ -167,118 +172,6 @@ public final class Room {
     }
 
     public var allConnections: [ConnectionID] { Array(connections.keys) }
-
-    private func removeTrack(_ t: Int) {
-        guard let track = tracks[t] else { return }
-        for ref in track.sinks {
-            guard let s = participants[ref.subscriber]?.subscriber else { continue }
-            mutateSlot(s, ref) { slot in
-                if slot.current == t { slot.current = nil; slot.rewriter.switchTo(nil) }
-                if slot.pending == t { slot.pending = nil }
-            }
-        }
-        tracks[t] = nil
-    }
-
-    // MARK: Media binding
-
-    /// Binds a participant's sending connection and the tracks its offer declares. Replaces earlier tracks.
-    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
-                                now: MonoTime) throws(RoomError) {
-        let p = try participant(id)
-        guard published.filter({ $0.codec.kind == .audio }).count <= 1,
-              published.filter({ $0.codec.kind == .video }).count <= 1 else {
-            throw RoomError(.invalidMediaDescription, .invalid, "a participant publishes at most one audio and one video track")
-        }
-        let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
-        guard Set(ssrcs).count == ssrcs.count else {
-            throw RoomError(.invalidMediaDescription, .invalid, "SSRCs must be distinct")
-        }
-        guard published.allSatisfy({ $0.ssrc != nil || ($0.mid != nil && $0.midExtensionID != nil) }) else {
-            throw RoomError(.invalidMediaDescription, .invalid, "a track needs an SSRC, or a mid and the MID extension id")
-        }
-        let conn = connectionFor(connection, participant: p)
-        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) {
-            if let old = tracks[t] {
-                for s in [old.ssrc, old.rtxSSRC].compactMap({ $0 }) { conn.tracksBySSRC[s] = nil }
-            }
-            removeTrack(t)
-        }
-        p.audioTrack = nil
-        p.videoTrack = nil
-        conn.awaitingMid.removeAll()
-        p.publishConnection = connection
-        for d in published {
-            let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
-            nextTrackIndex += 1
-            tracks[t.index] = t
-            if let s = d.ssrc { conn.tracksBySSRC[s] = (t.index, false) }
-            if let r = d.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true) }
-            if d.ssrc == nil, let mid = d.mid, let id = d.midExtensionID {
-                conn.awaitingMid.append((Array(mid.utf8), id, t.index))
-            }
-            if d.codec.kind == .audio {
-                p.audioTrack = t.index
-                detector.addSpeaker(p.index, now: now)
-            } else {
-                p.videoTrack = t.index
-            }
-        }
-        if p.audioTrack == nil { detector.removeSpeaker(p.index) }
-        conn.nextReceiverReport = now + configuration.receiverReportInterval
-        deadlineCache = nil
-        updateCandidacy(p)
-        listsDirty = true
-    }
-
-    /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line).
-    public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
-                                 now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try participant(id)
-        let ssrcs = slots.map(\.ssrc)
-        guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
-            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs and mids must be distinct")
-        }
-        if let old = p.subscriber {
-            for (i, slot) in old.audioSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
-            for (i, slot) in old.videoSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
-        }
-        let conn = connectionFor(connection, participant: p)
-        conn.slotsBySSRC.removeAll()
-        let audio = slots.filter { $0.codec.kind == .audio }.map(Slot.init)
-        let video = slots.filter { $0.codec.kind == .video }.map(Slot.init)
-        for (i, s) in audio.enumerated() { conn.slotsBySSRC[s.description.ssrc] = SlotRef(subscriber: p.index, kind: .audio, index: i) }
-        for (i, s) in video.enumerated() { conn.slotsBySSRC[s.description.ssrc] = SlotRef(subscriber: p.index, kind: .video, index: i) }
-        var policy = p.subscriber?.videoCount ?? VideoCountPolicy(parameters: configuration.videoCount, initial: min(1, video.count))
-        policy.clamp(maxVideos: video.count)
-        p.subscriber = SubscriberState(audioSlots: audio, videoSlots: video, videoCount: policy)
-        p.subscribeConnection = connection
-        refreshSubscriber(p, now: now, into: out)
-    }
-
-    private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
-        if let c = connections[id], c.participant == p.index { return c }
-        let c = Connection(id: id, participant: p.index)
-        connections[id] = c
-        return c
-    }
-
-    /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
-    /// `outbound` protects what the node sends (RFC 5764 section 4.2).
-    public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
-        guard let c = connections[connection] else {
-            throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
-        }
-        c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
-        c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
-        events.append(.participantState(participant: participants[c.participant]!.id, state: .connected, reason: nil))
-    }
-
-    /// The connection lost its transport (ICE consent expired, DTLS closed).
-    public func connectionLost(_ connection: ConnectionID, reason: String) {
-        guard let c = connections[connection], let p = participants[c.participant] else { return }
-        events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
-    }
 
     // MARK: Settings
 

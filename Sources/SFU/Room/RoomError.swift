@@ -32,6 +32,8 @@ public enum ResultCode: Int, Sendable {
     case participantExists = 6003
     case invalidSetting = 6004
     case invalidMediaDescription = 6005
+    /// A cap of `RoomLimits` or of the node's limits (rooms, participants, slots, tracks, handshakes).
+    case limitReached = 6006
 }
 
 /// A refused request: the code, what kind of refusal it is (the control API maps it to an HTTP status), and
@@ -47,11 +49,14 @@ public struct RoomError: Error, Equatable, Sendable, CustomStringConvertible {
     public var code: ResultCode
     public var kind: Kind
     public var message: String
+    /// For `limitReached`: which limit (its configuration key without the section), for metrics.
+    public var limit: String?
 
-    public init(_ code: ResultCode, _ kind: Kind, _ message: String) {
+    public init(_ code: ResultCode, _ kind: Kind, _ message: String, limit: String? = nil) {
         self.code = code
         self.kind = kind
         self.message = message
+        self.limit = limit
     }
 
     public var description: String { "\(code.rawValue) \(message)" }

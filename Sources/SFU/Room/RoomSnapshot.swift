@@ -80,7 +80,9 @@ extension Room {
                                                fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds)
                 },
                 drops: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.compactMap { connections[$0] }
-                    .reduce(into: [:]) { acc, c in for (r, n) in c.drops.nonZero { acc[r, default: 0] += n } })
+                    .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in
+                        for (r, n) in c.drops.nonZero { acc[r, default: 0] += n }
+                    })
         }
     }
 }

@@ -14,6 +14,8 @@ final class Participant {
     var audioTrack: Int?
     var videoTrack: Int?
     var subscriber: SubscriberState?
+    /// Drops counted on connections this participant no longer has (replaced or closed transports).
+    var retiredDrops = DropCounters()
 
     init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
         self.id = id
@@ -33,6 +35,8 @@ final class SubscriberState {
     var estimator: any DownlinkEstimator = REMBEstimator()
     var videoCount: VideoCountPolicy
     var egress = EgressRate()
+    /// What retransmissions to this subscriber may still cost (`RoomLimits.resendKbps`).
+    var resendBudget = ByteBudget()
 
     init(audioSlots: [Slot], videoSlots: [Slot], videoCount: VideoCountPolicy) {
         self.audioSlots = audioSlots
@@ -41,6 +45,10 @@ final class SubscriberState {
     }
 
     func slot(_ ref: SlotRef) -> Slot { ref.kind == .audio ? audioSlots[ref.index] : videoSlots[ref.index] }
+
+    /// Whether `ref` names one of this subscriber's slots: refs come from tables a renegotiation rebuilds,
+    /// and a stale one must be skipped, never followed out of range.
+    func has(_ ref: SlotRef) -> Bool { ref.index >= 0 && ref.index < (ref.kind == .audio ? audioSlots.count : videoSlots.count) }
 }
 
 /// What the node sent one subscriber lately (kbps), measured between downlink estimates over at least 500 ms.
@@ -159,6 +167,9 @@ final class Connection {
     var tracksBySSRC: [UInt32: (track: Int, rtx: Bool)] = [:]
     /// Slot SSRC -> slot, for the subscriber's feedback.
     var slotsBySSRC: [UInt32: SlotRef] = [:]
+    /// SSRCs libsrtp keeps an inbound stream for (each authenticated one): bounded by
+    /// `RoomLimits.ssrcsPerConnection`, and a track's are removed with it.
+    var inboundSSRCs: Set<UInt32> = []
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
     var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
     var nextReceiverReport: MonoTime = .never

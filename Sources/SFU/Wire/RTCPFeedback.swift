@@ -149,12 +149,22 @@ public struct TransportCCFeedback: Equatable, Sendable {
     public var feedbackCount: UInt8
     public var packets: [PacketResult]
 
-    public static func parse(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket) -> TransportCCFeedback? {
+    /// The packet status count a feedback claims (what `parse` would build), read without parsing.
+    public static func statusCount(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket) -> Int? {
+        guard pkt.body.count >= 16 else { return nil }
+        return Int(p.u16(pkt.body.lowerBound + 10))
+    }
+
+    /// Parses a feedback naming at most `maxPackets` packets; nil when malformed or larger. The status count
+    /// is two bytes and one run-length chunk names 8,191 packets, so a 36-byte packet could otherwise
+    /// become 65,535 entries.
+    public static func parse(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096) -> TransportCCFeedback? {
         guard let h = FeedbackHeader.parse(p, pkt), pkt.body.count >= 16 else { return nil }
         var o = pkt.body.lowerBound + 8
         let end = pkt.range.upperBound
         let base = p.u16(o)
         let statusCount = Int(p.u16(o + 2))
+        guard statusCount <= maxPackets else { return nil }
         let ref = Int32(bitPattern: p.u24(o + 4) << 8) >> 8
         let fbCount = p[o + 7]
         o += 8

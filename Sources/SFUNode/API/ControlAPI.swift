@@ -26,7 +26,9 @@ public enum ControlAPI {
     public static func router(node: Node) -> Router<Context> {
         let router = Router(context: Context.self)
         router.add(middleware: LogRequestsMiddleware(.debug))
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(node: node))
+        router.add(middleware: BrowserGuard(allowedOrigins: Set(node.configuration.apiAllowedOrigins),
+                                            loopbackHostOnly: node.configuration.apiKey == nil))
         if let key = node.configuration.apiKey { router.add(middleware: BearerKey(key: key)) }
 
         router.get("/healthz") { _, _ in ok(["status": "ok", "rooms": node.roomNames.count]) }
@@ -39,7 +41,7 @@ public enum ControlAPI {
 
         router.post("/v1/rooms") { request, _ in
             let b = try await body(request, ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source"])
-            let name = try b.requiredString("room")
+            let name = try b.identifier("room")
             var c = RoomConfiguration()
             c.maxActiveTalkers = node.configuration.roomMaxActiveTalkers
             c.streamBandwidthKbps = node.configuration.roomStreamBandwidthKbps
@@ -50,13 +52,13 @@ public enum ControlAPI {
         }
         router.get("/v1/rooms") { _, _ in ok(["rooms": node.roomNames]) }
         router.get("/v1/rooms/:room") { _, context in
-            let snapshot = try await node.withRoom(try room(context)) { room, _ in room.snapshot() }
+            let snapshot = try await node.withRoom(try room(context)) { room, _, _ in room.snapshot() }
             return ok(json(snapshot))
         }
         router.patch("/v1/rooms/:room") { request, context in
             let settings = try RoomSettings(try await body(request, ["mode", "max_active_talkers", "stream_bandwidth", "level_source"]))
-            try await node.withRoom(try room(context)) { room, ctx in
-                try room.update(now: ctx.now, into: ctx.batch) { settings.apply(to: &$0) }
+            try await node.withRoom(try room(context)) { room, core, now in
+                try room.update(now: now, into: core.batch) { settings.apply(to: &$0) }
             }
             return ok([:])
         }
@@ -65,7 +67,7 @@ public enum ControlAPI {
             return ok([:])
         }
         router.get("/v1/rooms/:room/stats") { _, context in
-            let (stats, counters) = try await node.withRoom(try room(context)) { room, _ in (room.stats(), room.counters) }
+            let (stats, counters) = try await node.withRoom(try room(context)) { room, _, _ in (room.stats(), room.counters) }
             return ok([
                 "participants": stats.map(json),
                 "packets_received": counters.packetsIn, "packets_forwarded": counters.packetsOut,
@@ -75,12 +77,12 @@ public enum ControlAPI {
 
         router.post("/v1/rooms/:room/participants") { request, context in
             let b = try await body(request, ["participant", "name", "role", "talker_count"])
-            let id = try b.requiredString("participant")
-            let name = try b.string("name")
+            let id = try b.identifier("participant")
+            let name = try b.displayName("name")
             let role = try b.oneOf("role", Role.self, "moderator or participant") ?? .participant
             let talkers = try b.int("talker_count", 1...12)
-            try await node.withRoom(try room(context)) { room, ctx in
-                try room.admit(id, name: name, role: role, talkerCount: talkers, now: ctx.now)
+            try await node.withRoom(try room(context)) { room, _, now in
+                try room.admit(id, name: name, role: role, talkerCount: talkers, now: now)
             }
             return ok(["participant": id], status: .created)
         }
@@ -90,115 +92,88 @@ public enum ControlAPI {
             let talkers = try b.int("talker_count", 1...12)
             let changesTalkers = b.fields["talker_count"] != nil
             let videoMuted = try b.bool("video_muted")
-            try await node.withRoom(try room(context)) { room, ctx in
-                if changesTalkers { try room.setTalkerCount(p, talkers, now: ctx.now, into: ctx.batch) }
-                if let videoMuted { try room.setVideoMuted(p, videoMuted, now: ctx.now, into: ctx.batch) }
+            try await node.withRoom(try room(context)) { room, core, now in
+                if changesTalkers { try room.setTalkerCount(p, talkers, now: now, into: core.batch) }
+                if let videoMuted { try room.setVideoMuted(p, videoMuted, now: now, into: core.batch) }
             }
             return ok([:])
         }
         router.delete("/v1/rooms/:room/participants/:p") { request, context in
             let b = try await body(request, ["by"])
             let name = try room(context), p = try participant(context)
-            let by = try b.string("by")
-            let conns = try await node.withRoom(name) { room, ctx in
-                let conns = room.connections(of: p)
-                try room.remove(p, by: by, now: ctx.now, into: ctx.batch)
-                for c in conns { ctx.closeConnection(c) }
-                return conns
-            }
-            _ = node.forget(room: name, participant: p)
-            return ok(["closed_connections": conns.count])
+            let by = try b.identifier("by", required: false)
+            let closed = try await node.removeParticipant(room: name, participant: p, by: by)
+            return ok(["closed_connections": closed])
         }
 
-        for kind in ["publish", "subscribe"] {
-            router.post("/v1/rooms/:room/participants/:p/\(kind)") { request, context in
-                let b = try await body(request, ["sdp"])
-                let offer = try b.requiredString("sdp")
-                let name = try room(context), p = try participant(context)
-                let (answer, conn) = try await node.withRoom(name) { room, ctx in
-                    _ = try room.snapshot().participants.first { $0.id == p }
-                        ?? { throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(p)") }()
-                    let (conn, local) = ctx.newConnection(room: name)
-                    do {
-                        if kind == "publish" {
-                            let r = try OfferAnswer.answerPublish(offer, local: local)
-                            try room.attachPublisher(p, connection: conn, tracks: r.tracks, now: ctx.now)
-                            try ctx.edge.attach(conn, remote: r.remote)
-                            return (r.answer.text, conn)
-                        }
-                        var next: UInt32 = 0
-                        let r = try OfferAnswer.answerSubscribe(offer, local: local) { _, _ in
-                            next += 1
-                            return UInt32.random(in: 0x1000_0000...0xEFFF_FFFF) &+ next
-                        }
-                        try room.attachSubscriber(p, connection: conn, slots: r.slots, now: ctx.now, into: ctx.batch)
-                        try ctx.edge.attach(conn, remote: r.remote)
-                        return (r.answer.text, conn)
-                    } catch {
-                        ctx.closeConnection(conn)  // nothing else changes when an offer is refused
-                        throw error
-                    }
-                }
-                node.remember(conn, room: name, participant: p)
-                return ok(["sdp": answer])
-            }
+        // One transport per direction over a participant's life: the worker core decides whether an offer
+        // creates it, renegotiates it, restarts its ICE or replaces it (`change` in the answer).
+        router.post("/v1/rooms/:room/participants/:p/publish") { request, context in
+            let offer = try await body(request, ["sdp"]).requiredString("sdp")
+            let a = try await node.publish(room: try room(context), participant: try participant(context), offer: offer)
+            return ok(["sdp": a.sdp, "change": a.change.rawValue])
+        }
+        router.post("/v1/rooms/:room/participants/:p/subscribe") { request, context in
+            let offer = try await body(request, ["sdp"]).requiredString("sdp")
+            let a = try await node.subscribe(room: try room(context), participant: try participant(context), offer: offer)
+            return ok(["sdp": a.sdp, "change": a.change.rawValue])
         }
 
         router.post("/v1/rooms/:room/hard-mute") { request, context in
             let b = try await body(request, ["by", "audio"])
-            let by = try b.requiredString("by")
+            let by = try b.identifier("by")
             guard let audio = try b.bool("audio") else { throw APIError(.badRequest, code: 6010, "field 'audio' is required") }
-            try await node.withRoom(try room(context)) { room, ctx in try room.hardMuteRoom(by: by, audio: audio, now: ctx.now, into: ctx.batch) }
+            try await node.withRoom(try room(context)) { room, core, now in try room.hardMuteRoom(by: by, audio: audio, now: now, into: core.batch) }
             return ok([:])
         }
         router.post("/v1/rooms/:room/participants/:p/hard-mute") { request, context in
             let b = try await body(request, ["by", "audio", "video"])
-            let by = try b.requiredString("by"), p = try participant(context)
+            let by = try b.identifier("by"), p = try participant(context)
             let audio = try b.bool("audio"), video = try b.bool("video")
-            try await node.withRoom(try room(context)) { room, ctx in
-                try room.hardMute(by: by, target: p, audio: audio, video: video, now: ctx.now, into: ctx.batch)
+            try await node.withRoom(try room(context)) { room, core, now in
+                try room.hardMute(by: by, target: p, audio: audio, video: video, now: now, into: core.batch)
             }
             return ok([:])
         }
         router.post("/v1/rooms/:room/pins") { request, context in
             let b = try await body(request, ["by", "add", "remove"])
-            let by = try b.requiredString("by")
-            let add = try b.strings("add"), remove = try b.strings("remove")
+            let by = try b.identifier("by")
+            let add = try b.identifiers("add"), remove = try b.identifiers("remove")
             guard (add == nil) != (remove == nil) else { throw APIError(.badRequest, code: 6010, "give exactly one of 'add' or 'remove'") }
-            let pinned = try await node.withRoom(try room(context)) { room, ctx in
-                if let add { try room.pin(by: by, add, now: ctx.now, into: ctx.batch) }
-                if let remove { try room.unpin(by: by, remove, now: ctx.now, into: ctx.batch) }
+            let pinned = try await node.withRoom(try room(context)) { room, core, now in
+                if let add { try room.pin(by: by, add, now: now, into: core.batch) }
+                if let remove { try room.unpin(by: by, remove, now: now, into: core.batch) }
                 return room.pinned
             }
             return ok(["pinned": pinned])
         }
         router.post("/v1/rooms/:room/floor") { request, context in
             let b = try await body(request, ["by", "action", "target"])
-            let by = try b.requiredString("by")
+            let by = try b.identifier("by")
             guard let action = try b.oneOf("action", FloorAction.self, FloorAction.allCases.map(\.rawValue).joined(separator: ", ")) else {
                 throw APIError(.badRequest, code: 6010, "field 'action' is required")
             }
-            let target = try b.string("target")
-            let state = try await node.withRoom(try room(context)) { room, ctx in
-                try room.floor(by: by, action: action, target: target, now: ctx.now, into: ctx.batch)
+            let target = try b.identifier("target", required: false)
+            let state = try await node.withRoom(try room(context)) { room, core, now in
+                try room.floor(by: by, action: action, target: target, now: now, into: core.batch)
                 return (room.raisedHands, room.approvedHands)
             }
             return ok(["raised_hands": state.0, "approved_hands": state.1])
         }
         router.post("/v1/rooms/:room/lock") { request, context in
             let b = try await body(request, ["by", "locked"])
-            let by = try b.requiredString("by")
+            let by = try b.identifier("by")
             guard let locked = try b.bool("locked") else { throw APIError(.badRequest, code: 6010, "field 'locked' is required") }
-            try await node.withRoom(try room(context)) { room, _ in try room.lock(by: by, locked: locked) }
+            try await node.withRoom(try room(context)) { room, _, _ in try room.lock(by: by, locked: locked) }
             return ok(["locked": locked])
         }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await body(request, ["by", "role"])
-            let by = try b.requiredString("by"), p = try participant(context)
+            let by = try b.identifier("by"), p = try participant(context)
             guard let role = try b.oneOf("role", Role.self, "moderator or participant") else {
                 throw APIError(.badRequest, code: 6010, "field 'role' is required")
             }
-            try await node.withRoom(try room(context)) { room, ctx in try room.setRole(by: by, target: p, role: role, now: ctx.now, into: ctx.batch) }
+            try await node.withRoom(try room(context)) { room, core, now in try room.setRole(by: by, target: p, role: role, now: now, into: core.batch) }
             return ok([:])
         }
         return router
@@ -206,8 +181,8 @@ public enum ControlAPI {
 
     // MARK: Helpers
 
-    static func room(_ context: Context) throws -> String { try context.parameters.require("room") }
-    static func participant(_ context: Context) throws -> String { try context.parameters.require("p") }
+    static func room(_ context: Context) throws -> String { try Identifier.check(context.parameters.require("room"), field: "room") }
+    static func participant(_ context: Context) throws -> String { try Identifier.check(context.parameters.require("p"), field: "participant") }
 
     static func body(_ request: Request, _ allowed: Set<String>) async throws -> JSONBody {
         var r = request
@@ -284,8 +259,10 @@ public enum ControlAPI {
     }
 }
 
-/// Turns every refusal into the API's error shape.
+/// Turns every refusal into the API's error shape; counts the ones a cap caused.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let node: Node
+
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -293,9 +270,47 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let e as HTTPError where e.status == .notFound {
             return ControlAPI.response(.notFound, ["result": 6011, "msg": "no such route: \(request.method) \(request.uri.path)"])
         } catch {
+            if let limit = (error as? RoomError)?.limit { node.countRefusal(limit) }
             let e = APIError.from(error)
             return ControlAPI.response(HTTPResponse.Status(code: e.status.rawValue), ["result": e.code, "msg": e.message])
         }
+    }
+}
+
+/// Keeps web pages from driving the API through a browser. A browser sends `Origin` (http or https) with
+/// every cross-origin request: one not listed in `api.allowed_origins` is refused (403, 6015). Non-browser
+/// clients send none, or a ws:// one for WebSockets. A request with a body must say `Content-Type:
+/// application/json` (415, 6014), so a cross-origin "simple" request (text/plain, form data), which a
+/// browser sends without asking first, never runs. Without an API key (loopback only) the `Host` must be a
+/// loopback name too, so a page whose DNS name is rebound to 127.0.0.1 cannot call the node as itself.
+struct BrowserGuard<Context: RequestContext>: RouterMiddleware {
+    let allowedOrigins: Set<String>
+    let loopbackHostOnly: Bool
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let origin = request.headers[.origin], !allowedOrigins.contains(origin), !origin.hasPrefix("ws://"), !origin.hasPrefix("wss://") {
+            return ControlAPI.response(.forbidden, ["result": 6015, "msg": "origin \(origin.prefix(200)) is not allowed (api.allowed_origins)"])
+        }
+        if loopbackHostOnly, let host = request.head.authority, !Self.isLoopback(host: host) {
+            return ControlAPI.response(.forbidden, ["result": 6015, "msg": "host \(host.prefix(200)) is not a loopback name (set api.key to serve others)"])
+        }
+        if request.method == .post || request.method == .patch || request.method == .put {
+            let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard type == "application/json" else {
+                return ControlAPI.response(.unsupportedMediaType, ["result": 6014, "msg": "the body must be JSON with Content-Type: application/json"])
+            }
+        }
+        return try await next(request, context)
+    }
+
+    /// 127.x.x.x, localhost or [::1], with or without a port.
+    static func isLoopback(host: String) -> Bool {
+        var name = Substring(host)
+        if name.hasPrefix("[") { name = name.dropFirst().prefix { $0 != "]" } } else if let colon = name.lastIndex(of: ":") {
+            name = name[..<colon]
+        }
+        return name == "localhost" || name == "::1" || name.hasPrefix("127.")
     }
 }
 

@@ -72,3 +72,56 @@ struct JSONBody {
         return v
     }
 }
+
+/// Room and participant ids: 1-64 characters of letters, digits and `. _ ~ @ : + -`, not starting with a
+/// dot. They name URL path segments, log lines and events, so nothing else is accepted: no slash, space,
+/// control character or quote. A bad id is a 400 that names the field.
+enum Identifier {
+    static let maxLength = 64
+    static let pattern = "^[A-Za-z0-9_~@:+-][A-Za-z0-9._~@:+-]{0,63}$"
+
+    static func isValid(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard (1...maxLength).contains(u.count), u[0] != UInt8(ascii: ".") else { return false }
+        return u.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || Array("._~@:+-".utf8).contains(c)
+        }
+    }
+
+    static func check(_ s: String, field: String) throws -> String {
+        guard isValid(s) else {
+            throw APIError(.badRequest, code: 6010,
+                           "\(field) must be 1-\(maxLength) characters of letters, digits and . _ ~ @ : + - (not starting with .)")
+        }
+        return s
+    }
+}
+
+extension JSONBody {
+    /// A required (or, with `required: false`, optional) room or participant id.
+    func identifier(_ key: String, required: Bool = true) throws -> String? {
+        guard let s = try string(key) else {
+            if required { throw APIError(.badRequest, code: 6010, "field '\(key)' is required") }
+            return nil
+        }
+        return try Identifier.check(s, field: "field '\(key)'")
+    }
+
+    func identifier(_ key: String) throws -> String { try identifier(key, required: true)! }
+
+    /// A list of participant ids (pins), at most 64 of them.
+    func identifiers(_ key: String) throws -> [String]? {
+        guard let list = try strings(key) else { return nil }
+        guard list.count <= 64 else { throw APIError(.badRequest, code: 6010, "field '\(key)' lists at most 64 ids") }
+        return try list.map { try Identifier.check($0, field: "field '\(key)'") }
+    }
+
+    /// A display name: up to 128 characters, no control characters (it reaches logs and events).
+    func displayName(_ key: String) throws -> String? {
+        guard let s = try string(key) else { return nil }
+        guard s.count <= 128, !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError(.badRequest, code: 6010, "field '\(key)' must be at most 128 characters, without control characters")
+        }
+        return s
+    }
+}

@@ -1,3 +1,4 @@
+import NodeIO
 import SFU
 import WebRTCEdge
 
@@ -32,6 +33,18 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var logLevel = "info"
     /// `text` (one line, key=value metadata) or `json` (one object per line, for log shippers).
     public var logFormat = "text"
+    /// Browser origins allowed to call the API (`Origin` header); none by default: a request from a web
+    /// page of another origin is refused, so a page cannot drive a node that listens on loopback.
+    public var apiAllowedOrigins: [String] = []
+    /// Rooms the node holds at once.
+    public var maxRooms = 1000
+    /// Per-room and per-worker caps and budgets (participants, slots, tracks, SSRCs, RTCP items, resends,
+    /// handshakes).
+    public var workerLimits = WorkerLimits()
+    /// How long an API call waits for its room's worker before it fails with 503 (nothing done).
+    public var commandTimeoutMilliseconds = 5000
+    /// Datagrams a worker reads per pass of its loop before it runs commands and timers again.
+    public var datagramsPerPass = 1024
 
     public init() {}
 
@@ -52,6 +65,20 @@ public struct NodeConfiguration: Sendable, Equatable {
         ("events.history", "recent events kept for consumers resuming with since=<seq>"),
         ("log.level", "trace, debug, info, notice, warning, error or critical"),
         ("log.format", "text or json"),
+        ("api.allowed_origins", "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403"),
+        ("limits.rooms", "rooms the node holds at once"),
+        ("limits.participants_per_room", "participants admitted to one room at once"),
+        ("limits.slots_per_subscription", "slots (recvonly m-lines) one subscription may ask for"),
+        ("limits.tracks_per_publish", "audio and video m-lines one publish offer may send"),
+        ("limits.ssrcs_per_connection", "SSRCs libsrtp keeps streams for on one connection; new ones past it are dropped"),
+        ("limits.pending_handshakes", "transports each worker lets finish ICE and DTLS at once; more offers get 409"),
+        ("limits.handshake_seconds", "a transport that has not finished ICE and DTLS this long after its offer is closed"),
+        ("limits.rtcp_items_per_packet", "RTCP items (packets, report blocks, NACK pairs, transport-cc statuses) parsed per datagram"),
+        ("limits.resend_kbps", "retransmissions one subscriber may cost at most, kbit/s"),
+        ("limits.resend_percent_of_estimate", "and at most this share of its bandwidth estimate, percent"),
+        ("limits.resends_per_packet", "times one packet is resent however often it is NACKed"),
+        ("limits.command_timeout_ms", "an API call waits this long for its worker, then fails with 503 and does nothing"),
+        ("limits.datagrams_per_pass", "datagrams a worker reads before it runs commands and timers again"),
     ]
 
     /// Sets one key from text; `origin` names where the value came from, for the error.
@@ -106,6 +133,29 @@ public struct NodeConfiguration: Sendable, Equatable {
             let f = try string()
             guard ["text", "json"].contains(f) else { throw fail("text or json") }
             logFormat = f
+        case "api.allowed_origins":
+            guard case .array(let items) = value else { throw fail("a list of origins") }
+            var list: [String] = []
+            for item in items {
+                guard case .string(let o) = item, o.hasPrefix("http://") || o.hasPrefix("https://") else {
+                    throw fail("a list of origins like \"https://app.example.com\"")
+                }
+                list.append(o)
+            }
+            apiAllowedOrigins = list
+        case "limits.rooms": maxRooms = try int(1...1_000_000)
+        case "limits.participants_per_room": workerLimits.room.participants = try int(2...100_000)
+        case "limits.slots_per_subscription": workerLimits.room.slotsPerSubscription = try int(1...256)
+        case "limits.tracks_per_publish": workerLimits.room.tracksPerPublish = try int(1...64)
+        case "limits.ssrcs_per_connection": workerLimits.room.ssrcsPerConnection = try int(8...4096)
+        case "limits.pending_handshakes": workerLimits.pendingHandshakes = try int(1...100_000)
+        case "limits.handshake_seconds": workerLimits.handshakeTimeout = .seconds(Double(try int(1...3600)))
+        case "limits.rtcp_items_per_packet": workerLimits.room.rtcpItemsPerPacket = try int(16...65_535)
+        case "limits.resend_kbps": workerLimits.room.resendKbps = try int(0...1_000_000)
+        case "limits.resend_percent_of_estimate": workerLimits.room.resendShareOfEstimate = Double(try int(0...100)) / 100
+        case "limits.resends_per_packet": workerLimits.room.maxResendsPerPacket = try int(0...20)
+        case "limits.command_timeout_ms": commandTimeoutMilliseconds = try int(100...600_000)
+        case "limits.datagrams_per_pass": datagramsPerPass = try int(64...1_000_000)
         default:
             throw ConfigError(key: key, origin: origin, message: "unknown key (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
         }
@@ -119,6 +169,21 @@ public struct NodeConfiguration: Sendable, Equatable {
         }
         if dtlsCertificateFile.isEmpty != dtlsKeyFile.isEmpty {
             throw ConfigError(key: "dtls.certificate", origin: "configuration", message: "dtls.certificate and dtls.key go together")
+        }
+        try checkPorts(workers: workers)
+    }
+
+    /// Worker i listens on media.listen's port + i, and announces each announced port + i: every one of them
+    /// must be a port (the last worker's included), or start-up stops here naming the key.
+    public func checkPorts(workers count: Int) throws(ConfigError) {
+        let last = max(count, 1) - 1
+        if mediaListen.port != 0, Int(mediaListen.port) + last > 65535 {
+            throw ConfigError(key: "media.listen", origin: "configuration",
+                              message: "port \(mediaListen.port) + \(last) (one port per worker) passes 65535")
+        }
+        for a in mediaAnnounced.compactMap(TransportAddress.init) where Int(a.port) + last > 65535 {
+            throw ConfigError(key: "media.announced", origin: "configuration",
+                              message: "port \(a.port) + \(last) (one port per worker) passes 65535")
         }
     }
 
@@ -154,6 +219,7 @@ public struct NodeConfiguration: Sendable, Equatable {
             [api]
             listen = \(q(apiListen.description))
             key = \(q(apiKey ?? ""))
+            allowed_origins = [\(apiAllowedOrigins.map(q).joined(separator: ", "))]
 
             [media]
             listen = \(q(mediaListen.description))
@@ -176,6 +242,21 @@ public struct NodeConfiguration: Sendable, Equatable {
             [log]
             level = \(q(logLevel))
             format = \(q(logFormat))
+
+            [limits]
+            rooms = \(maxRooms)
+            participants_per_room = \(workerLimits.room.participants)
+            slots_per_subscription = \(workerLimits.room.slotsPerSubscription)
+            tracks_per_publish = \(workerLimits.room.tracksPerPublish)
+            ssrcs_per_connection = \(workerLimits.room.ssrcsPerConnection)
+            pending_handshakes = \(workerLimits.pendingHandshakes)
+            handshake_seconds = \(Int(workerLimits.handshakeTimeout.seconds))
+            rtcp_items_per_packet = \(workerLimits.room.rtcpItemsPerPacket)
+            resend_kbps = \(workerLimits.room.resendKbps)
+            resend_percent_of_estimate = \(Int((workerLimits.room.resendShareOfEstimate * 100).rounded()))
+            resends_per_packet = \(workerLimits.room.maxResendsPerPacket)
+            command_timeout_ms = \(commandTimeoutMilliseconds)
+            datagrams_per_pass = \(datagramsPerPass)
 
             """
     }

@@ -37,25 +37,28 @@ public final class DTLSEndpoint {
     public private(set) var keys: SRTPKeys?
     public private(set) var peerFingerprint: DTLSFingerprint?
     private let certificate: DTLSCertificate
-    private let context: OpaquePointer
+    private let context: DTLSContext
     private let ssl: OpaquePointer
     private let feed: OpaquePointer
     private var outbox: [[UInt8]] = []
     private var deadline: MonoTime = .never
 
-    public init(role: Role, certificate: DTLSCertificate, remoteFingerprint: DTLSFingerprint?,
-                profiles: [SRTPProfile] = DTLSEndpoint.defaultProfiles, mtu: Int = 1200,
+    /// An association with a context of its own (clients, tests).
+    public convenience init(role: Role, certificate: DTLSCertificate, remoteFingerprint: DTLSFingerprint?,
+                            profiles: [SRTPProfile] = DTLSEndpoint.defaultProfiles, mtu: Int = 1200,
+                            initialRetransmitTimeout: MonoTime.Interval = .seconds(1)) throws {
+        try self.init(context: DTLSContext(role: role, certificate: certificate, profiles: profiles),
+                      remoteFingerprint: remoteFingerprint, mtu: mtu, initialRetransmitTimeout: initialRetransmitTimeout)
+    }
+
+    /// An association on a shared context (the node: one per worker).
+    public init(context: DTLSContext, remoteFingerprint: DTLSFingerprint?, mtu: Int = 1200,
                 initialRetransmitTimeout: MonoTime.Interval = .seconds(1)) throws {
-        self.role = role
-        self.certificate = certificate
+        self.role = context.role
+        self.certificate = context.certificate
+        self.context = context
         self.remoteFingerprint = remoteFingerprint
-        guard let ctx = sfu_dtls_context_new(role == .server ? 1 : 0, certificate.key, certificate.certificate,
-                                             profiles.map(\.description).joined(separator: ":")) else {
-            throw DTLSError.setup("cannot create the DTLS context")
-        }
-        context = ctx
-        guard let s = SSL_new(ctx), let f = sfu_feed_bio_new() else {
-            SSL_CTX_free(ctx)
+        guard let s = SSL_new(context.raw), let f = sfu_feed_bio_new() else {
             throw DTLSError.setup("cannot create the DTLS session")
         }
         ssl = s
@@ -69,7 +72,6 @@ public final class DTLSEndpoint {
         }) else {
             BIO_free(f)
             SSL_free(s)
-            SSL_CTX_free(ctx)
             throw DTLSError.setup("cannot create the DTLS output")
         }
         SSL_set_bio(s, f, sink)  // the session owns both BIOs from here
@@ -79,7 +81,6 @@ public final class DTLSEndpoint {
 
     deinit {
         SSL_free(ssl)
-        SSL_CTX_free(context)
     }
 
     /// Starts the handshake: the client sends its ClientHello; the server waits.

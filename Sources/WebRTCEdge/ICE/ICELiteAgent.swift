@@ -44,13 +44,18 @@ public enum ICEState: String, Sendable {
 /// check and its USERNAME is "local-ufrag:remote-ufrag". Every valid check refreshes consent for its source
 /// address and makes it an address media may come from; USE-CANDIDATE selects it as the address the node
 /// sends to, so a client that roams (Wi-Fi to 4G) is followed as soon as it nominates its new path.
+///
+/// A check is authenticated but not fresh: anyone on the path can capture one and replay it from elsewhere.
+/// The agent remembers the transaction IDs of recent checks and where they came from; a retransmission from
+/// the same address is answered again, the same transaction from another address is refused, so moving the
+/// downlink takes a check the client made for that path (RFC 8445 section 7.3.1.4; RFC 8489 section 6.3.4).
 public final class ICELiteAgent {
     public enum Event: Equatable, Sendable {
         case stateChanged(ICEState)
         case selectedAddressChanged(TransportAddress)
     }
 
-    public let local: ICECredentials
+    public private(set) var local: ICECredentials
     /// The client's ufrag from its SDP; when set, the USERNAME's second half must match it.
     public var remoteUfrag: String?
     public var consentTimeout: MonoTime.Interval = .seconds(30)
@@ -61,6 +66,10 @@ public final class ICELiteAgent {
     private var events: [Event] = []
     public private(set) var checksAnswered = 0
     public private(set) var checksRefused = 0
+    /// Transaction IDs of the last `rememberedChecks` valid checks (hashed) and their source addresses.
+    private var recentChecks: [(id: UInt64, from: TransportAddress)] = []
+    private var nextRecent = 0
+    public static let rememberedChecks = 64
 
     public init(local: ICECredentials = .random(), remoteUfrag: String? = nil) {
         self.local = local
@@ -106,6 +115,12 @@ public final class ICELiteAgent {
             b.addFingerprint()
             return .success(b.bytes)
         }
+        let id = Self.hash(m.transactionID)
+        if let seen = recentChecks.first(where: { $0.id == id }) {
+            guard seen.from == from else { checksRefused += 1; return .failure(.stunReplay) }
+        } else {
+            remember(id, from: from)
+        }
         lastCheck[from] = now
         checksAnswered += 1
         if m.useCandidate, selected != from {
@@ -118,6 +133,30 @@ public final class ICELiteAgent {
         b.addMessageIntegrity(key: Array(local.password.utf8))
         b.addFingerprint()
         return .success(b.bytes)
+    }
+
+    private func remember(_ id: UInt64, from: TransportAddress) {
+        if recentChecks.count < Self.rememberedChecks {
+            recentChecks.append((id, from))
+        } else {
+            recentChecks[nextRecent] = (id, from)
+            nextRecent = (nextRecent + 1) % Self.rememberedChecks
+        }
+    }
+
+    /// FNV-1a of the 96-bit transaction ID: 64 bits are plenty to tell random IDs apart.
+    static func hash(_ id: [UInt8]) -> UInt64 {
+        id.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
+
+    /// An ICE restart (RFC 8445 section 9): new credentials on both sides. Checks with the old ones are
+    /// refused from now on; addresses already validated keep their consent until it lapses, so media flows
+    /// on while the client checks again.
+    public func restart(local: ICECredentials, remoteUfrag: String) {
+        self.local = local
+        self.remoteUfrag = remoteUfrag
+        recentChecks.removeAll()
+        nextRecent = 0
     }
 
     private func usernameMatches(_ user: String) -> Bool {

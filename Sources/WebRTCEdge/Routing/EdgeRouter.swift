@@ -35,6 +35,17 @@ public final class EdgeRouter {
 
     public func agent(_ connection: ConnectionID) -> ICELiteAgent? { agents[connection] }
 
+    /// New credentials for an agent (ICE restart): its checks are found by the new ufrag from now on.
+    public func restart(_ connection: ConnectionID, local: ICECredentials, remoteUfrag: String) {
+        guard let agent = agents[connection] else { return }
+        byUfrag[agent.local.ufrag] = nil
+        agent.restart(local: local, remoteUfrag: remoteUfrag)
+        byUfrag[local.ufrag] = connection
+    }
+
+    /// Connections routed here.
+    public var count: Int { agents.count }
+
     public func drops(_ r: EdgeDropReason) -> Int { drops[r.rawValue] }
 
     private func drop(_ r: EdgeDropReason) -> Route {

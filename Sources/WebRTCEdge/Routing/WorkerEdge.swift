@@ -13,9 +13,13 @@ public final class WorkerEdge {
         case state(ConnectionID, ICEState)
         case selected(ConnectionID, TransportAddress)
         case failed(ConnectionID, String)
+        /// The client closed its DTLS association (close_notify): it said goodbye.
+        case closed(ConnectionID)
     }
 
     public let certificate: DTLSCertificate
+    /// One OpenSSL context for every connection of the worker.
+    public let dtlsContext: DTLSContext
     public var candidates: [TransportAddress]
     /// First DTLS retransmission timeout (1 s by RFC 6347; tests shorten it).
     public var dtlsInitialTimeout: MonoTime.Interval = .seconds(1)
@@ -28,7 +32,15 @@ public final class WorkerEdge {
     public init(certificate: DTLSCertificate, candidates: [TransportAddress]) {
         self.certificate = certificate
         self.candidates = candidates
+        // Creating a context fails only if OpenSSL cannot take the node's own certificate and key.
+        do { dtlsContext = try DTLSContext(role: .server, certificate: certificate) } catch {
+            preconditionFailure("the node's DTLS certificate cannot make a context: \(error)")
+        }
     }
+
+    /// Connections prepared or still handshaking: what a client can make the worker hold without
+    /// finishing (`limits.pending_handshakes`).
+    public var pendingHandshakes: Int { pending.count + handshaking.count }
 
     /// Fresh ICE credentials for a new connection: what its SDP answer carries.
     public func prepare(_ connection: ConnectionID) -> LocalTransport {
@@ -44,15 +56,37 @@ public final class WorkerEdge {
         }
         agent.remoteUfrag = remote.ufrag
         router.add(connection, agent: agent)
-        dtls[connection] = try DTLSEndpoint(role: .server, certificate: certificate, remoteFingerprint: remote.fingerprint,
-                                            initialRetransmitTimeout: dtlsInitialTimeout)
+        do {
+            dtls[connection] = try DTLSEndpoint(context: dtlsContext, remoteFingerprint: remote.fingerprint,
+                                                initialRetransmitTimeout: dtlsInitialTimeout)
+        } catch {
+            router.remove(connection)
+            throw error
+        }
         handshaking.insert(connection)
     }
 
-    /// Forgets a connection (participant left, room destroyed); sends DTLS close_notify if it was up.
-    public func remove(_ connection: ConnectionID) -> [Output] {
+    /// An ICE restart on a connection (RFC 8445 section 9): the client's new credentials and the node's own
+    /// new ones, which its answer carries. DTLS and SRTP go on untouched.
+    public func restartICE(_ connection: ConnectionID, local: ICECredentials, remote: RemoteTransport) {
+        router.restart(connection, local: local, remoteUfrag: remote.ufrag)
+    }
+
+    /// Whether ICE has a nominated address and DTLS has finished: the connection carries media.
+    public func isEstablished(_ connection: ConnectionID) -> Bool {
+        dtls[connection]?.state == .connected && router.agent(connection)?.selected != nil
+    }
+
+    /// Whether the client ever passed a connectivity check (to tell why a handshake never finished).
+    public func wasChecked(_ connection: ConnectionID) -> Bool {
+        (router.agent(connection)?.checksAnswered ?? 0) > 0
+    }
+
+    /// Forgets a connection (participant left, room destroyed, transport replaced); sends DTLS close_notify
+    /// if it was up and `notify` (not to a client whose consent expired: RFC 7675 section 5.1 says stop).
+    public func remove(_ connection: ConnectionID, notify: Bool = true) -> [Output] {
         var out: [Output] = []
-        if let d = dtls.removeValue(forKey: connection), let to = router.agent(connection)?.selected {
+        if let d = dtls.removeValue(forKey: connection), notify, let to = destination(of: connection) {
             out += d.close().map { .send($0, to: to) }
         }
         router.remove(connection)
@@ -61,8 +95,12 @@ public final class WorkerEdge {
         return out
     }
 
-    /// Where the room's datagrams for `connection` go: the address the client nominated last.
-    public func destination(of connection: ConnectionID) -> TransportAddress? { router.agent(connection)?.selected }
+    /// Where the room's datagrams for `connection` go: the address the client nominated last, while its
+    /// consent holds (a failed or closed agent gets nothing more).
+    public func destination(of connection: ConnectionID) -> TransportAddress? {
+        guard let agent = router.agent(connection), agent.state != .failed, agent.state != .closed else { return nil }
+        return agent.selected
+    }
 
     /// The hot path: the connection an RTP/RTCP datagram belongs to, if its source passed ICE and its DTLS is
     /// done; nil (counted by the router) otherwise. Allocates nothing. Other datagrams go to `receive`.
@@ -134,6 +172,7 @@ public final class WorkerEdge {
         switch d.state {
         case .connected where !wasConnected: return d.keys.map { [.keys(conn, $0)] } ?? []
         case .failed(let reason): dtls[conn] = nil; return [.failed(conn, reason)]
+        case .closed: return [.closed(conn)]
         default: return []
         }
     }

@@ -50,7 +50,10 @@ public enum OfferAnswer {
     /// Answers a client's sending connection: accepts one Opus and one VP8 (with RTX) m-line, binds their
     /// SSRCs to tracks, rejects everything else (port 0).
     public static func answerPublish(_ offerText: String, local: LocalTransport) throws(SDPError) -> Publish {
-        let offer = try SessionDescription.parse(offerText)
+        try answerPublish(SessionDescription.parse(offerText), local: local)
+    }
+
+    public static func answerPublish(_ offer: SessionDescription, local: LocalTransport) throws(SDPError) -> Publish {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
         var tracks: [PublishedTrack] = []
@@ -100,10 +103,14 @@ public enum OfferAnswer {
     }
 
     /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8) m-line becomes a
-    /// slot the node sends on with an SSRC from `ssrc(kind, index)`.
+    /// slot the node sends on with an SSRC from `ssrc(mid, kind, index)` (a renegotiation keeps a mid's SSRC).
     public static func answerSubscribe(_ offerText: String, local: LocalTransport,
-                                       ssrc: (MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
-        let offer = try SessionDescription.parse(offerText)
+                                       ssrc: (String, MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
+        try answerSubscribe(SessionDescription.parse(offerText), local: local, ssrc: ssrc)
+    }
+
+    public static func answerSubscribe(_ offer: SessionDescription, local: LocalTransport,
+                                       ssrc: (String, MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
         var slots: [SlotDescription] = []
@@ -116,7 +123,7 @@ public enum OfferAnswer {
             try requireBundledAndMuxed(m, offer)
             let kind: MediaKind = m.kind == "audio" ? .audio : .video
             let index = slots.filter { $0.codec.kind == kind }.count
-            let s = ssrc(kind, index)
+            let s = ssrc(mid, kind, index)
             let levelID = kind == .audio ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
             let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
             slots.append(SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt,
@@ -168,7 +175,18 @@ public enum OfferAnswer {
         return nil
     }
 
-    static func remoteTransport(_ offer: SessionDescription) throws(SDPError) -> RemoteTransport {
+    /// Live audio and video m-lines of an offer that send (`sending`) or receive: what a publish or a
+    /// subscription asks the node to hold, counted before anything is built for it.
+    public static func mediaCount(_ offer: SessionDescription, sending: Bool) -> Int {
+        offer.media.filter { m in
+            (m.kind == "audio" || m.kind == "video") && m.isLive
+                && (sending ? m.direction == .sendonly || m.direction == .sendrecv : m.direction == .recvonly || m.direction == .sendrecv)
+        }.count
+    }
+
+    /// The client's ICE credentials and DTLS fingerprint: what tells a renegotiation (the same), an ICE
+    /// restart (new credentials) and a new transport (a new fingerprint) apart.
+    public static func remoteTransport(_ offer: SessionDescription) throws(SDPError) -> RemoteTransport {
         func find(_ key: String) -> String? {
             offer.attribute(key) ?? offer.media.lazy.compactMap { $0.attribute(key) }.first
         }

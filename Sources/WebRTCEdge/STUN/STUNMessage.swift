@@ -219,6 +219,8 @@ public enum EdgeDropReason: Int, CaseIterable, Sendable, Error, CustomStringConv
     case stunUnexpected
     case unvalidatedAddress
     case unknownPacketClass
+    /// A valid check whose transaction ID came before from another address: replayed.
+    case stunReplay
 
     public var description: String {
         switch self {
@@ -229,6 +231,7 @@ public enum EdgeDropReason: Int, CaseIterable, Sendable, Error, CustomStringConv
         case .stunUnexpected: "stun_unexpected"
         case .unvalidatedAddress: "unvalidated_address"
         case .unknownPacketClass: "unknown_packet_class"
+        case .stunReplay: "stun_replay"
         }
     }
 }

@@ -1,0 +1,275 @@
+import SFU
+import WebRTCEdge
+
+/// Everything one worker does, sans-IO: its edge (ICE, DTLS), its rooms and one connection table of client
+/// transports. The shell (`Worker`) feeds it datagrams, time and commands, and sends what it produces: media
+/// in `batch` (to `destination(of:)`), control datagrams in `drainControl()`, events in `drainEvents()`.
+/// It never reads a clock or touches a socket, so tests drive the real dispatch on virtual time.
+///
+/// Session model: a participant has at most one transport per direction (publish, subscribe) over its
+/// life. An offer for a direction that has one is a renegotiation when the client's ICE credentials and
+/// DTLS fingerprint are unchanged (no new handshake), an ICE restart when only the credentials changed, and
+/// a replacement when the fingerprint changed (the client started over): the old transport is closed
+/// (DTLS close_notify) and freed at once. A transport that does not finish ICE and DTLS within
+/// `limits.handshakeTimeout`, whose consent expires (RFC 7675) or that the client closes is closed and
+/// reported; nothing more is sent to it.
+public final class WorkerCore {
+    public let edge: WorkerEdge
+    public let limits: WorkerLimits
+    public private(set) var rooms: [String: Room] = [:]
+    var transports: [ConnectionID: Transport] = [:]
+    var sessions: [SessionKey: ConnectionID] = [:]
+    /// Media the rooms produced, each to a connection.
+    public let batch: DatagramBatch
+    public private(set) var transportCounters = TransportCounters()
+    /// Media datagrams whose connection has no room any more.
+    public private(set) var ingressDrops: UInt64 = 0
+    /// Counters of rooms destroyed here, so totals never go back.
+    public private(set) var retired = RoomCounters()
+    private var control: [(bytes: [UInt8], to: TransportAddress)] = []
+    private var retiredEvents: [(room: String, events: [RoomEvent])] = []
+    private var nextConnection: UInt32
+    private let idStride: UInt32 = 1024
+    private var nextLivenessCheck = MonoTime.zero
+
+    /// Connection ids are unique across workers: worker i hands out i+1, i+1+1024, ...
+    public init(edge: WorkerEdge, index: Int, limits: WorkerLimits = .init(), batchCapacity: Int = 4096) {
+        self.edge = edge
+        self.limits = limits
+        nextConnection = UInt32(index + 1)
+        batch = DatagramBatch(capacity: batchCapacity)
+    }
+
+    // MARK: Inputs
+
+    /// One datagram from the worker's socket, decrypted in place when it is media. Allocates nothing on
+    /// the media path.
+    public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: TransportAddress, now: MonoTime) {
+        let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+        if PacketClass(datagram) == .rtp {
+            guard let conn = edge.mediaConnection(datagram, from: source, now: now) else { return }  // counted by the edge
+            guard let t = transports[conn] else { ingressDrops &+= 1; return }
+            t.room.receive(buffer, length: length, from: conn, now: now, into: batch)
+            return
+        }
+        handle(edge.receive(datagram, from: source, now: now), now: now)
+    }
+
+    /// Runs what is due: room timers, ICE consent and DTLS retransmissions, handshake deadlines.
+    public func tick(now: MonoTime) {
+        for room in rooms.values where room.nextDeadline <= now { room.tick(now: now, into: batch) }
+        if edge.nextDeadline <= now { handle(edge.tick(now: now), now: now) }
+        if nextLivenessCheck <= now {
+            nextLivenessCheck = now + .seconds(1)
+            closeStalledHandshakes(now: now)
+        }
+    }
+
+    /// When `tick` has something to do; `.never` for an idle worker.
+    public var nextDeadline: MonoTime {
+        var t = rooms.values.reduce(edge.nextDeadline) { min($0, $1.nextDeadline) }
+        if transports.values.contains(where: { !$0.established }) { t = min(t, nextLivenessCheck) }
+        return t
+    }
+
+    /// Where media for a connection goes: the address its client nominated, while consent holds.
+    public func destination(of connection: ConnectionID) -> TransportAddress? { edge.destination(of: connection) }
+
+    /// Control datagrams produced since the last call (STUN answers, DTLS flights, close_notify).
+    public func drainControl() -> [(bytes: [UInt8], to: TransportAddress)] {
+        guard !control.isEmpty else { return [] }
+        defer { control.removeAll(keepingCapacity: true) }
+        return control
+    }
+
+    /// Events since the last call, room by room: destroyed rooms' last events first.
+    public func drainEvents() -> [(room: String, events: [RoomEvent])] {
+        var out = retiredEvents
+        retiredEvents.removeAll()
+        for room in rooms.values where room.hasPendingEvents { out.append((room.name, room.drainEvents())) }
+        return out
+    }
+
+    public var hasPendingEvents: Bool { !retiredEvents.isEmpty || rooms.values.contains { $0.hasPendingEvents } }
+
+    // MARK: Rooms
+
+    public func room(_ name: String) -> Room? { rooms[name] }
+
+    public func addRoom(_ room: Room) { rooms[room.name] = room }
+
+    /// Destroys a room: its participants are told they left, its transports are closed (DTLS close_notify).
+    public func destroyRoom(_ name: String, now: MonoTime) {
+        guard let room = rooms.removeValue(forKey: name) else { return }
+        room.destroy(now: now)
+        retiredEvents.append((name, room.drainEvents()))
+        retired.add(room.counters)
+        for t in transports.values where t.room === room { forget(t, notify: true) }
+    }
+
+    /// Transports in the table (what `/metrics` calls connections).
+    public var connectionCount: Int { transports.count }
+
+    // MARK: Sessions
+
+    /// Answers a participant's offer to send: a new transport, a renegotiation, an ICE restart or a
+    /// replacement (see the type's comment). Nothing changes when the offer is refused.
+    public func publish(room: String, participant: String, offer: String, now: MonoTime) throws -> SessionAnswer {
+        try negotiate(.publish, room: room, participant: participant, offer: offer, now: now)
+    }
+
+    /// Answers a participant's offer to receive: each recvonly m-line is a slot.
+    public func subscribe(room: String, participant: String, offer: String, now: MonoTime) throws -> SessionAnswer {
+        try negotiate(.subscribe, room: room, participant: participant, offer: offer, now: now)
+    }
+
+    /// Removes a participant and closes its transports; returns how many were closed.
+    public func removeParticipant(room name: String, _ id: String, by: String?, now: MonoTime) throws -> Int {
+        guard let room = rooms[name] else { throw NoSuchRoom(room: name) }
+        let conns = room.connections(of: id)
+        try room.remove(id, by: by, now: now, into: batch)
+        for c in conns { if let t = transports[c] { forget(t, notify: true) } }
+        return conns.count
+    }
+
+    private func negotiate(_ direction: TransportDirection, room name: String, participant: String, offer text: String,
+                           now: MonoTime) throws -> SessionAnswer {
+        guard let room = rooms[name] else { throw NoSuchRoom(room: name) }
+        guard room.contains(participant: participant) else {
+            throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(participant)")
+        }
+        let offer = try SessionDescription.parse(text)
+        let remote = try OfferAnswer.remoteTransport(offer)
+        let cap = direction == .publish ? limits.room.tracksPerPublish : limits.room.slotsPerSubscription
+        guard OfferAnswer.mediaCount(offer, sending: direction == .publish) <= cap else {
+            throw direction == .publish
+                ? RoomError(.limitReached, .invalid, "a publish may send at most \(cap) tracks", limit: "tracks_per_publish")
+                : RoomError(.limitReached, .invalid, "a subscription may have at most \(cap) slots", limit: "slots_per_subscription")
+        }
+        let key = SessionKey(room: name, participant: participant, direction: direction)
+        let existing = sessions[key].flatMap { transports[$0] }
+        if let t = existing, t.remote.fingerprint == remote.fingerprint {
+            let restart = t.remote.ufrag != remote.ufrag || t.remote.password != remote.password
+            var local = t.local
+            if restart { local.ice = .random() }
+            let sdp = try bind(t, offer: offer, local: local, now: now)
+            if restart {
+                edge.restartICE(t.id, local: local.ice, remote: remote)
+                transportCounters.iceRestarts &+= 1
+            } else {
+                transportCounters.renegotiated &+= 1
+            }
+            t.local = local
+            t.remote = remote
+            return SessionAnswer(sdp: sdp, change: restart ? .iceRestarted : .renegotiated, connection: t.id)
+        }
+        guard edge.pendingHandshakes < limits.pendingHandshakes else {
+            throw RoomError(.limitReached, .conflict,
+                            "\(limits.pendingHandshakes) handshakes are under way on this worker; retry when some finish",
+                            limit: "pending_handshakes")
+        }
+        let id = ConnectionID(nextConnection)
+        nextConnection &+= idStride
+        let t = Transport(id: id, room: room, participant: participant, direction: direction, remote: remote,
+                          local: edge.prepare(id), createdAt: now)
+        let sdp: String
+        do {
+            try edge.attach(id, remote: remote)
+            sdp = try bind(t, offer: offer, local: t.local, now: now)
+        } catch {
+            _ = edge.remove(id, notify: false)
+            throw error
+        }
+        transports[id] = t
+        sessions[key] = id
+        if let old = existing {
+            forget(old, notify: true)  // the room already let go of it when the new one bound
+            transportCounters.replaced &+= 1
+        } else {
+            transportCounters.created &+= 1
+        }
+        return SessionAnswer(sdp: sdp, change: existing == nil ? .created : .replaced, connection: id)
+    }
+
+    /// Builds the answer and binds the offer's tracks or slots to the transport in the room.
+    private func bind(_ t: Transport, offer: SessionDescription, local: LocalTransport, now: MonoTime) throws -> String {
+        switch t.direction {
+        case .publish:
+            let r = try OfferAnswer.answerPublish(offer, local: local)
+            try t.room.attachPublisher(t.participant, connection: t.id, tracks: r.tracks, now: now)
+            return r.answer.text
+        case .subscribe:
+            var ssrcs = t.slotSSRCs
+            let r = try OfferAnswer.answerSubscribe(offer, local: local) { mid, _, _ in
+                if let s = ssrcs[mid] { return s }
+                var s: UInt32
+                repeat { s = UInt32.random(in: 0x1000_0000...0xEFFF_FFFF) } while ssrcs.values.contains(s)
+                ssrcs[mid] = s
+                return s
+            }
+            try t.room.attachSubscriber(t.participant, connection: t.id, slots: r.slots, now: now, into: batch)
+            t.slotSSRCs = Dictionary(uniqueKeysWithValues: r.slots.map { ($0.mid, $0.ssrc) })
+            return r.answer.text
+        }
+    }
+
+    // MARK: Transport lifecycle
+
+    private func handle(_ outputs: [WorkerEdge.Output], now: MonoTime) {
+        for o in outputs {
+            switch o {
+            case .send(let bytes, let to):
+                control.append((bytes, to))
+            case .keys(let conn, let keys):
+                guard let t = transports[conn] else { continue }
+                transportCounters.dtlsHandshakes &+= 1
+                do {
+                    try t.room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
+                    t.established = true
+                } catch {
+                    transportCounters.srtpSetupFailures &+= 1
+                    close(t, reason: "SRTP setup failed: \(error)", notify: true, now: now)
+                }
+            case .state(let conn, .disconnected):
+                transports[conn]?.room.connectionLost(conn, reason: "no ICE check for 10 s")
+            case .state(let conn, .failed):
+                guard let t = transports[conn] else { continue }
+                transportCounters.consentExpiries &+= 1
+                close(t, reason: "ICE consent expired", notify: false, now: now)
+            case .failed(let conn, let reason):
+                transportCounters.dtlsFailures &+= 1
+                if let t = transports[conn] { close(t, reason: "DTLS failed: \(reason)", notify: false, now: now) }
+            case .closed(let conn):
+                guard let t = transports[conn] else { continue }
+                transportCounters.closedByClient &+= 1
+                close(t, reason: "the client closed its transport (DTLS close_notify)", notify: false, now: now)
+            default:
+                break
+            }
+        }
+    }
+
+    /// Transports that have not finished ICE and DTLS in time: closed, and the room says why.
+    private func closeStalledHandshakes(now: MonoTime) {
+        let stalled = transports.values.filter { !$0.established && now - $0.createdAt >= limits.handshakeTimeout }
+        for t in stalled {
+            transportCounters.handshakeTimeouts &+= 1
+            let seconds = Int(limits.handshakeTimeout.seconds)
+            let why = edge.wasChecked(t.id) ? "DTLS did not complete within \(seconds) s" : "no ICE connectivity check within \(seconds) s"
+            close(t, reason: why, notify: false, now: now)
+        }
+    }
+
+    /// Closes a transport whose participant stays: the room releases what it fed and reports `reason`.
+    private func close(_ t: Transport, reason: String, notify: Bool, now: MonoTime) {
+        forget(t, notify: notify)
+        t.room.detachConnection(t.id, reason: reason, now: now, into: batch)
+    }
+
+    /// Removes a transport from the edge and the table (DTLS close_notify first when `notify`).
+    private func forget(_ t: Transport, notify: Bool) {
+        for o in edge.remove(t.id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
+        transports[t.id] = nil
+        if sessions[t.key] == t.id { sessions[t.key] = nil }
+    }
+}

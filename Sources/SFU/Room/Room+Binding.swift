@@ -1,0 +1,219 @@
+/// Media binding: a participant's publish and subscribe transports (issue 11's session model).
+///
+/// A participant has at most one publishing and one subscribing connection. A new offer on the same
+/// connection is a renegotiation: the tracks and slots it still declares keep their state (sequence
+/// unwrapping, history, rewriters, what feeds them), new ones are added and the others removed. A new
+/// connection for the same direction replaces the old one, which is released first.
+extension Room {
+    /// Binds a participant's sending connection and the tracks its offer declares.
+    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
+                                now: MonoTime) throws(RoomError) {
+        let p = try participant(id)
+        guard published.count <= limits.tracksPerPublish else {
+            throw RoomError(.limitReached, .invalid, "a publish may send at most \(limits.tracksPerPublish) tracks", limit: "tracks_per_publish")
+        }
+        guard published.filter({ $0.codec.kind == .audio }).count <= 1,
+              published.filter({ $0.codec.kind == .video }).count <= 1 else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a participant publishes at most one audio and one video track")
+        }
+        let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
+        guard Set(ssrcs).count == ssrcs.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "SSRCs must be distinct")
+        }
+        guard published.allSatisfy({ $0.ssrc != nil || ($0.mid != nil && $0.midExtensionID != nil) }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a track needs an SSRC, or a mid and the MID extension id")
+        }
+        if let old = p.publishConnection, old != connection { detachConnection(old, reason: nil) }
+        let conn = connectionFor(connection, participant: p)
+        // Tracks the offer declares again, unchanged, continue; the rest of the old ones end.
+        let existing = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0] }
+        var kept: [SourceTrack] = []
+        var fresh: [PublishedTrack] = []
+        for d in published {
+            if let t = existing.first(where: { e in e.description == d && !kept.contains { $0 === e } }) {
+                kept.append(t)
+            } else {
+                fresh.append(d)
+            }
+        }
+        for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn) }
+        p.audioTrack = kept.first { $0.kind == .audio }?.index
+        p.videoTrack = kept.first { $0.kind == .video }?.index
+        p.publishConnection = connection
+        for d in fresh {
+            let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
+            nextTrackIndex += 1
+            tracks[t.index] = t
+            if d.codec.kind == .audio { p.audioTrack = t.index } else { p.videoTrack = t.index }
+        }
+        rebuildRoutes(conn, of: p)
+        if p.audioTrack != nil { detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
+        conn.nextReceiverReport = min(conn.nextReceiverReport, now + configuration.receiverReportInterval)
+        deadlineCache = nil
+        updateCandidacy(p)
+        listsDirty = true
+    }
+
+    /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line). Slots
+    /// whose mid the new offer keeps, unchanged, keep what feeds them and their stream's continuity.
+    public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
+                                 now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        guard slots.count <= limits.slotsPerSubscription else {
+            throw RoomError(.limitReached, .invalid, "a subscription may have at most \(limits.slotsPerSubscription) slots", limit: "slots_per_subscription")
+        }
+        guard Set(slots.map(\.ssrc)).count == slots.count, Set(slots.map(\.mid)).count == slots.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs and mids must be distinct")
+        }
+        if let old = p.subscribeConnection, old != connection { detachConnection(old, reason: nil) }
+        let conn = connectionFor(connection, participant: p)
+        let previous = p.subscriber
+        if let s = previous { detachAllSinks(of: p, s) }
+        var oldByMid: [String: Slot] = [:]
+        for slot in (previous?.audioSlots ?? []) + (previous?.videoSlots ?? []) { oldByMid[slot.description.mid] = slot }
+        func make(_ d: SlotDescription) -> Slot {
+            if let old = oldByMid[d.mid], old.description == d { return old }
+            return Slot(d)
+        }
+        let audio = slots.filter { $0.codec.kind == .audio }.map(make)
+        let video = slots.filter { $0.codec.kind == .video }.map(make)
+        let s: SubscriberState
+        if let previous {
+            let sameSlots = previous.audioSlots.map(\.description) == audio.map(\.description)
+                && previous.videoSlots.map(\.description) == video.map(\.description)
+            previous.audioSlots = audio
+            previous.videoSlots = video
+            if !sameSlots { previous.lastEmittedMap = [] }  // the slot map changed shape: report it
+            s = previous
+        } else {
+            s = SubscriberState(audioSlots: audio, videoSlots: video,
+                                videoCount: VideoCountPolicy(parameters: configuration.videoCount, initial: min(1, video.count)))
+        }
+        s.videoCount.clamp(maxVideos: video.count)
+        p.subscriber = s
+        p.subscribeConnection = connection
+        attachAllSinks(of: p, s)
+        conn.slotsBySSRC.removeAll()
+        for (i, slot) in s.audioSlots.enumerated() { conn.slotsBySSRC[slot.description.ssrc] = SlotRef(subscriber: p.index, kind: .audio, index: i) }
+        for (i, slot) in s.videoSlots.enumerated() { conn.slotsBySSRC[slot.description.ssrc] = SlotRef(subscriber: p.index, kind: .video, index: i) }
+        refreshSubscriber(p, now: now, into: out)
+    }
+
+    /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
+    /// `outbound` protects what the node sends (RFC 5764 section 4.2). Throws when libsrtp refuses them.
+    public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
+        guard let c = connections[connection], let p = participants[c.participant] else {
+            throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
+        }
+        c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
+        c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
+        events.append(.participantState(participant: p.id, state: .connected, reason: nil))
+    }
+
+    /// The connection's transport is gone (closed, replaced, consent expired, handshake timed out): its
+    /// tracks stop feeding slots, or its slots stop, and the participant stays in the room. `reason`, when
+    /// given, is reported as the participant's `disconnected` state.
+    public func detachConnection(_ id: ConnectionID, reason: String?, now: MonoTime? = nil, into out: DatagramBatch? = nil) {
+        guard let c = connections.removeValue(forKey: id) else { return }
+        guard let p = participants[c.participant] else { return }
+        p.retiredDrops.add(c.drops)
+        if p.publishConnection == id {
+            unpublish(p)
+            p.publishConnection = nil
+        }
+        if p.subscribeConnection == id {
+            unsubscribe(p)
+            p.subscribeConnection = nil
+        }
+        if let reason { events.append(.participantState(participant: p.id, state: .disconnected, reason: reason)) }
+        deadlineCache = nil
+        if let now, let out { refreshAllSubscribers(now: now, into: out) } else { listsDirty = true }
+    }
+
+    /// The connection lost its transport (ICE consent lapsing, DTLS closed): reported, nothing released.
+    public func connectionLost(_ connection: ConnectionID, reason: String) {
+        guard let c = connections[connection], let p = participants[c.participant] else { return }
+        events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
+    }
+
+    // MARK: Pieces
+
+    private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
+        if let c = connections[id], c.participant == p.index { return c }
+        let c = Connection(id: id, participant: p.index)
+        connections[id] = c
+        return c
+    }
+
+    /// The publisher's tracks end: slots they fed stop, and it leaves talker candidacy.
+    func unpublish(_ p: Participant) {
+        let conn = p.publishConnection.flatMap { connections[$0] }
+        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t, conn: conn) }
+        p.audioTrack = nil
+        p.videoTrack = nil
+        if let conn { rebuildRoutes(conn, of: p) }
+        stopSpeaking(p)
+    }
+
+    /// The subscriber's slots end: nothing feeds them any more.
+    func unsubscribe(_ p: Participant) {
+        if let s = p.subscriber { detachAllSinks(of: p, s) }
+        p.subscriber = nil
+    }
+
+    /// Takes a participant out of the detector; a dominant speaker who goes is reported as none.
+    func stopSpeaking(_ p: Participant) {
+        let wasDominant = detector.dominant == p.index
+        detector.removeSpeaker(p.index)
+        if wasDominant { events.append(.dominantSpeaker(participant: nil)) }
+    }
+
+    /// Ends a track: the slots it fed lose it, its SSRCs stop routing, and libsrtp forgets their streams.
+    func removeTrack(_ t: Int, conn: Connection?) {
+        guard let track = tracks[t] else { return }
+        for ref in track.sinks {
+            guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
+            mutateSlot(s, ref) { slot in
+                if slot.current == t { slot.current = nil; slot.rewriter.switchTo(nil) }
+                if slot.pending == t { slot.pending = nil }
+            }
+        }
+        if let conn {
+            for ssrc in [track.ssrc, track.rtxSSRC].compactMap({ $0 }) where conn.inboundSSRCs.remove(ssrc) != nil {
+                conn.inbound?.removeStream(ssrc: ssrc)
+            }
+        }
+        tracks[t] = nil
+    }
+
+    /// The connection's SSRC routes and MID bindings, from the participant's tracks.
+    func rebuildRoutes(_ conn: Connection, of p: Participant) {
+        conn.tracksBySSRC.removeAll()
+        conn.awaitingMid.removeAll()
+        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }).compactMap({ tracks[$0] }) {
+            if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.insert(s) }
+            if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.insert(r) }
+            let unbound = t.ssrc == nil || (t.rtxSSRC == nil && t.description.rtxPayloadType != nil)
+            if t.description.ssrc == nil, unbound, let mid = t.description.mid, let id = t.description.midExtensionID {
+                conn.awaitingMid.append((Array(mid.utf8), id, t.index))
+            }
+        }
+    }
+
+    private func detachAllSinks(of p: Participant, _ s: SubscriberState) {
+        for (i, slot) in s.audioSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
+        for (i, slot) in s.videoSlots.enumerated() { detachSink(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
+    }
+
+    /// Points the tracks feeding the subscriber's slots (now or after a keyframe) at those slots' refs.
+    private func attachAllSinks(of p: Participant, _ s: SubscriberState) {
+        func attach(_ ref: SlotRef, _ slot: Slot) {
+            for t in [slot.current, slot.pending].compactMap({ $0 }) {
+                guard let track = tracks[t] else { continue }
+                if !track.sinks.contains(ref) { track.sinks.append(ref) }
+            }
+        }
+        for (i, slot) in s.audioSlots.enumerated() { attach(SlotRef(subscriber: p.index, kind: .audio, index: i), slot) }
+        for (i, slot) in s.videoSlots.enumerated() { attach(SlotRef(subscriber: p.index, kind: .video, index: i), slot) }
+    }
+}

@@ -1,0 +1,41 @@
+/// What one room lets its clients make it hold or do: every table keyed by what a client sends is bounded
+/// here, and every budget a client can spend is counted. A request over a cap is refused with
+/// `ResultCode.limitReached`; a packet over a budget is a counted drop (`DropReason`).
+public struct RoomLimits: Sendable, Equatable {
+    /// Participants admitted at once.
+    public var participants = 2000
+    /// Slots (recvonly m-lines) one subscription may ask for.
+    public var slotsPerSubscription = 32
+    /// Audio and video m-lines one publish offer may send.
+    public var tracksPerPublish = 4
+    /// Distinct SSRCs libsrtp keeps a stream for on one connection (RTP tracks and RTCP senders).
+    public var ssrcsPerConnection = 64
+    /// RTCP items parsed from one datagram: packets, report blocks, NACK pairs, FIR entries, transport-cc
+    /// statuses. libwebrtc's feedback every 50-250 ms names a few hundred at most.
+    public var rtcpItemsPerPacket = 1024
+    /// Retransmissions one subscriber may cost, at most (kbit/s), and at most this share of its estimate.
+    public var resendKbps = 2000
+    public var resendShareOfEstimate = 0.5
+    /// Times one packet is resent, however often it is NACKed.
+    public var maxResendsPerPacket = 3
+    /// The least time between two resends of one packet, whatever round trip the client's reports claim.
+    public var minResendInterval: MonoTime.Interval = .milliseconds(20)
+
+    public init() {}
+}
+
+/// A token bucket of bytes: what a subscriber's retransmissions may cost over time.
+struct ByteBudget {
+    private var tokens: Double = 0
+    private var last: MonoTime?
+
+    /// Takes `bytes` when the bucket, refilled at `bytesPerSecond` and holding at most `burst`, has them.
+    mutating func take(_ bytes: Int, bytesPerSecond: Double, burst: Double, now: MonoTime) -> Bool {
+        let elapsed = last.map { max(0, (now - $0).seconds) } ?? burst / max(bytesPerSecond, 1)
+        last = now
+        tokens = min(burst, tokens + elapsed * bytesPerSecond)
+        guard tokens >= Double(bytes) else { return false }
+        tokens -= Double(bytes)
+        return true
+    }
+}

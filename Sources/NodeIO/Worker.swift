@@ -98,11 +98,12 @@ public final class Worker: @unchecked Sendable {
     public init(index: Int, socket: UDPSocket, certificate: DTLSCertificate, announced: [TransportAddress] = [],
                 eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1),
                 limits: WorkerLimits = .init(), commandTimeout: MonoTime.Interval = .seconds(5),
-                datagramsPerPass: Int = 1024) throws {
+                datagramsPerPass: Int = 1024, consentTimeout: MonoTime.Interval = .seconds(30)) throws {
         self.index = index
         self.socket = socket
         let edge = WorkerEdge(certificate: certificate, candidates: [socket.local] + announced)
         edge.dtlsInitialTimeout = dtlsInitialTimeout
+        edge.consentTimeout = consentTimeout
         core = WorkerCore(edge: edge, index: index, limits: limits)
         let fd = sfu_wake_open()
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }

@@ -46,7 +46,8 @@ public final class Node: Sendable {
                                  announced: announced.map { TransportAddress(ip: $0.ip, port: $0.port + UInt16(i)) },
                                  eventCapacity: configuration.eventsQueue, limits: configuration.workerLimits,
                                  commandTimeout: .milliseconds(Int64(configuration.commandTimeoutMilliseconds)),
-                                 datagramsPerPass: configuration.datagramsPerPass))
+                                 datagramsPerPass: configuration.datagramsPerPass,
+                                 consentTimeout: .seconds(Double(configuration.consentSeconds))))
         }
         workers = ws
     }

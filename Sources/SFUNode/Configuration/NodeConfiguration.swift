@@ -45,6 +45,8 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var commandTimeoutMilliseconds = 5000
     /// Datagrams a worker reads per pass of its loop before it runs commands and timers again.
     public var datagramsPerPass = 1024
+    /// ICE consent lifetime (RFC 7675 section 5.1 says 30 s): a client silent this long is gone.
+    public var consentSeconds = 30
 
     public init() {}
 
@@ -66,6 +68,7 @@ public struct NodeConfiguration: Sendable, Equatable {
         ("log.level", "trace, debug, info, notice, warning, error or critical"),
         ("log.format", "text or json"),
         ("api.allowed_origins", "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403"),
+        ("ice.consent_seconds", "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
         ("limits.rooms", "rooms the node holds at once"),
         ("limits.participants_per_room", "participants admitted to one room at once"),
         ("limits.slots_per_subscription", "slots (recvonly m-lines) one subscription may ask for"),
@@ -143,6 +146,7 @@ public struct NodeConfiguration: Sendable, Equatable {
                 list.append(o)
             }
             apiAllowedOrigins = list
+        case "ice.consent_seconds": consentSeconds = try int(3...600)
         case "limits.rooms": maxRooms = try int(1...1_000_000)
         case "limits.participants_per_room": workerLimits.room.participants = try int(2...100_000)
         case "limits.slots_per_subscription": workerLimits.room.slotsPerSubscription = try int(1...256)
@@ -242,6 +246,9 @@ public struct NodeConfiguration: Sendable, Equatable {
             [log]
             level = \(q(logLevel))
             format = \(q(logFormat))
+
+            [ice]
+            consent_seconds = \(consentSeconds)
 
             [limits]
             rooms = \(maxRooms)

@@ -23,6 +23,8 @@ public final class WorkerEdge {
     public var candidates: [TransportAddress]
     /// First DTLS retransmission timeout (1 s by RFC 6347; tests shorten it).
     public var dtlsInitialTimeout: MonoTime.Interval = .seconds(1)
+    /// ICE consent lifetime of new connections (RFC 7675 section 5.1: 30 s; tests shorten it).
+    public var consentTimeout: MonoTime.Interval = .seconds(30)
     public let router = EdgeRouter()
     private var dtls: [ConnectionID: DTLSEndpoint] = [:]
     private var pending: [ConnectionID: ICELiteAgent] = [:]
@@ -45,6 +47,8 @@ public final class WorkerEdge {
     /// Fresh ICE credentials for a new connection: what its SDP answer carries.
     public func prepare(_ connection: ConnectionID) -> LocalTransport {
         let agent = ICELiteAgent()
+        agent.consentTimeout = consentTimeout
+        agent.disconnectedAfter = min(agent.disconnectedAfter, .init(nanoseconds: consentTimeout.nanoseconds / 3))
         pending[connection] = agent
         return LocalTransport(ice: agent.local, fingerprint: certificate.fingerprint, candidates: candidates)
     }

@@ -43,6 +43,7 @@ let package = Package(
         .target(name: "SFUNode", dependencies: [
             "SFU", "WebRTCEdge", "NodeIO",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),

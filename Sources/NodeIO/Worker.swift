@@ -39,6 +39,8 @@ public struct WorkerMetrics: Sendable {
     public var datagramsOut: UInt64 = 0
     public var bytesOut: UInt64 = 0
     public var sendDrops: UInt64 = 0
+    /// Of `sendDrops`, those the kernel refused for their own destination.
+    public var sendErrors: UInt64 = 0
     public var gsoSends: UInt64 = 0
     /// Media datagrams for a connection whose room is gone.
     public var ingressDrops: UInt64 = 0
@@ -201,6 +203,7 @@ public final class Worker: @unchecked Sendable {
             m.datagramsOut = socket.datagramsSent
             m.bytesOut = socket.bytesSent
             m.sendDrops = UInt64(socket.sendDrops)
+            m.sendErrors = UInt64(socket.sendErrors)
             m.gsoSends = UInt64(socket.gsoSends)
             m.gsoFallbacks = UInt64(socket.gsoFallbacks)
             m.ingressDrops = core.ingressDrops

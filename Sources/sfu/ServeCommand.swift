@@ -36,7 +36,7 @@ struct ServeCommand: AsyncParsableCommand {
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let json = settings.logFormat == "json"
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            var handler: any LogHandler = json ? JSONLogHandler(label: label) : TextLogHandler(label: label)
             handler.logLevel = level
             return handler
         }

@@ -119,3 +119,28 @@ import WebRTCEdge
         #expect(throws: UDPSocket.Failure.self) { try UDPSocket(bind: a.local) }
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct SendErrorTests {
+    /// A batch with a datagram the kernel refuses (port 0 is not a destination) between two good ones.
+    @Test func aDatagramTheKernelRefusesDropsOnlyItself() throws {
+        let node = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let a = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!), c = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let batch = DatagramBatch(capacity: 8)
+        let destinations: [UInt32: TransportAddress] = [1: a.local, 2: TransportAddress("127.0.0.1:0")!, 3: c.local]
+        for (conn, size) in [(1, 100), (2, 100), (3, 100), (3, 100)] {
+            let buf = batch.nextBuffer()!
+            for i in 0..<size { buf[i] = UInt8(conn) }
+            batch.commit(length: size, to: ConnectionID(UInt32(conn)))
+        }
+        for gso in [false, true] {
+            let sent = node.send(batch, gso: gso) { destinations[$0.raw] }
+            #expect(sent == 3, "gso \(gso): the refused datagram took nobody else with it")
+            let rx = ReceiveBatch(capacity: 8)
+            #expect(a.wait(timeoutMilliseconds: 1000))
+            #expect(try a.receive(into: rx) == 1)
+            #expect(c.wait(timeoutMilliseconds: 1000))
+            #expect(try c.receive(into: rx) == 2)
+        }
+        #expect(node.sendErrors == 2 && node.sendDrops == 2)
+    }
+}

@@ -81,4 +81,25 @@ import WebRTCEdge
         let again = try NodeConfiguration.load(file: ("printed", c.fileText), environment: [:], flags: [])
         #expect(again == c)
     }
+
+    @Test func aWorkerPortPast65535IsAConfigurationErrorNotATrap() {
+        #expect(throws: ConfigError.self) {
+            try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=127.0.0.1:65535", "workers=2"])
+        }
+        #expect(throws: ConfigError.self) {
+            try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.announced=[\"203.0.113.7:65535\"]", "workers=3"])
+        }
+        var c = NodeConfiguration()
+        c.mediaListen = TransportAddress("127.0.0.1:65534")!
+        #expect(throws: ConfigError.self) { try c.checkPorts(workers: 4) }
+        #expect(throws: Never.self) { try c.checkPorts(workers: 2) }
+    }
+
+    @Test func limitsAreConfigurableAndRefuseNonsense() throws {
+        let c = try NodeConfiguration.load(file: nil, environment: ["SFU_LIMITS_ROOMS": "7"],
+                                           flags: ["limits.participants_per_room=50", "limits.handshake_seconds=5", "ice.consent_seconds=6"])
+        #expect(c.maxRooms == 7 && c.workerLimits.room.participants == 50)
+        #expect(c.workerLimits.handshakeTimeout == .seconds(5) && c.consentSeconds == 6)
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["limits.rooms=0"]) }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -292,7 +293,7 @@ struct BrowserGuard<Context: RequestContext>: RouterMiddleware {
         if let origin = request.headers[.origin], !allowedOrigins.contains(origin), !origin.hasPrefix("ws://"), !origin.hasPrefix("wss://") {
             return ControlAPI.response(.forbidden, ["result": 6015, "msg": "origin \(origin.prefix(200)) is not allowed (api.allowed_origins)"])
         }
-        if loopbackHostOnly, let host = request.head.authority, !Self.isLoopback(host: host) {
+        if loopbackHostOnly, let host = request.headers[Self.hostField] ?? request.head.authority, !Self.isLoopback(host: host) {
             return ControlAPI.response(.forbidden, ["result": 6015, "msg": "host \(host.prefix(200)) is not a loopback name (set api.key to serve others)"])
         }
         if request.method == .post || request.method == .patch || request.method == .put {
@@ -303,6 +304,9 @@ struct BrowserGuard<Context: RequestContext>: RouterMiddleware {
         }
         return try await next(request, context)
     }
+
+    /// HTTP/1.1's Host, where a request kept it as a field rather than as its authority.
+    static var hostField: HTTPField.Name { HTTPField.Name("Host")! }
 
     /// 127.x.x.x, localhost or [::1], with or without a port.
     static func isLoopback(host: String) -> Bool {

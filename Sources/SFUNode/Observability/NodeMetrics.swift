@@ -33,11 +33,12 @@ public final class NodeMetrics: Sendable {
         for w in node.workers {
             if let m = try? await w.metrics() { snapshots.append(m) }
         }
-        update(snapshots, consumers: node.events.consumerCount)
+        update(snapshots, consumers: node.events.consumerCount, configuration: node.configuration, refusals: node.limitRefusals)
         return registry.emitToString()
     }
 
-    func update(_ workers: [WorkerMetrics], consumers: Int) {
+    func update(_ workers: [WorkerMetrics], consumers: Int, configuration c: NodeConfiguration = .init(),
+                refusals: [String: UInt64] = [:]) {
         series.withLock { s in
             func key(_ name: String, _ labels: [(String, String)]) -> String { name + labels.map { "|\($0.0)=\($0.1)" }.joined() }
             /// Moves a worker total into its counter: the difference since the last scrape.
@@ -88,11 +89,32 @@ public final class NodeMetrics: Sendable {
                 for reason in DropReason.allCases {
                     count("sfu_drops_total", w + [("reason", reason.description)], m.room.drops[reason])
                 }
+                count("sfu_udp_send_errors_total", w, m.sendErrors)
+                count("sfu_udp_gso_fallbacks_total", w, m.gsoFallbacks)
+                count("sfu_worker_saturated_passes_total", w, m.saturatedPasses)
+                let t = m.transports
+                for (event, n) in [("created", t.created), ("renegotiated", t.renegotiated), ("ice_restarted", t.iceRestarts),
+                                   ("replaced", t.replaced), ("handshake_timeout", t.handshakeTimeouts),
+                                   ("consent_expired", t.consentExpiries), ("closed_by_client", t.closedByClient),
+                                   ("srtp_setup_failed", t.srtpSetupFailures)] {
+                    count("sfu_transport_events_total", w + [("event", event)], n)
+                }
                 gauge("sfu_rooms", w, Double(m.rooms))
                 gauge("sfu_participants", w, Double(m.participants))
                 gauge("sfu_connections", w, Double(m.connections))
+                gauge("sfu_pending_handshakes", w, Double(m.pendingHandshakes))
             }
             gauge("sfu_event_consumers", [], Double(consumers))
+            // The caps in force, and how often each refused a request (`limits.*` keys).
+            let l = c.workerLimits
+            for (name, value) in [("rooms", c.maxRooms), ("participants_per_room", l.room.participants),
+                                  ("slots_per_subscription", l.room.slotsPerSubscription), ("tracks_per_publish", l.room.tracksPerPublish),
+                                  ("ssrcs_per_connection", l.room.ssrcsPerConnection), ("pending_handshakes", l.pendingHandshakes),
+                                  ("rtcp_items_per_packet", l.room.rtcpItemsPerPacket), ("resend_kbps", l.room.resendKbps),
+                                  ("resends_per_packet", l.room.maxResendsPerPacket)] {
+                gauge("sfu_limit", [("limit", name)], Double(value))
+                count("sfu_limit_refusals_total", [("limit", name)], refusals[name] ?? 0)
+            }
         }
     }
 }

@@ -201,7 +201,7 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
             return APIError(status, code: e.code.rawValue, e.message)
         case let e as SDPError: return APIError(.badRequest, code: ResultCode.invalidMediaDescription.rawValue, e.description)
         case let e as NoSuchRoom: return APIError(.notFound, code: 6008, e.description)
-        case let e as WorkerTimeout: return APIError(.serviceUnavailable, code: 6016, "\(e.description); nothing was done, retry")
+        case let e as WorkerTimeout: return APIError(.serviceUnavailable, code: 6017, "\(e.description); nothing was done, retry")
         default: return APIError(.badRequest, code: 6010, "\(error)")
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import NodeIO
 import SFU
 import SFUTestSupport
+import Synchronization
 import Testing
 import WebRTCEdge
 
@@ -156,5 +157,20 @@ final class UDPClient {
         }
         let (events, dropped) = worker.drainEvents()
         #expect(events.count == 5 && dropped == 7)
+    }
+
+    @Test func aCommandTheWorkerCannotTakeInTimeFailsAndNeverRuns() async throws {
+        let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        let worker = try Worker(index: 0, socket: socket, certificate: Self.cert, commandTimeout: .milliseconds(200))
+        worker.start()
+        defer { worker.stop() }
+        let ran = Mutex(false)
+        // The worker is busy for 2 s; a call queued behind it gives up after 200 ms and is never run.
+        async let busy: Void = worker.perform { _, _ in Thread.sleep(forTimeInterval: 2) }
+        try await Task.sleep(for: .milliseconds(50))
+        await #expect(throws: WorkerTimeout.self) { try await worker.perform { _, _ in ran.withLock { $0 = true } } }
+        try await busy
+        #expect(try await worker.perform { _, _ in 7 } == 7, "the worker answers again")
+        #expect(!ran.withLock { $0 }, "the abandoned command did nothing")
     }
 }

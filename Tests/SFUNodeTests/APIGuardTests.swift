@@ -50,10 +50,10 @@ import WebRTCEdge
             (.get, "/v1/rooms", nil, ["Host": "127.0.0.1:8080"]),
             (.post, "/v1/rooms", ["room": "r3"], ["Origin": "ws://127.0.0.1"]),
         ])
-        #expect(r[0].status == 415 && r[0].result == 6014)
-        #expect(r[1].status == 403 && r[1].result == 6015)
-        #expect(r[2].status == 403 && r[2].result == 6015)
-        #expect(r[3].status == 403 && r[3].result == 6015)
+        #expect(r[0].status == 415 && r[0].result == 6015)
+        #expect(r[1].status == 403 && r[1].result == 6016)
+        #expect(r[2].status == 403 && r[2].result == 6016)
+        #expect(r[3].status == 403 && r[3].result == 6016)
         #expect(r[4].status == 200)
         #expect(r[5].status == 201, "non-browser WebSocket clients send a ws:// origin")
         #expect(node.roomNames == ["r3"])

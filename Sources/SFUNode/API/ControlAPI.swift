@@ -279,9 +279,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Keeps web pages from driving the API through a browser. A browser sends `Origin` (http or https) with
-/// every cross-origin request: one not listed in `api.allowed_origins` is refused (403, 6015). Non-browser
+/// every cross-origin request: one not listed in `api.allowed_origins` is refused (403, 6016). Non-browser
 /// clients send none, or a ws:// one for WebSockets. A request with a body must say `Content-Type:
-/// application/json` (415, 6014), so a cross-origin "simple" request (text/plain, form data), which a
+/// application/json` (415, 6015), so a cross-origin "simple" request (text/plain, form data), which a
 /// browser sends without asking first, never runs. Without an API key (loopback only) the `Host` must be a
 /// loopback name too, so a page whose DNS name is rebound to 127.0.0.1 cannot call the node as itself.
 struct BrowserGuard<Context: RequestContext>: RouterMiddleware {
@@ -291,15 +291,15 @@ struct BrowserGuard<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         if let origin = request.headers[.origin], !allowedOrigins.contains(origin), !origin.hasPrefix("ws://"), !origin.hasPrefix("wss://") {
-            return ControlAPI.response(.forbidden, ["result": 6015, "msg": "origin \(origin.prefix(200)) is not allowed (api.allowed_origins)"])
+            return ControlAPI.response(.forbidden, ["result": 6016, "msg": "origin \(origin.prefix(200)) is not allowed (api.allowed_origins)"])
         }
         if loopbackHostOnly, let host = request.headers[Self.hostField] ?? request.head.authority, !Self.isLoopback(host: host) {
-            return ControlAPI.response(.forbidden, ["result": 6015, "msg": "host \(host.prefix(200)) is not a loopback name (set api.key to serve others)"])
+            return ControlAPI.response(.forbidden, ["result": 6016, "msg": "host \(host.prefix(200)) is not a loopback name (set api.key to serve others)"])
         }
         if request.method == .post || request.method == .patch || request.method == .put {
             let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
             guard type == "application/json" else {
-                return ControlAPI.response(.unsupportedMediaType, ["result": 6014, "msg": "the body must be JSON with Content-Type: application/json"])
+                return ControlAPI.response(.unsupportedMediaType, ["result": 6015, "msg": "the body must be JSON with Content-Type: application/json"])
             }
         }
         return try await next(request, context)

@@ -1,0 +1,71 @@
+/// A subscriber's downlink estimate computed by the node, the sender, from the subscriber's transport-cc
+/// feedback, in the spirit of GCC (draft-ietf-rmcat-gcc-02): a delay-based rate (trend of the queueing
+/// delay, `DelayTrend`, driving `AIMDRateControl`) and a loss-based rate (`LossBasedControl`); the estimate
+/// is the lower of the two. Probe clusters the node sent (`SendHistory`'s probe cluster ids) that arrive
+/// at a higher rate lift the estimate at once: without them an application-limited sender never learns
+/// that the link would carry more.
+public struct GCCEstimator: DownlinkEstimator {
+    public var delayTrend = DelayTrend()
+    public private(set) var delay: AIMDRateControl
+    public private(set) var loss: LossBasedControl
+    private var probes = ProbeMeasurement()
+    private var started = false
+    /// Acknowledged packets (arrival micros, bytes), newest last, for the acknowledged rate.
+    private var acked: [(arrival: Int64, size: Int)] = []
+    private var highestSequence: Int64 = -1
+    public private(set) var acknowledgedBitrate: Double?
+    public private(set) var lastProbeResult: Double?
+    public static let ackWindowMicros: Int64 = 500_000
+
+    public init(startBitrate: Double = 500_000) {
+        delay = AIMDRateControl(start: startBitrate)
+        loss = LossBasedControl(start: startBitrate)
+    }
+
+    public var estimate: UInt64? { started ? UInt64(min(delay.bitrate, loss.bitrate)) : nil }
+
+    public var usage: BandwidthUsage { delayTrend.usage }
+
+    public var rtt: MonoTime.Interval {
+        get { delay.rtt }
+        set { delay.rtt = newValue }
+    }
+
+    public mutating func onREMB(bitrate: UInt64, now: MonoTime) {}
+
+    public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, now: MonoTime) {}
+
+    /// Feedback matched with what was sent (`SendHistory.resolve`), in sequence order.
+    public mutating func onPacketFeedback(_ results: [PacketFeedback], now: MonoTime) {
+        var lost = 0, total = 0
+        var probeRate: Double?
+        for p in results where p.sequence > highestSequence {
+            highestSequence = p.sequence
+            total += 1
+            guard let arrival = p.arrivalMicros else { lost += 1; continue }
+            started = true
+            acked.append((arrival, p.size))
+            if let r = probes.add(p) { probeRate = max(probeRate ?? 0, r) }
+            delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
+        }
+        guard started else { return }
+        acknowledgedBitrate = ackedRate()
+        if let r = probeRate {
+            lastProbeResult = r
+            if r > delay.bitrate { delay.setEstimate(r, now: now) }
+            if r > loss.bitrate { loss.reset(to: r) }
+        }
+        delay.update(delayTrend.usage, acknowledged: acknowledgedBitrate, now: now)
+        loss.update(lost: lost, total: total, ceiling: delay.bitrate, now: now)
+    }
+
+    /// Bytes acknowledged over the last `ackWindowMicros` of arrival time, as bits per second.
+    private mutating func ackedRate() -> Double? {
+        guard let newest = acked.last?.arrival else { return acknowledgedBitrate }
+        let from = newest - Self.ackWindowMicros
+        if let firstKept = acked.firstIndex(where: { $0.arrival >= from }), firstKept > 0 { acked.removeFirst(firstKept) }
+        guard let oldest = acked.first?.arrival, newest - oldest >= Self.ackWindowMicros / 2 else { return acknowledgedBitrate }
+        let bytes = acked.reduce(0) { $0 + $1.size }
+        return Double(bytes) * 8 / (Double(newest - oldest) / 1e6)
+    }
+}

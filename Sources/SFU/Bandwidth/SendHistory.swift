@@ -1,0 +1,80 @@
+/// What the node sent on one connection, by transport-wide sequence number (draft-holmer-rmcat-transport-
+/// wide-cc-extensions-01): when, how many bytes, and for which probe cluster, so the receiver's feedback can
+/// be matched to departures. A fixed ring of `capacity` packets (2-4 s of a busy subscriber): stamping
+/// allocates nothing on the send path.
+public struct SendHistory: Sendable {
+    public static let capacity = 4096
+
+    public struct Sent: Equatable, Sendable {
+        public var sequence: Int64
+        public var sendTime: MonoTime
+        public var size: Int
+        /// The probe cluster the packet belonged to, if it was sent to probe.
+        public var probeCluster: Int?
+    }
+
+    private var next: Int64
+    private var sequences = [Int64](repeating: -1, count: capacity)
+    private var times = [Int64](repeating: 0, count: capacity)
+    private var sizes = [Int32](repeating: 0, count: capacity)
+    private var clusters = [Int32](repeating: -1, count: capacity)
+    /// Bytes stamped since the history began: what the node sent on the connection.
+    public private(set) var bytesSent: UInt64 = 0
+
+    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) { next = Int64(firstSequence) }
+
+    /// Assigns the next transport-wide sequence number to a packet of `size` bytes sent at `now`.
+    public mutating func stamp(size: Int, now: MonoTime, probeCluster: Int? = nil) -> UInt16 {
+        let i = Int(next) & (Self.capacity - 1)
+        sequences[i] = next
+        times[i] = now.nanoseconds
+        sizes[i] = Int32(clamping: size)
+        clusters[i] = Int32(probeCluster ?? -1)
+        bytesSent &+= UInt64(size)
+        defer { next += 1 }
+        return UInt16(truncatingIfNeeded: next)
+    }
+
+    /// The packet sent with 16-bit sequence number `seq`, if it is still held: the most recent extended
+    /// sequence number that matches.
+    public func lookup(_ seq: UInt16) -> Sent? {
+        let distance = Int64(UInt16(truncatingIfNeeded: next) &- seq)  // 1...65536 back from `next`
+        let ext = next - (distance == 0 ? 65536 : distance)
+        guard ext >= 0 else { return nil }
+        let i = Int(ext) & (Self.capacity - 1)
+        guard sequences[i] == ext else { return nil }
+        return Sent(sequence: ext, sendTime: MonoTime(nanoseconds: times[i]), size: Int(sizes[i]),
+                    probeCluster: clusters[i] < 0 ? nil : Int(clusters[i]))
+    }
+}
+
+/// One packet's fate as the receiver reported it: sent at `sendTime` (the node's clock), arrived at
+/// `arrival` (the receiver's clock, microseconds; only differences matter) or lost.
+public struct PacketFeedback: Equatable, Sendable {
+    public var sequence: Int64
+    public var sendTime: MonoTime
+    public var arrivalMicros: Int64?
+    public var size: Int
+    public var probeCluster: Int?
+
+    public init(sequence: Int64, sendTime: MonoTime, arrivalMicros: Int64?, size: Int, probeCluster: Int? = nil) {
+        self.sequence = sequence
+        self.sendTime = sendTime
+        self.arrivalMicros = arrivalMicros
+        self.size = size
+        self.probeCluster = probeCluster
+    }
+}
+
+extension SendHistory {
+    /// Pairs a transport-cc feedback with what was sent, in sequence order; packets the history no longer
+    /// holds are left out.
+    public func resolve(_ fb: TransportCCFeedback) -> [PacketFeedback] {
+        let reference = Int64(fb.referenceTime) * 64_000
+        return fb.packets.compactMap { p in
+            guard let s = lookup(p.sequenceNumber) else { return nil }
+            return PacketFeedback(sequence: s.sequence, sendTime: s.sendTime, arrivalMicros: p.arrivalOffsetMicros.map { $0 + reference },
+                                  size: s.size, probeCluster: s.probeCluster)
+        }
+    }
+}

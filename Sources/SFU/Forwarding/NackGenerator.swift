@@ -1,0 +1,75 @@
+/// Which packets of a publisher's stream went missing and when to ask for them (RFC 4585 section 6.2.1
+/// generic NACK; the publisher answers with RTX, RFC 4588). A gap in the sequence numbers marks its packets
+/// missing; each is asked for at once, then again every round trip (never sooner than `minRetryInterval`),
+/// at most `maxRetries` times and for at most `maxAge`; one that arrives, original or repaired, is
+/// forgotten. A gap wider than `maxGap` is not asked for packet by packet: the caller requests a keyframe.
+/// The list is bounded (`maxMissing`): what a lying or broken publisher can make the node remember.
+public struct NackGenerator: Sendable {
+    public enum Gap: Equatable, Sendable { case none, nacking, tooWide }
+
+    struct Missing {
+        var sequence: Int64
+        var since: MonoTime
+        var lastAsked: MonoTime?
+        var retries: Int
+    }
+
+    public var maxGap = 100
+    public var maxMissing = 300
+    public var maxRetries = 10
+    public var maxAge: MonoTime.Interval = .seconds(1)
+    public var minRetryInterval: MonoTime.Interval = .milliseconds(20)
+    private var missing: [Missing] = []
+    private var highest: Int64?
+    public private(set) var nacksSent: UInt64 = 0
+    public private(set) var recovered: UInt64 = 0
+
+    public init() {}
+
+    public var missingCount: Int { missing.count }
+
+    /// Notes a packet (extended sequence number) that arrived, original or repaired.
+    @discardableResult
+    public mutating func received(_ ext: Int64, now: MonoTime) -> Gap {
+        guard let h = highest else { highest = ext; return .none }
+        if ext <= h {
+            if let i = missing.firstIndex(where: { $0.sequence == ext }) {
+                missing.remove(at: i)
+                recovered &+= 1
+            }
+            return .none
+        }
+        highest = ext
+        let gap = ext - h - 1
+        guard gap > 0 else { return .none }
+        guard gap <= Int64(maxGap) else {
+            missing.removeAll()
+            return .tooWide
+        }
+        for s in (h + 1)..<ext { missing.append(Missing(sequence: s, since: now, lastAsked: nil, retries: 0)) }
+        if missing.count > maxMissing { missing.removeFirst(missing.count - maxMissing) }
+        return .nacking
+    }
+
+    /// Sequence numbers to NACK at `now` (the first time, or again after a round trip), oldest first; drops
+    /// the ones asked for too often or too long.
+    public mutating func due(now: MonoTime, rtt: MonoTime.Interval) -> [UInt16] {
+        let interval = max(rtt, minRetryInterval)
+        missing.removeAll { $0.retries >= maxRetries || now - $0.since >= maxAge }
+        var out: [UInt16] = []
+        for i in missing.indices {
+            if let last = missing[i].lastAsked, now - last < interval { continue }
+            missing[i].lastAsked = now
+            missing[i].retries += 1
+            out.append(UInt16(truncatingIfNeeded: missing[i].sequence))
+        }
+        nacksSent &+= UInt64(out.count)
+        return out
+    }
+
+    /// When `due` next has something to ask, for the room's timer.
+    public func nextDeadline(rtt: MonoTime.Interval) -> MonoTime {
+        let interval = max(rtt, minRetryInterval)
+        return missing.reduce(MonoTime.never) { m, x in min(m, x.lastAsked.map { $0 + interval } ?? x.since) }
+    }
+}

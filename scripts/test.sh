@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, runs every test, runs real aiortc clients through `sfu serve` in
 # a private network namespace (needs root; SFU_INTEROP=0 skips it), soaks a node with simulated clients joining
-# and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), fuzzes the control API
+# and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), attacks a node with
+# hostile clients while a victim room talks (`sfu hostile`; SFU_HOSTILE=0 skips it), fuzzes the control API
 # against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
 # Chromium browsers (SFU_BROWSER=0 skips it), runs a short `sfu bench --against janus` to check the load
 # generator against both servers (SFU_JANUS=0 skips it), then fuzzes each parser and the room
@@ -27,6 +28,12 @@ if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
   swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
   timeout 600 .build/debug/sfu soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
 fi
+hostile_status=0
+if [ "${SFU_HOSTILE:-1}" != "0" ]; then
+  echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, while a victim room talks"
+  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+  timeout 600 .build/debug/sfu hostile || hostile_status=$?
+fi
 browser_status=0
 if [ "${SFU_BROWSER:-1}" != "0" ]; then
   scripts/browser-test.sh || browser_status=$?
@@ -47,4 +54,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$janus_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$janus_status" -eq 0 ]

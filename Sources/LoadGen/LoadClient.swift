@@ -7,6 +7,12 @@ import WebRTCEdge
 /// own UDP socket, an SDP offer, ICE as the controlling agent (nominating the node's host candidate), a DTLS
 /// client handshake, SRTP, and STUN consent checks every 2.5 s (RFC 7675). Driven by `poll(now:)` from one
 /// loop, so one thread runs many clients.
+///
+/// A client can offer again on its transport (`offer(profile:restartICE:)` then `update(answer:now:)`): a
+/// renegotiation keeps its ICE credentials and DTLS association, an ICE restart brings new credentials on
+/// both sides and checks again with them while SRTP goes on. A client with a new certificate is a new
+/// transport (a replacement, to the node). The hostile suite also makes clients misbehave: stop mid-DTLS
+/// (`stallDTLS`), vanish without a goodbye (`vanish()`), and send keyed RTCP of its choosing (`sendRTCP`).
 public final class LoadClient {
     public enum State: Equatable { case new, checking, handshaking, connected, failed(String), closed }
 
@@ -18,6 +24,9 @@ public final class LoadClient {
         public var levelExtension = true
         public var audioSlots = 0
         public var videoSlots = 0
+        /// The SSRCs the client sends with (and announces); random when nil.
+        public var audioSSRC: UInt32?
+        public var videoSSRC: UInt32?
         public init() {}
 
         public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true) -> Profile {
@@ -39,11 +48,37 @@ public final class LoadClient {
     }
 
     public let socket: UDPSocket
-    public let profile: Profile
+    /// What the last offer asked for (a renegotiation may change the slots).
+    public private(set) var profile: Profile
     public var publishes: Bool { profile.publishes }
     public private(set) var state: State = .new
     /// The node asked for a keyframe (PLI or FIR) since the flag was last cleared.
     public var keyframeRequested = false
+    /// PLIs and FIRs received, ever.
+    public private(set) var keyframeRequests = 0
+    /// Interval of consent checks once connected (RFC 7675 allows 4-6 s; browsers use about 5 s). A node whose
+    /// consent lifetime is short needs them more often.
+    public var consentInterval: MonoTime.Interval = .milliseconds(2500)
+    /// Stop after the first DTLS flight: send the ClientHello, then ignore the server (a handshake that never
+    /// finishes).
+    public var stallDTLS = false
+    /// Every decrypted RTCP compound the client receives.
+    public var onRTCP: ((UnsafeRawBufferPointer) -> Void)?
+    /// Datagrams of any kind that reached the socket while polled (after `vanish()` too).
+    public private(set) var datagramsReceived = 0
+    /// Successful answers to this client's connectivity checks, ever, and since the last ICE restart.
+    public private(set) var checksSucceeded = 0
+    public private(set) var checksSucceededSinceRestart = 0
+    /// The last nominating Binding request sent, and the last one the node answered (what a man in the
+    /// middle could capture and replay).
+    public private(set) var lastCheckSent: [UInt8]?
+    public private(set) var lastAnsweredCheck: [UInt8]?
+    /// The slots the node's last answer gave (recvonly m-lines), in m-line order, with the SSRC it sends on.
+    public private(set) var answeredSlots: [(mid: String, kind: String, ssrc: UInt32)] = []
+    /// The node's ICE credentials from the last answer.
+    public private(set) var remoteICE: ICECredentials?
+    /// The client stopped answering and checking (`vanish()`): polling only counts what still arrives.
+    public private(set) var vanished = false
     /// Every SRTP datagram a subscriber receives, still encrypted, with its length and arrival time; set it
     /// to count and sample without decrypting everything (`decrypt` opens one). Default: decrypt and count.
     public var onMedia: ((UnsafeMutableRawBufferPointer, Int, MonoTime) -> Void)?
@@ -54,8 +89,8 @@ public final class LoadClient {
     /// The payload type video arrives with: 96 as this client offers it, or what a server's offer said.
     public private(set) var videoPayloadType: UInt8 = 96
 
-    let ice = ICECredentials.random()
-    let certificate: DTLSCertificate
+    public private(set) var ice = ICECredentials.random()
+    public let certificate: DTLSCertificate
     var checks: ICEControllingClient?
     var node: TransportAddress?
     var dtls: DTLSEndpoint?
@@ -67,16 +102,23 @@ public final class LoadClient {
     var videoWriter: RTPStreamHeader
     private let rxBatch = ReceiveBatch(capacity: 64)
     private var scratch = [UInt8](repeating: 0, count: 1500)
-    private let rtcpSSRC = UInt32.random(in: 1...UInt32.max)
+    private var rtcpScratch = [UInt8](repeating: 0, count: 1500 + SRTPSession.maxOverhead)
+    /// The sender SSRC of this client's own RTCP.
+    public let rtcpSSRC = UInt32.random(in: 1...UInt32.max)
 
-    public init(certificate: DTLSCertificate, profile: Profile) throws {
-        socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 4 << 20)
-        if !profile.publishes { try socket.enableReceiveTimestamps() }  // latency from kernel arrival, not from polling
+    /// A client on a socket of its own, or on `socket` (a client that starts over on the same address).
+    public init(certificate: DTLSCertificate, profile: Profile, socket shared: UDPSocket? = nil) throws {
+        socket = try shared ?? UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 4 << 20)
+        if !profile.publishes, shared == nil { try socket.enableReceiveTimestamps() }  // latency from kernel arrival, not from polling
         self.certificate = certificate
         self.profile = profile
-        writer = RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
-        videoWriter = RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
+        writer = RTPStreamHeader(ssrc: profile.audioSSRC ?? .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
+        videoWriter = RTPStreamHeader(ssrc: profile.videoSSRC ?? .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
     }
+
+    /// The SSRCs this client sends audio and video with.
+    public var audioSSRC: UInt32 { writer.ssrc }
+    public var videoSSRC: UInt32 { videoWriter.ssrc }
 
     /// Soak's clients: audio only.
     public convenience init(certificate: DTLSCertificate, publishes: Bool, audioSlots: Int = 0) throws {
@@ -85,8 +127,11 @@ public final class LoadClient {
 
     /// A sendonly offer (Opus with the audio level extension as id 1, VP8 as 96) or a recvonly offer with
     /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time); one BUNDLE
-    /// transport either way, its host candidate in every m-line.
-    public func offer() -> String {
+    /// transport either way, its host candidate in every m-line. A later offer on the same transport may
+    /// change the profile (a renegotiation) or bring new ICE credentials (an ICE restart, RFC 8445 section 9).
+    public func offer(profile newProfile: Profile? = nil, restartICE: Bool = false) -> String {
+        if let newProfile { profile = newProfile }
+        if restartICE { ice = .random() }
         var sections: [(kind: String, send: Bool)] = []
         if profile.publishAudio { sections.append(("audio", true)) }
         if profile.publishVideo { sections.append(("video", true)) }
@@ -116,7 +161,35 @@ public final class LoadClient {
     /// Reads the server's answer to `offer()` (credentials, fingerprint, host candidate, DTLS role) and sends
     /// the first check.
     public func start(answer: String, now: MonoTime) throws {
-        try connect(to: SessionDescription.parse(answer), now: now)
+        let sdp = try SessionDescription.parse(answer)
+        readSlots(sdp)
+        try connect(to: sdp, now: now)
+    }
+
+    /// Reads the node's answer to a later offer on the same transport: the slots it gives, and, after an ICE
+    /// restart, its new credentials, which the next check (sent at once) uses. DTLS and SRTP go on.
+    public func update(answer: String, now: MonoTime) throws {
+        guard checks != nil else { return try start(answer: answer, now: now) }
+        let sdp = try SessionDescription.parse(answer)
+        readSlots(sdp)
+        func find(_ key: String) -> String? { sdp.media.lazy.compactMap { $0.attribute(key) }.first ?? sdp.attribute(key) }
+        guard let ufrag = find("ice-ufrag"), let pwd = find("ice-pwd") else { throw LoadError("the answer lacks ICE credentials") }
+        let remote = ICECredentials(ufrag: ufrag, password: pwd)
+        if remote != remoteICE || checks?.local != ice {
+            remoteICE = remote
+            checks = ICEControllingClient(local: ice, remote: remote)
+            checksSucceededSinceRestart = 0
+            sendCheck(now: now)
+        }
+    }
+
+    /// The answer's slots: each live recvonly-answered m-line's mid, kind and the SSRC the node sends on.
+    private func readSlots(_ sdp: SessionDescription) {
+        answeredSlots = sdp.media.compactMap { m in
+            guard m.port != 0, let mid = m.mid,
+                  let ssrc = m.values("ssrc").lazy.compactMap({ $0.split(separator: " ").first.flatMap { UInt32($0) } }).first else { return nil }
+            return (mid, m.kind, ssrc)
+        }
     }
 
     /// Answers a server's offer, as a subscriber of a server that offers (Janus VideoRoom): every live m-line
@@ -164,6 +237,7 @@ public final class LoadClient {
             throw LoadError("cannot read the candidate '\(candidate)'")
         }
         node = address
+        remoteICE = ICECredentials(ufrag: ufrag, password: pwd)
         checks = ICEControllingClient(local: ice, remote: ICECredentials(ufrag: ufrag, password: pwd))
         let role: DTLSEndpoint.Role = find("setup") == "active" ? .server : .client
         dtls = try DTLSEndpoint(role: role, certificate: certificate, remoteFingerprint: fp, profiles: Self.srtpProfiles,
@@ -182,19 +256,33 @@ public final class LoadClient {
         guard let checks, let node else { return }
         let tid = ICEControllingClient.randomTransactionID()
         pendingCheck = tid
-        socket.send(checks.bindingRequest(nominate: true, transactionID: tid), to: node)
-        nextCheckAt = now + (state == .connected ? .milliseconds(2500) : .milliseconds(200))
+        let request = checks.bindingRequest(nominate: true, transactionID: tid)
+        lastCheckSent = request
+        socket.send(request, to: node)
+        nextCheckAt = now + (state == .connected ? consentInterval : .milliseconds(200))
     }
+
+    /// The client goes away without a word: no more checks, answers, DTLS or media. `poll` only counts
+    /// what still arrives (`datagramsReceived`), which after consent expiry must be nothing.
+    public func vanish() { vanished = true }
 
     /// Receives what is waiting, answers it, retransmits, and keeps consent fresh.
     public func poll(now: MonoTime) {
+        if vanished {
+            while let n = try? socket.receive(into: rxBatch), n > 0 {
+                datagramsReceived += n
+                if n < rxBatch.capacity { break }
+            }
+            return
+        }
         guard let node, state != .closed else { return }
         while let n = try? socket.receive(into: rxBatch), n > 0 {
+            datagramsReceived += n
             for i in 0..<n { handle(rxBatch, i, now: now, node: node) }
             if n < rxBatch.capacity { break }
         }
         if now >= nextCheckAt, state == .checking || state == .connected || state == .handshaking { sendCheck(now: now) }
-        if state == .handshaking, let dtls {
+        if state == .handshaking, !stallDTLS, let dtls {
             for d in dtls.tick(now: now) { socket.send(d, to: node) }
             if case .failed(let reason) = dtls.state { state = .failed("DTLS: \(reason)") }
         }
@@ -214,6 +302,9 @@ public final class LoadClient {
             switch checks.check(response: Array(datagram), transactionID: tid) {
             case .success:
                 pendingCheck = nil
+                lastAnsweredCheck = lastCheckSent
+                checksSucceeded += 1
+                checksSucceededSinceRestart += 1
                 if state == .checking, let dtls {
                     state = .handshaking
                     for d in dtls.start(now: now) { socket.send(d, to: node) }
@@ -222,7 +313,7 @@ public final class LoadClient {
             case .invalid: break
             }
         case .dtls:
-            guard let dtls else { return }
+            guard let dtls, !stallDTLS else { return }
             for reply in dtls.receive(datagram, now: now) { socket.send(reply, to: node) }
             // A server that is the DTLS client (Janus answers `a=setup:active`) may start before this client
             // has read the answer to its nominating check.
@@ -237,7 +328,11 @@ public final class LoadClient {
             let buffer = batch.buffer(i)
             let length = batch.length(i)
             if isRTCP(datagram) {
-                if publishes, case .success(let n) = rx.unprotectRTCP(buffer, length: length) { readFeedback(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
+                if publishes || onRTCP != nil, case .success(let n) = rx.unprotectRTCP(buffer, length: length) {
+                    let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                    if publishes { readFeedback(plain) }
+                    onRTCP?(plain)
+                }
                 return
             }
             if let onMedia {
@@ -262,6 +357,7 @@ public final class LoadClient {
         _ = RTCPCompound.forEach(p) { pkt in
             if pkt.type == .payloadFeedback, pkt.countOrFormat == FeedbackFormat.pli || pkt.countOrFormat == FeedbackFormat.fir {
                 keyframeRequested = true
+                keyframeRequests += 1
             }
         }
     }
@@ -309,6 +405,31 @@ public final class LoadClient {
         guard let node else { return }
         socket.send(bytes, to: node)
     }
+
+    /// Protects a plain RTCP compound with this client's SRTCP keys and sends it, whatever the state (a
+    /// hostile client goes on after the node closed its transport). The first packet's sender SSRC picks the
+    /// SRTCP stream. False when there are no keys yet or the compound is too large.
+    @discardableResult
+    public func sendRTCP(_ plain: [UInt8]) -> Bool { sendProtected(plain, rtcp: true) }
+
+    /// Protects a plain RTP packet with this client's SRTP keys and sends it (any SSRC, any payload).
+    @discardableResult
+    public func sendProtectedRTP(_ plain: [UInt8]) -> Bool { sendProtected(plain, rtcp: false) }
+
+    private func sendProtected(_ plain: [UInt8], rtcp: Bool) -> Bool {
+        guard let tx, let node, plain.count + SRTPSession.maxOverhead <= rtcpScratch.count else { return false }
+        var n = 0
+        rtcpScratch.withUnsafeMutableBytes { out in
+            plain.withUnsafeBytes { out.copyMemory(from: $0) }
+            let sealed = rtcp ? tx.protectRTCP(out, length: plain.count) : tx.protectRTP(out, length: plain.count)
+            if case .success(let m) = sealed { n = m }
+        }
+        guard n > 0 else { return false }
+        return rtcpScratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+    }
+
+    /// The node's address this client sends to (its host candidate from the answer).
+    public var nodeAddress: TransportAddress? { node }
 }
 
 /// RTP headers of one stream: sequence numbers per packet, timestamps per frame.

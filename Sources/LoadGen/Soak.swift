@@ -7,9 +7,14 @@ import WebRTCEdge
 
 /// A soak of a running node: rooms of simulated clients join (ICE, DTLS, SRTP), talk in turns, receive their
 /// talker slots and leave, cycle after cycle, with garbage datagrams mixed in from unknown addresses and from
-/// connected clients. The node must stay up, every cycle's clients must connect and hear each other, the
-/// garbage must be counted as drops, and the node's resident memory after the last cycle must be back near
-/// its level after the first ones (a leak grows with the cycles; the allocator's working set does not).
+/// connected clients. While they talk, each cycle also changes sessions the ways clients do (one way per
+/// room, rotating): a subscriber renegotiates its slot count on the same transport, a participant restarts
+/// ICE on both transports (new credentials; it must check again with them and keep receiving), a
+/// subscriber starts over with a new fingerprint (its transport replaced, the old one closed), and a
+/// participant vanishes without a goodbye (the node must let its consent expire). The node must stay up,
+/// every cycle's clients must connect and hear each other, each change must take effect, the garbage must
+/// be counted as drops, and the node's resident memory after the last cycle must be back near its level
+/// after the first ones (a leak grows with the cycles; the allocator's working set does not).
 public struct Soak {
     public struct Plan: Sendable {
         public var rooms = 4
@@ -21,7 +26,17 @@ public struct Soak {
         /// Allowed growth of resident memory from the baseline (after the warm-up cycles) to the end.
         public var allowedGrowthBytes = 4 << 20
         public var warmupCycles = 3
+        /// The node's `ice.consent_seconds` when known (the soak started it): vanished clients must then be
+        /// reported as expired within the cycle.
+        public var consentSeconds: Int?
+        /// Change sessions while talking (renegotiate, restart ICE, replace, vanish).
+        public var sessionChanges = true
         public init() {}
+    }
+
+    /// The change a room's chosen participant makes in a cycle.
+    public enum SessionChange: String, CaseIterable, Sendable {
+        case renegotiate = "renegotiated", restartICE = "ICE restarted", replace = "replaced", vanish = "vanished"
     }
 
     public struct Cycle: Sendable {
@@ -33,6 +48,9 @@ public struct Soak {
         public var garbageSent: Int
         public var residentBytes: Int?
         public var teardown: String
+        /// Session changes made and how many took effect (answered as such, and the client still receives).
+        public var changes: [SessionChange: (made: Int, ok: Int)] = [:]
+        public var changeFailures: [String] = []
     }
 
     public struct Report: Sendable {
@@ -49,6 +67,8 @@ public struct Soak {
     public let api: ControlClient
     public let nodePID: Int32?
     let certificate: DTLSCertificate
+    /// What a client that starts over presents (a new fingerprint: its transport is replaced).
+    let replacementCertificate: DTLSCertificate
     let speech: [[UInt8]]
     let quiet: [[UInt8]]
     var rng = SplitMix64(seed: 0x50A4)
@@ -58,6 +78,7 @@ public struct Soak {
         self.api = api
         self.nodePID = nodePID
         certificate = try DTLSCertificate(commonName: "soak")
+        replacementCertificate = try DTLSCertificate(commonName: "soak-restarted")
         let encoder = OpusFrameEncoder()
         speech = encoder.encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
         quiet = OpusFrameEncoder().encodeAll(TestSignal.noise(dbfs: -65, seconds: 1))
@@ -68,11 +89,14 @@ public struct Soak {
         for c in 0..<plan.cycles {
             let cycle = try await runCycle(c)
             report.cycles.append(cycle)
-            progress(String(format: "cycle %2d: %d/%d connected, subscribers got %d packets, %d garbage datagrams, %@ -> RSS %@",
-                            c + 1, cycle.connected, cycle.expected, cycle.subscriberPackets, cycle.garbageSent, cycle.teardown,
+            let changes = SessionChange.allCases.compactMap { k in cycle.changes[k].map { "\($0.ok)/\($0.made) \(k.rawValue)" } }
+            progress(String(format: "cycle %2d: %d/%d connected, subscribers got %d packets, %d garbage datagrams, %@%@ -> RSS %@",
+                            c + 1, cycle.connected, cycle.expected, cycle.subscriberPackets, cycle.garbageSent,
+                            changes.isEmpty ? "" : changes.joined(separator: ", ") + ", ", cycle.teardown,
                             cycle.residentBytes.map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "?"))
             if cycle.connected < cycle.expected { report.failures.append("cycle \(c + 1): \(cycle.connected) of \(cycle.expected) clients connected") }
             if cycle.subscriberPackets == 0 { report.failures.append("cycle \(c + 1): no subscriber received audio") }
+            report.failures += cycle.changeFailures.map { "cycle \(c + 1): \($0)" }
         }
         let idle = report.cycles.compactMap(\.residentBytes)
         if idle.count > plan.warmupCycles {
@@ -107,9 +131,11 @@ public struct Soak {
                 let who = "p\(p)"
                 try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": who, "role": p == 0 ? "moderator" : "participant"])
                 let pub = try LoadClient(certificate: certificate, publishes: true)
+                pub.consentInterval = checkInterval
                 let a = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/publish", ["sdp": pub.offer()])
                 try pub.start(answer: a.json["sdp"] as? String ?? "", now: MonoClock.now())
                 let sub = try LoadClient(certificate: certificate, publishes: false, audioSlots: plan.audioSlots)
+                sub.consentInterval = checkInterval
                 let b = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/subscribe", ["sdp": sub.offer()])
                 try sub.start(answer: b.json["sdp"] as? String ?? "", now: MonoClock.now())
                 pubs.append(pub)
@@ -125,6 +151,10 @@ public struct Soak {
             try await Task.sleep(for: .milliseconds(5))
         }
         let connected = all.filter { $0.state == .connected }.count
+        var changes = SessionChanges(cycle: c, rooms: plan.rooms, participants: plan.participantsPerRoom, enabled: plan.sessionChanges)
+        let expiredBefore = plan.consentSeconds == nil ? 0 : await transportEvents("consent_expired")
+        // Vanishing first, so that consent has expired before the cycle ends.
+        changes.vanish(publishers: publishers, subscribers: subscribers)
 
         // Talk in turns for talkSeconds, 20 ms frames, garbage mixed in.
         let stranger = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
@@ -132,7 +162,15 @@ public struct Soak {
         var garbage = 0
         let frames = Int(plan.talkSeconds * 50)
         var next = MonoClock.now()
+        var replacements: [LoadClient] = []
+        var lastSecond: [ObjectIdentifier: Int] = [:]
         for f in 0..<frames {
+            if f == frames / 4 {
+                replacements = try await changes.apply(self, publishers: publishers, subscribers: subscribers)
+            }
+            if f == frames - 50 {
+                for client in all + replacements { lastSecond[ObjectIdentifier(client)] = client.mediaPacketsReceived }
+            }
             let turn = f / 100
             for (r, pubs) in publishers.enumerated() {
                 for (p, client) in pubs.enumerated() {
@@ -140,7 +178,7 @@ public struct Soak {
                     client.sendAudio((talking ? speech : quiet)[f % 50], level: talking ? 18 : 90)
                 }
             }
-            for client in all { client.poll(now: MonoClock.now()) }
+            for client in all + replacements { client.poll(now: MonoClock.now()) }
             for _ in 0..<(plan.garbagePerSecond / 50) {
                 let bytes = Self.garbage(&rng)
                 if rng.next() % 2 == 0, let target = mediaTargets.randomElement(using: &rng) {
@@ -154,8 +192,22 @@ public struct Soak {
             let wait = (next - MonoClock.now()).milliseconds
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
         }
-        let heard = subscribers.flatMap { $0 }.reduce(0) { $0 + $1.mediaPacketsReceived }
+        let heard = (subscribers.flatMap { $0 } + replacements).reduce(0) { $0 + $1.mediaPacketsReceived }
         let said = publishers.flatMap { $0 }.reduce(0) { $0 + $1.mediaPacketsSent }
+        changes.verify(receivedSince: { c in c.mediaPacketsReceived - (lastSecond[ObjectIdentifier(c)] ?? c.mediaPacketsReceived) })
+        if let consent = plan.consentSeconds, changes.vanishedTransports > 0 {
+            // Consent lapses `consent` seconds after a vanished client's last check; the node looks once a second.
+            let deadline = MonoClock.now() + .seconds(Double(consent) + 2)
+            var expired = await transportEvents("consent_expired") - expiredBefore
+            while expired < changes.vanishedTransports, MonoClock.now() < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                expired = await transportEvents("consent_expired") - expiredBefore
+            }
+            changes.record(.vanish, ok: min(expired, changes.vanishedTransports) / 2)
+            if expired < changes.vanishedTransports {
+                changes.failures.append("\(changes.vanishedTransports) transports vanished, \(expired) reported consent_expired")
+            }
+        }
 
         // Leave: one way per cycle, in turn - every participant deleted then the room; the room destroyed with
         // everyone in it; clients that just vanish (no goodbye) before the room is destroyed.
@@ -171,13 +223,26 @@ public struct Soak {
             // Clients that were told (close_notify) see it.
             let until = MonoClock.now() + .seconds(1)
             while MonoClock.now() < until {
-                for client in all { client.poll(now: MonoClock.now()) }
+                for client in all + replacements { client.poll(now: MonoClock.now()) }
                 try await Task.sleep(for: .milliseconds(10))
             }
         }
         try await Task.sleep(for: .milliseconds(500))
         return Cycle(index: c, connected: connected, expected: all.count, subscriberPackets: heard, publisherPackets: said,
-                     garbageSent: garbage, residentBytes: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), teardown: teardown)
+                     garbageSent: garbage, residentBytes: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), teardown: teardown,
+                     changes: changes.results, changeFailures: changes.failures)
+    }
+
+    /// Clients check every 2.5 s as browsers do, or more often when the node's consent lifetime is short.
+    var checkInterval: MonoTime.Interval {
+        guard let consent = plan.consentSeconds, consent < 10 else { return .milliseconds(2500) }
+        return .milliseconds(Int64(consent) * 1000 / 6)
+    }
+
+    /// A node-wide `sfu_transport_events_total{event}` total.
+    func transportEvents(_ event: String) async -> Int {
+        guard let text = try? await api.metrics() else { return 0 }
+        return Int(MetricsText.sum(text, "sfu_transport_events_total", label: "event=\"\(event)\""))
     }
 
     static func isFailed(_ s: LoadClient.State) -> Bool {

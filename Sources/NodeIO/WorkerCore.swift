@@ -231,7 +231,9 @@ public final class WorkerCore {
                     close(t, reason: "SRTP setup failed: \(error)", notify: true, now: now)
                 }
             case .state(let conn, .disconnected):
-                transports[conn]?.room.connectionLost(conn, reason: "no ICE check for 10 s")
+                let ms = edge.disconnectedAfter.milliseconds
+                let quiet = ms % 1000 == 0 ? "\(ms / 1000)" : "\(Double(ms) / 1000)"
+                transports[conn]?.room.connectionLost(conn, reason: "no ICE check for \(quiet) s")
             case .state(let conn, .failed):
                 guard let t = transports[conn] else { continue }
                 transportCounters.consentExpiries &+= 1

@@ -26,6 +26,8 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(help: "Seconds of talk per cycle.") var talkSeconds = 4.0
     @Option(help: "Garbage datagrams per second.") var garbage = 200
     @Option(help: "Allowed memory growth from the baseline (after the third cycle), MiB.") var allowedGrowthMib = 4
+    @Option(help: "ICE consent lifetime of the node this command starts (vanished clients must expire within a cycle).") var consentSeconds = 3
+    @Flag(help: "Do not renegotiate, restart ICE, replace or vanish clients while they talk.") var noSessionChanges = false
 
     func run() async throws {
         var plan = Soak.Plan()
@@ -35,11 +37,13 @@ struct SoakCommand: AsyncParsableCommand {
         plan.talkSeconds = talkSeconds
         plan.garbagePerSecond = garbage
         plan.allowedGrowthBytes = allowedGrowthMib << 20
-        let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers) : nil
+        plan.sessionChanges = !noSessionChanges
+        if target == nil { plan.consentSeconds = consentSeconds }
+        let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, extra: ["--set", "ice.consent_seconds=\(consentSeconds)"]) : nil
         let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
         let pid = pid ?? node?.pid
         var soak = try Soak(plan: plan, api: api, nodePID: pid)
-        print("soak: \(plan.cycles) cycles of \(plan.rooms) rooms x \(plan.participantsPerRoom) participants (\(plan.rooms * plan.participantsPerRoom * 2) connections per cycle), \(plan.garbagePerSecond) garbage datagrams/s")
+        print("soak: \(plan.cycles) cycles of \(plan.rooms) rooms x \(plan.participantsPerRoom) participants (\(plan.rooms * plan.participantsPerRoom * 2) connections per cycle), \(plan.garbagePerSecond) garbage datagrams/s\(plan.sessionChanges ? ", one participant per room renegotiating, restarting ICE, starting over or vanishing" : "")")
         let report = try await soak.run { print($0) }
         var failures = report.failures
         if let b = report.baselineBytes, let f = report.finalBytes {

@@ -25,6 +25,9 @@ public final class WorkerEdge {
     public var dtlsInitialTimeout: MonoTime.Interval = .seconds(1)
     /// ICE consent lifetime of new connections (RFC 7675 section 5.1: 30 s; tests shorten it).
     public var consentTimeout: MonoTime.Interval = .seconds(30)
+    /// How long without a valid check before a connection is reported disconnected (consent may be lapsing):
+    /// 10 s, or a third of a shorter consent lifetime.
+    public var disconnectedAfter: MonoTime.Interval { min(.seconds(10), .init(nanoseconds: consentTimeout.nanoseconds / 3)) }
     public let router = EdgeRouter()
     private var dtls: [ConnectionID: DTLSEndpoint] = [:]
     private var pending: [ConnectionID: ICELiteAgent] = [:]
@@ -48,7 +51,7 @@ public final class WorkerEdge {
     public func prepare(_ connection: ConnectionID) -> LocalTransport {
         let agent = ICELiteAgent()
         agent.consentTimeout = consentTimeout
-        agent.disconnectedAfter = min(agent.disconnectedAfter, .init(nanoseconds: consentTimeout.nanoseconds / 3))
+        agent.disconnectedAfter = disconnectedAfter
         pending[connection] = agent
         return LocalTransport(ice: agent.local, fingerprint: certificate.fingerprint, candidates: candidates)
     }

@@ -1,0 +1,96 @@
+import Foundation
+@testable import LoadGen
+import SFU
+import WebRTCEdge
+import Testing
+
+/// The pure pieces of the hostile suite and of the soak's session changes.
+@Suite struct HostileToolTests {
+    @Test func theLongestGapCountsTheWindowsEdges() {
+        var log = ArrivalLog()
+        for ms in [0, 20, 40, 300, 320] as [Int64] { log.add(.milliseconds(1000 + ms)) }
+        let (gap, packets) = log.maxGap(from: .milliseconds(1010), to: .milliseconds(1500))
+        #expect(packets == 4)
+        #expect(gap == .milliseconds(260), "40 -> 300 ms")
+        #expect(log.maxGap(from: .milliseconds(1010), to: .milliseconds(2000)).gap == .milliseconds(680), "the silence after the last arrival")
+        #expect(ArrivalLog().maxGap(from: .milliseconds(0), to: .milliseconds(700)) == (.milliseconds(700), 0))
+    }
+
+    @Test func anOversizedTransportCCFeedbackIs36BytesAndRefusedBeforeExpansion() {
+        let b = RTCPBuilder.transportCC(1, media: 2, statusCount: 0xFFFF)
+        #expect(b.count == 36)
+        b.withUnsafeBytes { p in
+            #expect(RTCPCompound.validate(p) == nil, "well-formed RTCP: only its claim is absurd")
+            _ = RTCPCompound.forEach(p) { pkt in
+                #expect(TransportCCFeedback.statusCount(p, pkt) == 65535)
+                #expect(TransportCCFeedback.parse(p, pkt, maxPackets: 1023) == nil)
+            }
+        }
+    }
+
+    @Test func unpackedNACKPairsEachNameSeventeenPackets() {
+        let b = RTCPBuilder.nackPairs(1, media: 2, (0..<330).map { (UInt16($0) * 100, 0xFFFF) })
+        #expect(b.count == 12 + 330 * 4)
+        var lost = 0
+        b.withUnsafeBytes { p in
+            #expect(RTCPCompound.validate(p) == nil)
+            _ = RTCPCompound.forEach(p) { pkt in _ = GenericNACK.forEachLost(p, pkt) { _ in lost += 1 } }
+        }
+        #expect(lost == 330 * 17)
+    }
+
+    @Test func anOfferWithExtraAudioBundlesEveryNewMid() throws {
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: .publisher(audio: true, video: true))
+        let sdp = try SessionDescription.parse(APIAttacks.withExtraAudio(client.offer(), count: 2))
+        #expect(sdp.media.map(\.kind) == ["audio", "video", "audio", "audio"])
+        #expect(sdp.media.compactMap(\.mid) == ["0", "1", "x0", "x1"])
+        #expect(sdp.attribute("group") == "BUNDLE x0 x1 0 1")
+        #expect(Set(sdp.media.flatMap { $0.values("ssrc") }.compactMap { $0.split(separator: " ").first.flatMap { UInt32($0) } }).count == 4)
+    }
+
+    @Test func eachSessionChangeHappensInOneRoomPerCycle() {
+        for cycle in 0..<8 {
+            let changes = SessionChanges(cycle: cycle, rooms: 4, participants: 4, enabled: true)
+            let rooms = Soak.SessionChange.allCases.map { changes.rooms($0) }
+            #expect(rooms.allSatisfy { $0.count == 1 })
+            #expect(Set(rooms.flatMap { $0 }) == [0, 1, 2, 3])
+        }
+        #expect(SessionChanges(cycle: 0, rooms: 4, participants: 4, enabled: false).rooms(.vanish).isEmpty)
+    }
+}
+
+@Suite struct LoadClientSessionTests {
+    static func answer(ufrag: String, password: String, slots: [(mid: String, ssrc: UInt32)]) -> String {
+        var l = ["v=0", "o=- 1 1 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE " + slots.map(\.mid).joined(separator: " ")]
+        for s in slots {
+            l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 127.0.0.1", "a=mid:\(s.mid)", "a=sendonly", "a=rtcp-mux",
+                  "a=ice-ufrag:\(ufrag)", "a=ice-pwd:\(password)", "a=setup:passive",
+                  "a=fingerprint:sha-256 B0:60:F4:BB:20:11:C2:0E:E5:CC:C0:59:9A:8D:4C:5D:C6:CE:A6:CD:92:8B:90:48:F2:23:FD:15:44:FE:51:38",
+                  "a=rtpmap:111 opus/48000/2", "a=ssrc:\(s.ssrc) cname:sfu", "a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host"]
+        }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    @Test func aRenegotiationKeepsTheTransportAndAnICERestartChangesOnlyTheCredentials() throws {
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: .subscriber(audio: 1))
+        let first = try SessionDescription.parse(client.offer())
+        try client.start(answer: Self.answer(ufrag: "node", password: "node-password-22-chars-", slots: [("0", 11)]), now: .zero)
+        #expect(client.answeredSlots.map(\.ssrc) == [11])
+
+        let renegotiation = try SessionDescription.parse(client.offer(profile: .subscriber(audio: 2)))
+        #expect(renegotiation.media.count == 2)
+        #expect(renegotiation.media[0].attribute("ice-ufrag") == first.media[0].attribute("ice-ufrag"))
+        #expect(renegotiation.media[0].attribute("fingerprint") == first.media[0].attribute("fingerprint"))
+        try client.update(answer: Self.answer(ufrag: "node", password: "node-password-22-chars-", slots: [("0", 11), ("1", 12)]), now: .zero)
+        #expect(client.answeredSlots.map(\.ssrc) == [11, 12])
+        #expect(client.remoteICE?.ufrag == "node")
+
+        let restart = try SessionDescription.parse(client.offer(restartICE: true))
+        #expect(restart.media[0].attribute("ice-ufrag") != first.media[0].attribute("ice-ufrag"))
+        #expect(restart.media[0].attribute("fingerprint") == first.media[0].attribute("fingerprint"))
+        try client.update(answer: Self.answer(ufrag: "edon", password: "another-password-22-ch", slots: [("0", 11), ("1", 12)]), now: .zero)
+        #expect(client.remoteICE == ICECredentials(ufrag: "edon", password: "another-password-22-ch"))
+        #expect(client.checksSucceededSinceRestart == 0)
+        #expect(client.lastCheckSent != nil, "the first check with the new credentials went out at once")
+    }
+}

@@ -139,11 +139,50 @@ import Testing
         var d = DominantSpeakerDetector(now: .zero)
         d.addSpeaker(0, now: .zero)
         var t = MonoTime.zero
-        for _ in 0..<25 { t = t + .milliseconds(20); d.push(0, level: 25, now: t) }
+        // Speech at -25 dBov dipping to -70 between syllables (a steady level would be background).
+        for i in 0..<25 { t = t + .milliseconds(20); d.push(0, level: i % 5 == 0 ? 70 : 25, now: t) }
         #expect(d.decide(now: t).speakingChanges.map(\.speaking) == [true])
         for _ in 0..<25 { t = t + .milliseconds(20); d.push(0, level: 70, now: t) }
         #expect(d.isSpeaking(0), "held through the previous 400 ms window")
         for _ in 0..<25 { t = t + .milliseconds(20); d.push(0, level: 70, now: t) }
         #expect(d.decide(now: t).speakingChanges.map(\.speaking) == [false])
+    }
+}
+
+@Suite struct SpeakingWithNoiseTests {
+    /// Levels of a steady background at `noise` dBov (±1 dB) and, when `talking`, speech `snr` dB above it
+    /// with dips to the background between syllables.
+    func level(_ rng: inout SplitMix64, noise: Int, snr: Int, talking: Bool) -> UInt8 {
+        let background = UInt8(noise + Int(rng.next() % 3) - 1)
+        guard talking, rng.next() % 100 >= 20 else { return background }
+        return UInt8(max(0, noise - snr + Int(rng.next() % 7) - 3))
+    }
+
+    func speaking(noise: Int, snr: Int, talking: (Double) -> Bool, seconds: Double = 20) -> [Bool] {
+        var rng = SplitMix64(seed: 3)
+        var d = DominantSpeakerDetector(now: .zero)
+        d.addSpeaker(0, now: .zero)
+        var out: [Bool] = []
+        for step in 0..<Int(seconds * 50) {
+            let now = MonoTime.milliseconds(Int64(step) * 20)
+            d.push(0, level: level(&rng, noise: noise, snr: snr, talking: talking(Double(step) / 50)), now: now)
+            if d.decideIfDue(now: now) != nil { out.append(d.isSpeaking(0)) }
+        }
+        return out
+    }
+
+    @Test func steadyFanNoiseLouderThanTheThresholdIsNeverSpeech() {
+        // -30 dBov of fan noise: above the -35 dBov threshold, so speech by level alone (issue 13).
+        let s = speaking(noise: 30, snr: 0, talking: { _ in false })
+        #expect(s.dropFirst(5).allSatisfy { !$0 }, "\(s.filter { $0 }.count) of \(s.count) decisions said speaking")
+    }
+
+    @Test(arguments: [(noise: 45, snr: 20), (noise: 40, snr: 15), (noise: 30, snr: 10)])
+    func speechAboveItsBackgroundIsSpeech(_ c: (noise: Int, snr: Int)) {
+        // Talks from 6 s to 14 s over a steady background, at the given SNR.
+        let s = speaking(noise: c.noise, snr: c.snr, talking: { $0 >= 6 && $0 < 14 })
+        let during = s[25..<43], before = s[10..<18]
+        #expect(during.filter { $0 }.count >= during.count - 1, "speech at \(c.snr) dB SNR over -\(c.noise) dBov: \(Array(during))")
+        #expect(before.allSatisfy { !$0 }, "the background alone is not speech")
     }
 }

@@ -85,6 +85,35 @@ import Testing
         #expect(flagged == ["L"])
     }
 
+    @Test func aClientClaimingToShoutWhileSilentNeverRanksInVerifyMode() throws {
+        // Issue 13: in verify mode a claim that mismatched the decoded level still drove the ranking.
+        var config = RoomConfiguration()
+        config.levelSource = .verify
+        let h = try RoomHarness(configuration: config)
+        let quiet = SpeechScript([], noiseDbfs: -60), speech = SpeechScript(Voices.a, seed: 1)
+        let liar = SimulatedParticipant(try h.join("L")) { quiet.frame(at: $0, speaking: 0..<0) }
+        liar.claimedLevel = 0  // claims 0 dBov
+        let honest = SimulatedParticipant(try h.join("H")) { speech.frame(at: $0, speaking: 3..<30) }
+        let s = SimulatedParticipant(try h.join("S", audioSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([liar, honest, s], from: 0, seconds: 10)
+        #expect(!h.dominantSpeakers.contains { $0.1 == "L" }, "\(h.dominantSpeakers)")
+        #expect(h.dominantSpeakers.first?.1 == "H")
+        let mismatch = try #require(h.events.first { if case .levelMismatch("L", _) = $0.1 { true } else { false } })
+        #expect(mismatch.0 - h.scenarioOrigin < .seconds(1), "found out within a second: \(mismatch.0)")
+        #expect(!h.talkerEvents(for: "S").contains { $0.1.contains { $0.participant == "L" && $0.speaking } })
+    }
+
+    @Test func levelsAreDecodedByDefaultSoAClaimChangesNothing() throws {
+        let h = try RoomHarness()
+        #expect(h.room.configuration.levelSource == .decode)
+        let quiet = SpeechScript([], noiseDbfs: -60)
+        let liar = SimulatedParticipant(try h.join("L")) { quiet.frame(at: $0, speaking: 0..<0) }
+        liar.claimedLevel = 0
+        let s = SimulatedParticipant(try h.join("S", audioSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([liar, s], from: 0, seconds: 5)
+        #expect(h.dominantSpeakers.isEmpty)
+    }
+
     @Test func maxActiveTalkersChangesLiveAndIsValidated() throws {
         let h = try RoomHarness()
         let speech = SpeechScript(Voices.a)
@@ -133,5 +162,55 @@ import Testing
         h.run([l] + t, from: 4, seconds: 8)
         #expect(slotOf("T1") == before.0 && slotOf("T2") == before.1, "talkers who go on keep their slots")
         #expect(slotOf("T3") == before.2, "the newcomer takes the slot of the one who stopped")
+    }
+}
+
+/// Backchannels and the dominant speaker (issue 13): a 300 ms "yeah" is heard where there is room for it but
+/// takes neither the dominant speaker's slot nor anyone's video.
+@Suite struct BackchannelScenarioTests {
+    nonisolated(unsafe) static let quiet = SpeechScript([], seed: 3)
+
+    @Test func withOneSlotTheDominantSpeakerKeepsItThroughABackchannel() throws {
+        var config = RoomConfiguration()
+        config.maxActiveTalkers = 1
+        let h = try RoomHarness(configuration: config)
+        let sa = SpeechScript(Voices.a, seed: 1), sb = SpeechScript(Voices.c, seed: 5)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0..<20) }
+        let b = SimulatedParticipant(try h.join("B", publishVideo: true), video: true, seed: 2) { sb.frame(at: $0, speaking: 6..<6.3) }
+        let s = SimulatedParticipant(try h.join("S", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, b, s], from: 0, seconds: 5)
+        #expect(h.talkerEvents(for: "S").last?.2.map(\.participant) == ["A", "A"])
+        h.clearEvents()
+        h.run([a, b, s], from: 5, seconds: 4)
+        let maps = h.talkerEvents(for: "S").map { $0.2.map(\.participant) }
+        #expect(!maps.contains { $0.contains("B") }, "B's yeah took a slot: \(maps)")
+        #expect(b.plisReceived == 0, "nobody asked B for a keyframe")
+        #expect(h.dominantSpeakers.isEmpty, "A stays dominant")
+    }
+
+    @Test func aBackchannelIsHeardInAFreeAudioSlotButTakesNoVideo() throws {
+        var config = RoomConfiguration()
+        config.maxActiveTalkers = 2
+        let h = try RoomHarness(configuration: config)
+        let sa = SpeechScript(Voices.a, seed: 1), sb = SpeechScript(Voices.c, seed: 5), sc = SpeechScript(Voices.c, seed: 9)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 3..<20) }
+        let b = SimulatedParticipant(try h.join("B", publishVideo: true), video: true, seed: 2) { sb.frame(at: $0, speaking: 9..<9.3) }
+        let c = SimulatedParticipant(try h.join("C", publishVideo: true), video: true, seed: 3) { sc.frame(at: $0, speaking: 0..<2.5) }
+        let s = SimulatedParticipant(try h.join("S", audioSlots: 2, videoSlots: 2)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        var remb = [UInt8](repeating: 0, count: 24)
+        let n = remb.withUnsafeMutableBytes { REMB(senderSSRC: 5, bitrate: 5_000_000, ssrcs: [1]).write(into: $0) }!
+        h.send(Array(remb[0..<n]), from: s.member.subscribe)  // room for two videos
+        h.run([a, b, c, s], from: 0, seconds: 8)
+        let before = try #require(h.talkerEvents(for: "S").last?.2)
+        #expect(Set(before.filter { $0.kind == .video }.map(\.participant)) == ["A", "C"], "\(before)")
+        h.clearEvents()
+        h.clearReceived()
+        let plis = b.plisReceived  // from the first seconds, when nobody spoke and the slots filled by join order
+        h.run([a, b, c, s], from: 8, seconds: 3)
+        let maps = h.talkerEvents(for: "S").map(\.2)
+        #expect(maps.contains { $0.contains { $0.kind == .audio && $0.participant == "B" } }, "B is heard: \(maps)")
+        #expect(!maps.contains { $0.contains { $0.kind == .video && $0.participant == "B" } }, "B takes no video: \(maps)")
+        #expect(b.plisReceived == plis, "nobody asked B for a keyframe for its yeah")
+        #expect(h.audio(to: s.member, from: b, slots: 2).count >= 5, "B's audio reached S")
     }
 }

@@ -4,7 +4,9 @@ public enum LevelSource: String, Sendable, CaseIterable, Codable {
     case `extension`
     /// Decode Opus and measure (what the server hears); the extension is ignored.
     case decode
-    /// Use the extension, but decode a sample of packets and flag participants whose claim disagrees.
+    /// Use the extension while it matches what is heard: a sample of packets is decoded (every packet for
+    /// the first half second), every SILK packet's voice flag is checked against the claim for free, and a
+    /// participant whose claims disagree is flagged and from then on decoded.
     case verify
 }
 
@@ -26,15 +28,19 @@ public struct LevelMeter {
     public private(set) var decodedPackets = 0
     public private(set) var gatedPackets = 0
 
-    // Verify mode: decode a burst of consecutive packets every `verifyPeriod` packets; compare the last
-    // packets of the burst (after decoder warm-up) with the claimed level.
+    // Verify mode: decode every packet of the first `verifyStart`, then a burst of consecutive packets every
+    // `verifyPeriod`; compare the decoded level (after the decoder's warm-up) with the claim. A packet whose
+    // SILK voice flag says "no voice" under a claim of speech is evidence too, and costs nothing.
+    static let verifyStart = 25
     static let verifyPeriod = 50
     static let verifyBurst = 5
     static let verifyWarmup = 2
     private var packetCounter = 0
     private var diffSum = 0.0
     private var diffCount = 0
-    private static let verdictSamples = 30
+    private static let verdictSamples = 10
+    /// A claim louder than -40 dBov says "speech".
+    static let speechClaim: UInt8 = 40
 
     public init(source: LevelSource) {
         self.source = source
@@ -62,22 +68,29 @@ public struct LevelMeter {
         case .verify:
             guard let claimed else { return (heard(opus, payload), nil) }
             packetCounter += 1
+            var measured: UInt8?
             let phase = packetCounter % Self.verifyPeriod
-            var verdict: Verdict?
-            if phase < Self.verifyBurst, let d = decoderInstance() {
-                if phase == 0 { d.reset() }
+            // A claim of speech on a packet whose SILK voice flag says nobody speaks is checked at once.
+            let suspicious = opus.activity == .noVoice && claimed.level < Self.speechClaim
+            if packetCounter <= Self.verifyStart || phase < Self.verifyBurst || suspicious, let d = decoderInstance() {
+                let warming = packetCounter <= Self.verifyStart ? packetCounter <= Self.verifyWarmup : phase < Self.verifyWarmup
+                if phase == 0, packetCounter > Self.verifyStart { d.reset() }
                 decodedPackets += 1
-                if let measured = d.level(ofPacket: payload), phase >= Self.verifyWarmup {
-                    diffSum += abs(Double(measured) - Double(claimed.level))
-                    diffCount += 1
-                    if diffCount >= Self.verdictSamples {
-                        verdict = Verdict(meanDifference: diffSum / Double(diffCount), samples: diffCount)
-                        diffSum = 0
-                        diffCount = 0
-                    }
+                let level = d.level(ofPacket: payload)
+                if !warming || suspicious { measured = level }
+            }
+            var verdict: Verdict?
+            if let measured {
+                diffSum += abs(Double(measured) - Double(claimed.level))
+                diffCount += 1
+                if diffCount >= Self.verdictSamples {
+                    verdict = Verdict(meanDifference: diffSum / Double(diffCount), samples: diffCount)
+                    diffSum = 0
+                    diffCount = 0
                 }
             }
-            return (claimed.level, verdict)
+            // What was heard wins over the claim for this packet: a lie lasts at most until the verdict.
+            return (measured.map { max($0, claimed.level) } ?? claimed.level, verdict)
         }
     }
 

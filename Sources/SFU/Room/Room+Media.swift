@@ -115,7 +115,9 @@ extension Room {
         }
         let (level, verdict) = t.meter.measure(claimed: claimed, opus: opus, payload: payload)
         if let verdict, verdict.meanDifference > configuration.levelMismatchThresholdDb {
+            // The claims are off: this participant's levels are decoded from now on (the event says so).
             events.append(.levelMismatch(participant: owner.id, meanDifferenceDb: verdict.meanDifference))
+            t.meter.setSource(.decode)
         }
         guard let level else { return }
         t.lastLevel = level

@@ -34,17 +34,31 @@ extension Room {
             let hasAudio = p.audioTrack != nil && audioAllowed(p)
             let hasVideo = p.videoTrack.flatMap { tracks[$0] }.map { $0.live } == true && videoAllowed(p) && !p.videoMuted
             guard hasAudio || hasVideo else { continue }
-            c[p.index] = TalkerCandidate(speaking: hasAudio && detector.isSpeaking(p.index), hasAudio: hasAudio, hasVideo: hasVideo)
+            let speaking = hasAudio && detector.isSpeaking(p.index)
+            let young = speaking && detector.dominant != p.index && p.speakingSince != nil && !p.holdsFloor
+            c[p.index] = TalkerCandidate(speaking: speaking, hasAudio: hasAudio, hasVideo: hasVideo, young: young)
         }
         return c
     }
 
+    /// A decision's outcome. Recency moves on dominance and on sustained speech, not on every start: a
+    /// "yeah" must not put its speaker ahead of the one who holds the floor (issue 13).
     func apply(_ d: DominantSpeakerDetector.Decision, now: MonoTime) {
-        for change in d.speakingChanges where change.speaking { moveToFront(change.id) }
+        for change in d.speakingChanges {
+            guard let p = participants[change.id] else { continue }
+            p.speakingSince = change.speaking ? now : nil
+            p.holdsFloor = false
+        }
         if let newDominant = d.newDominant {
             moveToFront(newDominant)
             counters.dominantSpeakerChanges += 1
             events.append(.dominantSpeaker(participant: participants[newDominant]?.id))
+        }
+        for p in participants.values where !p.holdsFloor {
+            guard let since = p.speakingSince, now - since >= configuration.sustainedSpeech || detector.dominant == p.index else { continue }
+            p.holdsFloor = true
+            if detector.dominant != p.index { moveToFront(p.index) }
+            listsDirty = true
         }
         if d.newDominant != nil || !d.speakingChanges.isEmpty { listsDirty = true }
     }
@@ -56,12 +70,13 @@ extension Room {
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         listsDirty = false
-        let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins)
+        let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins, dominant: detector.dominant)
         for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, prepared, now: now, into: out) }
     }
 
     func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
-        refreshSubscriber(p, TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins), now: now, into: out)
+        let prepared = TalkerListBuilder.prepare(recency: recency, candidates: candidates(), pins: pins, dominant: detector.dominant)
+        refreshSubscriber(p, prepared, now: now, into: out)
     }
 
     /// Rebuilds one subscriber's list, moves sources between its slots (sticky: a kept source keeps its slot;
@@ -72,9 +87,16 @@ extension Room {
         let k = configuration.maxActiveTalkers
         let length = min(k, p.talkerCount ?? k, max(s.audioSlots.count, s.videoSlots.count))
         let videos = min(s.videoCount.numberOfVideos, s.videoSlots.count)
-        let list = prepared.list(for: p.index, length: length, videos: videos)
+        var list = prepared.list(for: p.index, length: length, videos: videos)
         let audioWanted = Array(list.filter { c[$0.participant]!.hasAudio }.map(\.participant).prefix(s.audioSlots.count))
-        let videoWanted = Array(list.filter(\.video).map(\.participant).prefix(s.videoSlots.count))
+        var videoWanted = Array(list.filter(\.video).map(\.participant).prefix(s.videoSlots.count))
+        // A talker who only just started takes no video slot from someone still showing: the burst may be
+        // a "yeah" (no video switch for bursts under 600 ms, media-core.md).
+        var showing = s.videoSlots.compactMap(\.assigned).filter { c[$0]?.hasVideo == true && !videoWanted.contains($0) && $0 != p.index }
+        for i in videoWanted.indices where c[videoWanted[i]]?.young == true && !showing.isEmpty {
+            videoWanted[i] = showing.removeFirst()
+        }
+        for i in list.indices { list[i].video = videoWanted.contains(list[i].participant) }
         assign(audioWanted, kind: .audio, subscriber: p, now: now, into: out)
         assign(videoWanted, kind: .video, subscriber: p, now: now, into: out)
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)

@@ -7,7 +7,9 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var maxActiveTalkers = 6
     /// Per-video bandwidth in kbps for the video-count rule.
     public var streamBandwidthKbps = 300
-    public var levelSource: LevelSource = .extension
+    /// Levels come from decoding Opus (SILK's voice flags gate it, DTX is never decoded): what the server
+    /// hears, not what the client claims (issue 13; `limits.md`: ~0.01 core per 10 speakers).
+    public var levelSource: LevelSource = .decode
     /// Audio bandwidth reserved per forwarded talker, kbps, in the video-count rule.
     public var audioReserveKbps = 40
     /// Opus silence frames sent on an audio slot when its source is muted, so decoders end comfort noise.
@@ -19,6 +21,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// Interval of the node's receiver reports to publishers.
     public var receiverReportInterval: MonoTime.Interval = .seconds(1)
     public var detector = DominantSpeakerDetector.Configuration()
+    /// A talker who is not the dominant speaker counts as holding the floor after speaking this long: before
+    /// it, it is heard but comes last and takes no video from anyone (`media-core.md`: no video switch for
+    /// bursts under 600 ms).
+    public var sustainedSpeech: MonoTime.Interval = .milliseconds(600)
     public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
 
     public static let maxActiveTalkersRange = 1...12

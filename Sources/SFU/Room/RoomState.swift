@@ -16,6 +16,10 @@ final class Participant {
     var subscriber: SubscriberState?
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
+    /// When the current talkspurt began (the detector said speaking), and whether it has lasted long
+    /// enough (or won dominance) to count as holding the floor.
+    var speakingSince: MonoTime?
+    var holdsFloor = false
 
     init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
         self.id = id

@@ -15,6 +15,10 @@ public struct DominantSpeakerDetector {
         public var speakingThreshold: UInt8 = 35
         /// Loud samples (of 20 ms) needed in a 400 ms window to count as speaking (160 ms).
         public var speakingMinSamples = 8
+        /// A speaking sample must also stand this many dB above the speaker's own noise floor (its quietest
+        /// level over 5 s), so steady noise louder than `speakingThreshold` (a fan at -30 dBov) is never
+        /// speech, while speech 10 dB or more above its background still is.
+        public var speakingMarginDb: UInt8 = 6
 
         public init() {}
     }
@@ -108,8 +112,8 @@ public struct DominantSpeakerDetector {
         for id in speakers.keys.sorted() {
             speakers[id]!.activity.computeScores()
             let a = speakers[id]!.activity
-            let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold)
-            let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold)
+            let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
+            let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
             let speaking = !speakers[id]!.paused
                 && (recent >= configuration.speakingMinSamples || previous >= configuration.speakingMinSamples)
             if speaking != speakers[id]!.speaking {

@@ -21,36 +21,54 @@ public struct TalkerCandidate: Equatable, Sendable {
     public var hasAudio: Bool
     /// Publishes video that may be forwarded (not video-muted, not hard-muted, has the floor).
     public var hasVideo: Bool
+    /// Speaking, but only just (a "yeah", a cough, a laugh): not the dominant speaker and not yet for
+    /// `RoomConfiguration.sustainedSpeech`. Heard at once, but it comes after those who hold the floor and
+    /// takes a video only when nobody else would.
+    public var young: Bool
 
-    public init(speaking: Bool, hasAudio: Bool, hasVideo: Bool) {
+    public init(speaking: Bool, hasAudio: Bool, hasVideo: Bool, young: Bool = false) {
         self.speaking = speaking
         self.hasAudio = hasAudio
         self.hasVideo = hasVideo
+        self.young = young
     }
 }
 
 /// Builds subscribers' ordered active talker lists (EnableX semantics, `media-core.md` section 3).
 ///
-/// Talkers first, in recency order (pinned talkers always; non-pinned ones up to `length - pins`, at least
-/// one), then pinned non-talkers in pin order, then recent non-talkers to fill the list. The subscriber
+/// Talkers first: the dominant speaker, then those who have been speaking a while in recency order, then
+/// those who only just started (pinned talkers always; non-pinned ones up to `length - pins`, at least
+/// one), then pinned non-talkers in pin order, then recent non-talkers to fill the list. Videos go to the
+/// first entries with video, the just-started talkers last. The subscriber
 /// never appears in its own list. `prepare` orders the room once; each subscriber's list then costs
 /// O(length + pins), not O(room), which matters for rooms of a thousand.
 public enum TalkerListBuilder {
     public static func build(
-        recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int], subscriber: Int, length: Int, videos: Int
+        recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int], dominant: Int? = nil, subscriber: Int, length: Int,
+        videos: Int
     ) -> [TalkerEntry] {
-        prepare(recency: recency, candidates: candidates, pins: pins).list(for: subscriber, length: length, videos: videos)
+        prepare(recency: recency, candidates: candidates, pins: pins, dominant: dominant)
+            .list(for: subscriber, length: length, videos: videos)
     }
 
-    public static func prepare(recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int]) -> Prepared {
+    public static func prepare(recency: [Int], candidates: [Int: TalkerCandidate], pins: [Int], dominant: Int? = nil) -> Prepared {
         let pinned = pins.filter { candidates[$0] != nil }
         let pinnedSet = Set(pinned)
         var talkers: [Int] = []
+        var young: [Int] = []
         var others: [Int] = []
-        for id in recency {
+        if let d = dominant, candidates[d]?.speaking == true { talkers.append(d) }
+        for id in recency where id != dominant || candidates[id]?.speaking != true {
             guard let c = candidates[id] else { continue }
-            if c.speaking { talkers.append(id) } else if !pinnedSet.contains(id) { others.append(id) }
+            if c.speaking && c.young {
+                young.append(id)
+            } else if c.speaking {
+                talkers.append(id)
+            } else if !pinnedSet.contains(id) {
+                others.append(id)
+            }
         }
+        talkers += young
         return Prepared(candidates: candidates, pinned: pinned, pinnedSet: pinnedSet, talkers: talkers, others: others)
     }
 
@@ -91,9 +109,12 @@ public enum TalkerListBuilder {
             for id in others where list.count < length && id != subscriber { add(id) }
             if list.count > length { list.removeLast(list.count - length) }
             var granted = 0
-            for i in list.indices where granted < videos && candidates[list[i].participant]!.hasVideo {
-                list[i].video = true
-                granted += 1
+            for late in [false, true] {
+                for i in list.indices where granted < videos && candidates[list[i].participant]!.hasVideo
+                    && candidates[list[i].participant]!.young == late {
+                    list[i].video = true
+                    granted += 1
+                }
             }
             return list
         }

@@ -23,7 +23,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Defaults for rooms created without these settings.
     public var roomMaxActiveTalkers = 6
     public var roomStreamBandwidthKbps = 300
-    public var roomLevelSource: LevelSource = .extension
+    public var roomLevelSource: LevelSource = .decode
     /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
     /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).

@@ -2,12 +2,19 @@
 # The demo in real browsers: `sfu demo` (node + example signaling server) and three headless Chromium
 # instances, all inside a private network namespace with no route out. Chromium's fake camera and a fake
 # microphone fed from espeak-ng speech. Needs root (ip netns) and Debian's chromium.
-# Usage: scripts/browser-test.sh [path to the sfu binary]   (writes the page's screenshot to docs/demo.png)
+# Usage: scripts/browser-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
+# (writes the page's screenshot to docs/demo.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-sfu=${1:-.build/debug/sfu}
-swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+# Given a binary, test that one; otherwise build the default one.
+if [ $# -ge 1 ]; then
+  sfu=$1
+else
+  sfu=.build/debug/sfu
+  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+fi
+[ -x "$sfu" ] || { echo "!! no sfu binary at $sfu" >&2; exit 1; }
 source scripts/netns.sh
 peer_venv
 work=$(mktemp -d)
@@ -21,11 +28,20 @@ sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
 ip netns exec "$ns" "$sfu" demo --set workers=1 > "$work/demo.log" 2>&1 &
+demo_pid=$!
 wait_in_netns http://127.0.0.1:8000/
-echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, lecture floor"
+echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"
 mkdir -p docs
 if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.py \
     --speech "$work/alice.wav" --late "$work/late.wav" --silence "$work/silence.wav" --screenshot docs/demo.png; then
   echo "!! browser test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi
+# Ctrl-C or SIGTERM stops the demo (node and signaling server) within a few seconds.
+kill -TERM "$demo_pid"
+for _ in $(seq 1 50); do kill -0 "$demo_pid" 2>/dev/null || break; sleep 0.2; done
+if kill -0 "$demo_pid" 2>/dev/null; then
+  echo "!! sfu demo did not stop within 10 s of SIGTERM"; tail -5 "$work/demo.log"
+  exit 1
+fi
+echo "sfu demo stopped on SIGTERM"

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Interop with a real third-party client: aiortc (PyPI) publishes espeak-ng speech and subscribes through
 # `sfu serve`'s control API, all inside a private network namespace with no route out.
-# Needs root (ip netns). Usage: scripts/interop.sh [path to the sfu binary]
+# Needs root (ip netns). Usage: scripts/interop.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-sfu=${1:-.build/debug/sfu}
-swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+# Given a binary, test that one; otherwise build the default one.
+if [ $# -ge 1 ]; then
+  sfu=$1
+else
+  sfu=.build/debug/sfu
+  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+fi
+[ -x "$sfu" ] || { echo "!! no sfu binary at $sfu" >&2; exit 1; }
 source scripts/netns.sh
 peer_venv
 work=$(mktemp -d)
@@ -19,7 +25,7 @@ sox "$work/silence.wav" "$work/speech2.wav" "$work/late.wav"
 private_netns sfu-interop-$$ "$work"
 ip netns exec "$ns" "$sfu" serve --set workers=1 > "$work/serve.log" 2>&1 &
 wait_in_netns http://127.0.0.1:8080/healthz
-echo "== aiortc participants through the node: speech and VP8, events, hard mute, slots, pins, REMB, drop, destroy, lecture"
+echo "== aiortc participants through the node: speech and VP8, events, hard mute, slots, pins, REMB, drop, destroy, re-subscribe, lecture"
 if ! timeout 180 ip netns exec "$ns" "$venv/bin/python" Tests/Interop/aiortc_interop.py \
     --speech "$work/speech.wav" --late-speech "$work/late.wav" --silence "$work/silence.wav"; then
   echo "!! interop failed; node log:"; tail -30 "$work/serve.log"

@@ -12,12 +12,19 @@ import SFUClient
 ///
 /// Browser -> server:
 ///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture"}
-///   {"type": "offer", "kind": "publish"|"subscribe", "sdp"}          -> {"type": "answer", "kind", "sdp"}
-///   {"type": "command", "id", "action", ...}                        -> {"type": "result", "id", "result", "msg"?}
+///   {"type": "offer", "kind": "publish"|"subscribe", "sdp"}   -> {"type": "answer", "kind", "sdp", "change"}
+///                                                               or {"type": "answer", "kind", "error"}
+///     The browser sends every offer of a connection here, the first and the later ones (more or fewer
+///     slots, an ICE restart) alike; the node answers and says what the offer did to the participant's
+///     transport for that direction (`change`): "created", "renegotiated" (same connection, m-lines added or
+///     removed), "iceRestarted" (new ICE credentials, DTLS goes on) or "replaced" (a new RTCPeerConnection:
+///     the node closed the old one).
+///   {"type": "command", "id", "action", ...}                  -> {"type": "result", "id", "result", "msg"?}
 ///     actions: mute_room {audio} | mute {target, audio?, video?} | pin {target} | unpin {target} |
-///              lock {locked} | drop {target} | floor {floor_action, target?} | role {target, role}
+///              lock {locked} | drop {target} | floor {floor_action, target?} | role {target, role} |
+///              talkers {count} (the length of the browser's own talker list)
 /// Server -> browser:
-///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode"}
+///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode", "dominant_speaker"}
 ///   {"type": "roster", "room": <the node's room state, names included>}
 ///   {"type": "event", "event": <a node event>}   (active_talkers and bandwidth_alert only to their subscriber)
 ///   {"type": "left", "reason"}                    (dropped by a moderator, or the room was destroyed)
@@ -45,7 +52,14 @@ public actor SignalingServer {
     let api: ControlClient
     let logger: Logger
     var browsers: [String: Browser] = [:]  // by participant id
+    /// Each room's dominant speaker (nil: nobody) as the node's events last said. `dominant_speaker` events
+    /// report changes only, so a browser that joins after one is told the current speaker in `joined`.
+    var dominantSpeakers: [String: DominantSpeaker] = [:]  // by room
     var nextID = 1
+
+    struct DominantSpeaker {
+        var participant: String?
+    }
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "signaling")) {
         self.configuration = configuration
@@ -94,8 +108,14 @@ public actor SignalingServer {
             case ("offer", let me?):
                 let kind = m["kind"] as? String == "subscribe" ? "subscribe" : "publish"
                 guard let b = browsers[me] else { return nil }
-                let r = try await api.require("POST", "v1/rooms/\(b.room)/participants/\(me)/\(kind)", ["sdp": m["sdp"] as? String ?? ""])
-                send(["type": "answer", "kind": kind, "sdp": r.json["sdp"] ?? ""])
+                // The same route for a connection's first offer and its later ones. A refused offer is answered
+                // too, so the page can roll its offer back.
+                do {
+                    let r = try await api.require("POST", "v1/rooms/\(b.room)/participants/\(me)/\(kind)", ["sdp": m["sdp"] as? String ?? ""])
+                    send(["type": "answer", "kind": kind, "sdp": r.json["sdp"] ?? "", "change": r.json["change"] ?? ""])
+                } catch {
+                    send(["type": "answer", "kind": kind, "error": "\(error)"])
+                }
             case ("command", let me?):
                 let r = try await command(m, by: me)
                 send(["type": "result", "id": m["id"] ?? NSNull(), "result": r.result ?? -1, "msg": r.json["msg"] ?? NSNull()])
@@ -118,13 +138,21 @@ public actor SignalingServer {
             "max_active_talkers": configuration.maxActiveTalkers,
         ])
         guard created.status == 201 || created.result == 6009 else { throw APIRefusal(method: "POST", path: "v1/rooms", status: created.status, json: created.json) }
+        if created.status == 201 { dominantSpeakers[room] = DominantSpeaker(participant: nil) }
         let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
         nextID += 1
         try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": id, "name": name, "role": role])
-        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox)
         let state = try await api.require("GET", "v1/rooms/\(room)")
+        // No await from here to the `joined` message: the browser gets the dominant speaker as the events
+        // relayed so far say, and every later change through `relay` (an event relayed while this function
+        // waited above is already in `dominantSpeakers`). The room's state from the node is the fallback for a
+        // room this server has seen no dominant_speaker event of (it started after the room did).
+        let dominant = dominantSpeakers[room, default: DominantSpeaker(participant: state.json["dominant_speaker"] as? String)]
+        dominantSpeakers[room] = dominant
+        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox)
         outbox.yield(Self.text(["type": "joined", "participant": id, "room": room, "role": role,
-                                "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group"]))
+                                "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group",
+                                "dominant_speaker": dominant.participant ?? NSNull()]))
         logger.info("joined", metadata: ["room": "\(room)", "participant": "\(id)", "role": "\(role)"])
         await sendRoster(room)
         return id
@@ -147,6 +175,7 @@ public actor SignalingServer {
         case "lock": return try await api.call("POST", "\(base)/lock", ["by": me, "locked": m["locked"] as? Bool ?? true])
         case "drop": return try await api.call("DELETE", "\(base)/participants/\(target)", ["by": me])
         case "role": return try await api.call("POST", "\(base)/participants/\(target)/role", ["by": me, "role": m["role"] as? String ?? ""])
+        case "talkers": return try await api.call("PATCH", "\(base)/participants/\(me)", ["talker_count": m["count"] as? Int ?? 0])
         case "floor":
             var body: [String: Any] = ["by": me, "action": m["floor_action"] as? String ?? ""]
             if !target.isEmpty { body["target"] = target }
@@ -180,6 +209,11 @@ public actor SignalingServer {
 
     func relay(_ event: NodeEvent) async {
         guard let room = event.room else { return }
+        switch event.type {
+        case "dominant_speaker": dominantSpeakers[room] = DominantSpeaker(participant: event["participant"] as? String)
+        case "room_destroyed": dominantSpeakers[room] = nil
+        default: break
+        }
         let message = Self.text(["type": "event", "event": event.json])
         switch event.type {
         case "active_talkers", "bandwidth_alert":

@@ -50,10 +50,9 @@ struct EventRelay: Service {
     let server: SignalingServer
 
     func run() async throws {
-        await withGracefulShutdownHandler {
-            await server.relayEvents()
-        } onGracefulShutdown: {}
-        // relayEvents returns only when cancelled; the group cancels it on shutdown.
+        // relayEvents returns only when cancelled: cancel it when the group shuts down (SIGTERM, Ctrl-C).
+        // The group never cancels it by itself; it waited forever, reconnecting to the stopped API.
+        await cancelWhenGracefulShutdown { await server.relayEvents() }
     }
 }
 

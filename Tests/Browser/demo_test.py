@@ -5,7 +5,10 @@ Run inside a private network namespace with `sfu demo` serving on 127.0.0.1:8000
     python3 demo_test.py --speech speech.wav --late late.wav --silence silence.wav --screenshot demo.png
 Each browser's microphone is a WAV file (Chromium's fake capture): alice talks all the time, bob is silent for
 14 s and then talks, carol (the moderator) is silent. The checks read what each page knows (`window.demo`:
-the slot map, the dominant speaker, packets received per slot from getStats) and click the page's own buttons.
+the slot map, the dominant speaker, packets received per slot from getStats), use the page's own buttons, its
+talkers input and its functions (`demo.setTalkers`, `demo.restartIce`): carol's receiving connection shrinks to
+one slot of each kind and grows to two again, and ICE restarts on two connections, all on the same
+RTCPeerConnections while media flows; the node's /metrics say how many transports it holds.
 """
 import argparse, base64, json, subprocess, sys, tempfile, time, urllib.request
 
@@ -13,6 +16,7 @@ import websocket
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 PAGE = "http://127.0.0.1:8000/"
+NODE = "http://127.0.0.1:8080"
 
 
 class Browser:
@@ -90,6 +94,33 @@ def audio_mids_of(browser, who):
     return [m for m, p in slots.items() if p == who and kinds.get(m) == "audio"]
 
 
+def mids_of_kind(browser, kind):
+    return sorted((m for m, k in (browser.demo("kinds") or {}).items() if k == kind), key=int)
+
+
+def node_metric(name, **labels):
+    """The sum of a metric's series (those with `labels`) in the node's /metrics."""
+    total = 0.0
+    for line in urllib.request.urlopen(NODE + "/metrics", timeout=5).read().decode().splitlines():
+        series, _, value = line.rpartition(" ")
+        if series.split("{")[0] == name and all(f'{k}="{v}"' in series for k, v in labels.items()):
+            total += float(value)
+    return total
+
+
+def node_slots(participant, room="standup"):
+    """A subscriber's slots as the node's stats say: mid -> [participant, packets sent]."""
+    stats = json.load(urllib.request.urlopen(f"{NODE}/v1/rooms/{room}/stats", timeout=5))
+    return {s["mid"]: [s.get("participant"), s.get("packets")] for p in stats["participants"] if p["participant"] == participant for s in p["slots"]}
+
+
+def node_up():
+    try:
+        return urllib.request.urlopen(NODE + "/healthz", timeout=5).status == 200
+    except Exception:
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--speech", required=True)
@@ -108,8 +139,11 @@ def main():
         r["ids"] = ids
         checks["three browsers join, publish and subscribe through the signaling server"] = all(joined)
 
-        # alice talks: she becomes the dominant speaker on the other pages, in a slot with her label.
+        # alice talks: she becomes the dominant speaker on the other pages, in a slot with her label. She usually
+        # becomes it before bob's page has joined: his page learns it from the `joined` message, not an event.
+        started = time.monotonic()
         dominant = wait(lambda: carol.demo("dominant") == ids["alice"] and bob.demo("dominant") == ids["alice"], 30)
+        r["alice_dominant_seconds"] = round(time.monotonic() - started, 1)
         def alice_in_a_video_tile():
             kinds, slots, frames = carol.demo("kinds") or {}, carol.demo("slots") or {}, carol.demo("videoFrames") or {}
             labels = carol.eval("[...document.querySelectorAll('.tile:not([hidden]) .label')].map(l => l.textContent)") or []
@@ -142,6 +176,69 @@ def main():
             carol.screenshot(args.screenshot)
         checks["when a second participant speaks, the dominant speaker and the slots follow"] = (
             bool(bob_dominant) and len(bob_mids) == 1 and deltas.get(bob_mids[0], 0) > 50 and bool(bob_tile))
+
+        # Renegotiation on the same RTCPeerConnection: with alice unmuted, alice and bob both talk. Carol's page
+        # shrinks her receiving connection to one slot of each kind (talker_count 1, three transceivers of each
+        # kind stopped), then grows it to two (new transceivers): each time one new offer on the same connection,
+        # which the node answers "renegotiated". The slot that stays keeps flowing (same stream: its packet
+        # counter goes on), the new one fills.
+        carol.click("unmute-audio", ids["alice"])
+        time.sleep(2)
+        connections = node_metric("sfu_connections")
+        carol.eval("window.receivingPC = subscribePC, true")
+        kept = mids_of_kind(carol, "audio")[0]
+        kept_before = (carol.demo("audioPackets") or {}).get(kept, 0)
+        shrink = carol.eval("demo.setTalkers(1)") or {}
+        shrunk = wait(lambda: len(carol.demo("kinds") or {}) == 2, 5)
+        time.sleep(1.5)
+        kept_deltas, shrunk_slots = packets_per_mid(carol, 2)
+        r["renegotiation_node_slots"] = node_slots(ids["carol"])
+        # Growing goes through the page's own control: the talkers input, as a user would change it.
+        carol.eval("(() => { const input = document.querySelector('#talker-count'); input.value = 2; input.dispatchEvent(new Event('change')); })()")
+        grown = wait(lambda: len(carol.demo("kinds") or {}) == 4 and len((carol.demo("changes") or {}).get("subscribe", [])) == 3, 10)
+        grow = {"change": (carol.demo("changes") or {}).get("subscribe", [None])[-1], "grown": bool(grown)}
+        new_audio = [m for m in mids_of_kind(carol, "audio") if m != kept]
+        filled = wait(lambda: len(new_audio) == 1 and (carol.demo("slots") or {}).get(new_audio[0]) in (ids["alice"], ids["bob"]), 10)
+        time.sleep(1.5)
+        grown_deltas, slots = packets_per_mid(carol, 3)
+        kept_after = (carol.demo("audioPackets") or {}).get(kept, 0)
+        same_pc = carol.eval("window.receivingPC === subscribePC")
+        r["renegotiation"] = {"connections": connections, "shrink": shrink, "grow": grow, "kept": kept, "new_audio": new_audio,
+                              "kinds": carol.demo("kinds"), "kept_deltas": kept_deltas, "shrunk_slots": shrunk_slots, "grown_deltas": grown_deltas,
+                              "slots": slots, "kept_packets": [kept_before, kept_after], "same_pc": same_pc}
+        checks["a Chromium subscriber renegotiates its slots on the same connection: fewer, then one more that fills while the old one flows"] = (
+            shrink.get("change") == "renegotiated" and bool(shrunk) and kept_deltas.get(kept, 0) > 50
+            and grow.get("change") == "renegotiated" and len(carol.demo("kinds") or {}) == 4 and bool(filled)
+            and grown_deltas.get(new_audio[0], 0) > 50 and grown_deltas.get(kept, 0) > 50
+            and kept_after > kept_before and same_pc is True)
+
+        # ICE restart: carol's receiving connection and alice's sending connection call restartIce() and
+        # renegotiate; the node answers with new ICE credentials ("iceRestarted"), DTLS and SRTP go on, and
+        # media keeps flowing: alice's audio still reaches carol.
+        ufrag = "(subscribePC.remoteDescription.sdp.match(/a=ice-ufrag:(\\S+)/) || [])[1]"
+        ufrag_before = carol.eval(ufrag)
+        restarted = [carol.eval("demo.restartIce('subscribe')"), alice.eval("demo.restartIce('publish')")]
+        time.sleep(2)
+        deltas, slots = packets_per_mid(carol, 3)
+        alice_after_restart = audio_mids_of(carol, ids["alice"])
+        ice = [carol.eval("subscribePC.iceConnectionState"), alice.eval("publishPC.iceConnectionState")]
+        r["ice_restart"] = {"changes": restarted, "ufrags": [ufrag_before, carol.eval(ufrag)], "deltas": deltas,
+                            "alice_mids": alice_after_restart, "ice": ice,
+                            "same_pc": carol.eval("window.receivingPC === subscribePC")}
+        checks["Chromium restarts ICE on a receiving and a sending connection: new credentials, media goes on"] = (
+            restarted == ["iceRestarted", "iceRestarted"] and ufrag_before != carol.eval(ufrag)
+            and all(s in ("connected", "completed") for s in ice) and len(alice_after_restart) == 1
+            and deltas.get(alice_after_restart[0], 0) > 50 and sum(deltas.values()) > 200)
+
+        # The node is still up and holds as many transports as before: renegotiations and restarts made none.
+        time.sleep(1)
+        r["node_after"] = {"up": node_up(), "connections": node_metric("sfu_connections"),
+                           "transport_events": {e: node_metric("sfu_transport_events_total", event=e)
+                                                for e in ("created", "renegotiated", "ice_restarted", "replaced")},
+                           "participants": len(json.load(urllib.request.urlopen(f"{NODE}/v1/rooms/standup", timeout=5))["participants"])}
+        checks["after renegotiations and ICE restarts the node is up and holds no more connections"] = (
+            r["node_after"]["up"] and connections == 6 and r["node_after"]["connections"] == connections
+            and r["node_after"]["transport_events"]["replaced"] == 0 and r["node_after"]["participants"] == 3)
 
         # Lecture mode: only the floor holder is heard.
         lecture = [carol.join("hall", "moderator", "lecture"), alice.join("hall", "participant", "lecture"), bob.join("hall", "participant", "lecture")]

@@ -17,6 +17,7 @@ import av
 import websockets
 from aiortc import RTCBundlePolicy, RTCPeerConnection, RTCConfiguration, RTCSessionDescription, VideoStreamTrack
 from aiortc.contrib.media import MediaPlayer
+from aiortc.rtp import RtcpReceiverInfo, RtcpRrPacket
 
 # aioice leaves loopback out of host candidates; the node and this test both live on 127.0.0.1 here.
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
@@ -159,11 +160,13 @@ class Client:
         estimator.add = add
 
     async def negotiate(self, kind):
+        """One offer/answer through the node's route; returns what the node made of it ("created", "replaced", ...)."""
         await self.pc.setLocalDescription(await self.pc.createOffer())
         status, reply = api(self.base, "POST", f"/v1/rooms/{self.room}/participants/{self.who}/{kind}", {"sdp": self.pc.localDescription.sdp})
         if status != 200:
             raise RuntimeError(f"{kind} for {self.who}: {status} {reply}")
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=reply["sdp"], type="answer"))
+        return reply.get("change")
 
     def mids(self, kind):
         return [t.mid for t in self.pc.getTransceivers() if t.kind == kind]
@@ -185,6 +188,64 @@ class Client:
         while time.monotonic() < deadline and self.dtls_state() != "closed":
             await asyncio.sleep(0.05)
         return self.dtls_state()
+
+
+async def lose_dtls_alerts(client):
+    """From now on the client's transport drops the DTLS alerts it receives, as if the network lost them:
+    it does not learn that the node closed the transport (close_notify), so aiortc keeps sending receiver
+    reports on it, as a client whose close_notify was lost does. Returns the list of alerts dropped."""
+    ice = client.pc.getTransceivers()[0].receiver.transport.transport
+    recv, dropped, in_use = ice._recv, [], asyncio.Event()
+
+    async def recv_without_alerts():
+        in_use.set()
+        while True:
+            data = await recv()
+            if data and data[0] == 21:  # DTLS record content type 21: alert
+                dropped.append(len(data))
+                continue
+            return data
+
+    ice._recv = recv_without_alerts
+    # The DTLS loop picks the new receive up with the next datagram (media arrives every few ms).
+    await asyncio.wait_for(in_use.wait(), 5)
+    return dropped
+
+
+def rtcp_sent(client):
+    """RTCP packets (receiver reports and feedback: a subscriber sends nothing else) the client's transport
+    has sent so far."""
+    return client.pc.getTransceivers()[0].receiver.transport._RTCDtlsTransport__tx_packets
+
+
+def node_metric(base, name, **labels):
+    """The sum of a metric's series (those with `labels`) in the node's /metrics."""
+    req = urllib.request.Request(base + "/metrics")
+    total = 0.0
+    with urllib.request.urlopen(req, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            series, _, value = line.rpartition(" ")
+            if series.split("{")[0] == name and all(f'{k}="{v}"' in series for k, v in labels.items()):
+                total += float(value)
+    return total
+
+
+def node_up(base):
+    try:
+        return api(base, "GET", "/healthz")[0] == 200
+    except OSError:
+        return False
+
+
+def node_drops(base):
+    """The node's dropped datagrams by reason."""
+    drops = {}
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("sfu_drops_total{") and 'reason="' in line:
+                reason = line.split('reason="')[1].split('"')[0]
+                drops[reason] = drops.get(reason, 0) + float(line.rpartition(" ")[2])
+    return drops
 
 
 def slot_packets(base, room, who):
@@ -299,6 +360,76 @@ async def group_room(base, args, r, checks):
         await c.pc.close()
 
 
+async def resubscribe_room(base, args, r, checks):
+    """A subscriber with several slots subscribes again with fewer while its first connection is still open.
+    aiortc cannot drop m-lines from a connection it has negotiated (a stopped transceiver stays in its next
+    offer, and it refuses the node's answer to an inactive m-line: no ICE credentials on a rejected m-line),
+    so the second offer comes from a new RTCPeerConnection: the node replaces the transport (closes the first
+    with close_notify, frees it) and media goes on through the remaining slot. The first connection then still
+    sends receiver reports (these once crashed the node); the node stays up and holds no more transports."""
+    room = "resub"
+    api(base, "POST", "/v1/rooms", {"room": room, "max_active_talkers": 3})
+    events = Events(base, room)
+    await events.start()
+    for who in ("alice", "carol", "bob"):
+        api(base, "POST", f"/v1/rooms/{room}/participants", {"participant": who})
+    alice = Client(base, room, "alice")
+    await alice.publish(audio=args.speech, luma=LUMA["alice"])
+    carol = Client(base, room, "carol")
+    await carol.publish(audio=args.late_speech, luma=LUMA["carol"])
+    first = Client(base, room, "bob")
+    created = await first.subscribe(audio_slots=2, video_slots=2)
+    await asyncio.sleep(5)
+    first_audio = {m: first.frames.get(m, 0) for m in first.mids("audio")}
+    connections = node_metric(base, "sfu_connections")
+    drops_before = node_drops(base)
+
+    alerts = await lose_dtls_alerts(first)
+    second = Client(base, room, "bob")
+    replaced = await second.subscribe(audio_slots=1, video_slots=1)
+    rtcp_at_replace = rtcp_sent(first)
+    await asyncio.sleep(1.5)
+    audio_frames = await second.frames_during(3)
+    # The slot map of the second connection (its mids: one audio, one video).
+    def second_map(e):
+        return e["type"] == "active_talkers" and e["participant"] == "bob" and sorted(slot_map(e)) == sorted(second.mids("audio") + second.mids("video"))
+    await events.wait_for(second_map)
+    talkers = events.last(second_map)
+    video_mid = second.mids("video")[0]
+    in_slot = slot_map(talkers).get(video_mid)
+    reports_after_replace = rtcp_sent(first) - rtcp_at_replace
+    if not node_up(base):
+        r["resubscribe"] = {"changes": [created, replaced], "rtcp_from_first_after_replace": reports_after_replace, "node_up": False}
+        checks["the replaced connection's receiver reports leave the node up and holding no more transports"] = False
+        return
+    healthz = api(base, "GET", "/healthz")
+    r["resubscribe"] = {
+        "changes": [created, replaced], "first_audio_frames": first_audio, "alerts_to_first": alerts,
+        "first_connection": first.pc.connectionState, "rtcp_from_first_after_replace": reports_after_replace,
+        "second_audio_frames_3s": audio_frames,
+        "slots": slot_map(talkers), "video_luma": round(second.luma.get(video_mid, -1)), "healthz": healthz,
+        "connections": [connections, node_metric(base, "sfu_connections")],
+        "drops": {k: v - drops_before.get(k, 0) for k, v in node_drops(base).items() if v > drops_before.get(k, 0)},
+        "node_slots": slot_packets(base, room, "bob"),
+    }
+    checks["a subscriber re-subscribes with fewer slots while its first connection is open: the node replaces it, media goes on"] = (
+        created == "created" and all(n > 50 for n in first_audio.values()) and len(first_audio) == 2
+        and replaced == "replaced" and len(alerts) >= 1 and audio_frames > 100
+        and len(slot_packets(base, room, "bob")) == 2 and in_slot in ("alice", "carol")
+        and publisher_of(second.luma.get(video_mid)) == in_slot)
+    checks["the replaced connection's receiver reports leave the node up and holding no more transports"] = (
+        first.pc.connectionState == "connected" and reports_after_replace >= 10 and healthz[0] == 200
+        and r["resubscribe"]["connections"] == [3, 3] and sum(r["resubscribe"]["drops"].values()) >= reports_after_replace)
+
+    await events.close()
+    for c in (alice, carol, first, second):
+        await c.pc.close()
+    api(base, "DELETE", f"/v1/rooms/{room}")
+    await asyncio.sleep(0.5)
+    r["connections_after_resubscribe_room"] = node_metric(base, "sfu_connections")
+    checks["after the room is gone the node holds no transports"] = r["connections_after_resubscribe_room"] == 0
+
+
 async def lecture_room(base, args, r, checks):
     room = "lecture"
     api(base, "POST", "/v1/rooms", {"room": room, "mode": "lecture", "max_active_talkers": 2})
@@ -338,8 +469,11 @@ async def main():
     ap.add_argument("--silence", required=True, help="silence (dave, pinned)")
     args = ap.parse_args()
     results, checks = {}, {}
-    await group_room(args.api, args, results, checks)
-    await lecture_room(args.api, args, results, checks)
+    for stage in (group_room, resubscribe_room, lecture_room):
+        if not node_up(args.api):
+            checks[f"the node is up for {stage.__name__}"] = False
+            break
+        await stage(args.api, args, results, checks)
     print(json.dumps(results, default=str))
     for name, ok in checks.items():
         print(("ok   " if ok else "FAIL ") + name)

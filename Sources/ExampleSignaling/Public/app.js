@@ -1,16 +1,21 @@
 // The demo page: joins a room through the example signaling server, publishes camera and microphone on one
 // peer connection, receives the room's talker slots on another, and labels each slot with the participant
-// the node's slot map names. Everything the page knows is in `window.demo` (the browser test reads it).
+// the node's slot map names. The number of talkers received can change during the call: the receiving
+// connection is renegotiated (slots added or stopped, a new offer, the node's answer) and stays the same.
+// Everything the page knows is in `window.demo` (the browser test reads it).
 "use strict";
 
 const demo = (window.demo = {
-  joined: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4,
+  joined: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4, talkerCount: 4,
   slots: {}, kinds: {}, talkers: [], dominant: null, numberOfVideos: null, bitrateKbps: 0,
-  audioPackets: {}, videoFrames: {}, roster: null, names: {}, lastResult: null, left: null, errors: [],
+  audioPackets: {}, videoFrames: {}, packets: {}, roster: null, names: {}, lastResult: null, left: null, errors: [],
+  changes: { publish: [], subscribe: [] },  // what the node made of each offer: "created", "renegotiated", ...
 });
 
 const $ = (selector) => document.querySelector(selector);
 let ws, publishPC, subscribePC, pendingCommands = new Map(), nextCommand = 1;
+const pendingAnswers = { publish: [], subscribe: [] };
+const sinks = new Map();  // mid -> the <audio> element or the video tile that plays that slot
 
 function send(message) { ws.send(JSON.stringify(message)); }
 
@@ -25,8 +30,8 @@ async function receive(m) {
   switch (m.type) {
     case "joined": return joined(m);
     case "answer": {
-      const pc = m.kind === "publish" ? publishPC : subscribePC;
-      return pc.setRemoteDescription({ type: "answer", sdp: m.sdp });
+      const resolve = pendingAnswers[m.kind].shift();
+      return resolve && resolve(m);
     }
     case "event": return nodeEvent(m.event);
     case "roster": return showRoster(m.room);
@@ -49,7 +54,9 @@ async function receive(m) {
 }
 
 async function joined(m) {
-  Object.assign(demo, { joined: true, participant: m.participant, room: m.room, role: m.role, mode: m.mode, maxTalkers: m.max_active_talkers });
+  Object.assign(demo, { joined: true, participant: m.participant, room: m.room, role: m.role, mode: m.mode,
+    maxTalkers: m.max_active_talkers, talkerCount: m.max_active_talkers, dominant: m.dominant_speaker });
+  Object.assign($("#talker-count"), { max: m.max_active_talkers, value: m.max_active_talkers });
   document.body.classList.toggle("moderator", m.role === "moderator");
   document.body.classList.toggle("lecture", m.mode === "lecture");
   $("#join").hidden = true;
@@ -65,38 +72,114 @@ async function publish() {
   $("#local").srcObject = stream;
   publishPC = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
   for (const track of stream.getTracks()) publishPC.addTransceiver(track, { direction: "sendonly", streams: [stream] });
-  await publishPC.setLocalDescription(await publishPC.createOffer());
-  send({ type: "offer", kind: "publish", sdp: publishPC.localDescription.sdp });
+  await negotiate("publish");
 }
 
-// One receiving connection with maxTalkers audio and video slots; each m-line (mid) is a slot.
+// The receiving connection: talkerCount audio and video slots (recvonly m-lines); each mid is a slot.
 async function subscribe() {
   subscribePC = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
-  for (let i = 0; i < demo.maxTalkers; i++) subscribePC.addTransceiver("audio", { direction: "recvonly" });
-  for (let i = 0; i < demo.maxTalkers; i++) subscribePC.addTransceiver("video", { direction: "recvonly" });
-  subscribePC.ontrack = (e) => {
-    const mid = e.transceiver.mid;
-    demo.kinds[mid] = e.track.kind;
-    const stream = new MediaStream([e.track]);
-    if (e.track.kind === "audio") {
-      const audio = document.createElement("audio");
-      audio.autoplay = true;
-      audio.srcObject = stream;
-      $("#audio-sinks").append(audio);
-    } else {
-      const tile = document.createElement("div");
-      tile.className = "tile";
-      tile.dataset.mid = mid;
-      tile.hidden = true;
-      tile.innerHTML = `<video autoplay muted playsinline></video><span class="label"></span>`;
-      tile.querySelector("video").srcObject = stream;
-      $("#tiles").append(tile);
-    }
-  };
-  await subscribePC.setLocalDescription(await subscribePC.createOffer());
-  send({ type: "offer", kind: "subscribe", sdp: subscribePC.localDescription.sdp });
+  subscribePC.ontrack = (e) => addSink(e.transceiver.mid, e.track);
+  await resizeSlots(demo.talkerCount);
   setInterval(readStats, 1000);
 }
+
+// One offer/answer exchange on a connection ("publish" or "subscribe"): `prepare` changes the connection
+// (transceivers, ICE restart), then the offer goes to the node through the signaling server - the same
+// message for the first offer and every later one - and the node's answer is applied. Resolves with what
+// the node made of it: "created", "renegotiated", "iceRestarted" or "replaced". Exchanges on one connection
+// run one at a time; a refused offer is rolled back.
+const negotiations = { publish: Promise.resolve(), subscribe: Promise.resolve() };
+function negotiate(kind, prepare = () => {}) {
+  const exchange = async () => {
+    const pc = kind === "publish" ? publishPC : subscribePC;
+    prepare(pc);
+    await pc.setLocalDescription(await pc.createOffer());
+    const answer = await new Promise((resolve) => {
+      pendingAnswers[kind].push(resolve);
+      send({ type: "offer", kind, sdp: pc.localDescription.sdp });
+    });
+    if (answer.error) {
+      await pc.setLocalDescription({ type: "rollback" });
+      throw new Error(answer.error);
+    }
+    await pc.setRemoteDescription({ type: "answer", sdp: answer.sdp });
+    demo.changes[kind].push(answer.change);
+    return answer.change;
+  };
+  const done = negotiations[kind].then(exchange);
+  negotiations[kind] = done.catch(() => {});
+  return done;
+}
+
+// Grows or shrinks the receiving connection to `count` slots of each kind, on the same connection: new
+// recvonly transceivers, or the last ones stopped (their m-lines are rejected in the offer), then one offer.
+// The node answers "renegotiated"; the slots that stay keep their stream (same SSRC, no new handshake).
+function resizeSlots(count) {
+  return negotiate("subscribe", (pc) => {
+    for (const kind of ["audio", "video"]) {
+      const live = pc.getTransceivers().filter((t) => t.direction !== "stopped" && t.receiver.track.kind === kind);
+      for (let i = live.length; i < count; i++) pc.addTransceiver(kind, { direction: "recvonly" });
+      for (const t of live.slice(count)) {
+        removeSink(t.mid);
+        t.stop();
+      }
+    }
+  });
+}
+
+// New ICE credentials on a connection (after a network change, say): the node answers "iceRestarted" and
+// keeps DTLS and SRTP going.
+function restartIce(kind) {
+  return negotiate(kind, (pc) => pc.restartIce());
+}
+
+// A received slot's player: an <audio> element, or a video tile labelled with the slot's participant.
+function addSink(mid, track) {
+  demo.kinds[mid] = track.kind;
+  const stream = new MediaStream([track]);
+  let sink;
+  if (track.kind === "audio") {
+    sink = document.createElement("audio");
+    sink.autoplay = true;
+    sink.srcObject = stream;
+    $("#audio-sinks").append(sink);
+  } else {
+    sink = document.createElement("div");
+    sink.className = "tile";
+    sink.dataset.mid = mid;
+    sink.hidden = true;
+    sink.innerHTML = `<video autoplay muted playsinline></video><span class="label"></span>`;
+    sink.querySelector("video").srcObject = stream;
+    $("#tiles").append(sink);
+  }
+  sinks.set(mid, sink);
+  render();
+}
+
+function removeSink(mid) {
+  if (sinks.has(mid)) sinks.get(mid).remove();
+  sinks.delete(mid);
+  delete demo.kinds[mid];
+}
+
+// The talkers control: the node keeps this participant's talker list `count` long (its talker_count) and the
+// receiving connection gets as many slots of each kind. Resolves with the node's result and the change.
+demo.setTalkers = async (count) => {
+  count = Math.max(1, Math.min(demo.maxTalkers, Math.floor(count) || 1));
+  const r = await demo.command("talkers", { count });
+  if (r.result !== 0) return { result: r.result, msg: r.msg };
+  demo.talkerCount = count;
+  $("#talker-count").value = count;
+  const change = await resizeSlots(count);
+  $("#last-result").textContent = `${count} talker${count > 1 ? "s" : ""} (${change})`;
+  return { result: 0, change };
+};
+
+demo.restartIce = async (kind) => {
+  const change = await restartIce(kind);
+  $("#last-result").textContent = `ICE restarted on the ${kind} connection (${change})`;
+  return change;
+};
 
 function nodeEvent(e) {
   switch (e.type) {
@@ -202,20 +285,30 @@ document.addEventListener("click", (e) => {
   if (action && actions[action]) actions[action](e.target.dataset.target);
 });
 
-// Received packets per slot and the total bitrate, from the receiving connection's stats.
+$("#talker-count").addEventListener("change", (e) => {
+  demo.setTalkers(Number(e.target.value)).catch((error) => { $("#last-result").textContent = error.message; });
+});
+
+// Received packets per slot and the total bitrate, from the receiving connection's stats. A slot's mid can
+// have more than one inbound-rtp entry: packets the node sent on a slot just before it learnt the slot was
+// removed reach Chromium as an unsignalled stream, which it files under a remaining mid. So they add up.
 let lastBytes = 0, lastTime = 0;
 async function readStats() {
   if (!subscribePC) return;
   let bytes = 0;
+  const audioPackets = {}, videoFrames = {}, packets = {};
+  const add = (counts, mid, n) => { counts[mid] = (counts[mid] || 0) + (n || 0); };
   const stats = await subscribePC.getStats();
   stats.forEach((s) => {
-    if (s.type !== "inbound-rtp") return;
+    if (s.type !== "inbound-rtp" || !(s.mid in demo.kinds)) return;  // live slots only
     bytes += s.bytesReceived || 0;
-    if (s.kind === "audio") demo.audioPackets[s.mid] = s.packetsReceived || 0;
-    else demo.videoFrames[s.mid] = s.framesDecoded || 0;
+    add(packets, s.mid, s.packetsReceived);
+    if (s.kind === "audio") add(audioPackets, s.mid, s.packetsReceived);
+    else add(videoFrames, s.mid, s.framesDecoded);
   });
+  Object.assign(demo, { audioPackets, videoFrames, packets });
   const now = performance.now();
-  if (lastTime) demo.bitrateKbps = Math.round(((bytes - lastBytes) * 8) / (now - lastTime));
+  if (lastTime) demo.bitrateKbps = Math.max(0, Math.round(((bytes - lastBytes) * 8) / (now - lastTime)));
   lastBytes = bytes;
   lastTime = now;
   $("#bitrate").textContent = demo.bitrateKbps;

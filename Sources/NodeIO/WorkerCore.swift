@@ -208,7 +208,11 @@ public final class WorkerCore {
                 return s
             }
             try t.room.attachSubscriber(t.participant, connection: t.id, slots: r.slots, now: now, into: batch)
-            t.slotSSRCs = Dictionary(uniqueKeysWithValues: r.slots.map { ($0.mid, $0.ssrc) })
+            t.slotSSRCs = [:]
+            for slot in r.slots {
+                t.slotSSRCs[slot.mid] = slot.ssrc
+                if let rtx = slot.rtxSSRC { t.slotSSRCs[slot.mid + "/rtx"] = rtx }
+            }
             return r.answer.text
         }
     }

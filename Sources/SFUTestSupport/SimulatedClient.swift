@@ -73,10 +73,13 @@ public struct RTPStreamWriter {
         self.audioLevelExtensionID = audioLevelExtensionID
     }
 
-    /// One packet; advances the sequence number (not the timestamp: callers advance it per frame).
-    public mutating func packet(_ payload: [UInt8], marker: Bool = false, level: UInt8? = nil) -> [UInt8] {
+    /// One packet; advances the sequence number (not the timestamp: callers advance it per frame). With
+    /// `transportSequence` it carries the transport-wide sequence number under extension id 5.
+    public mutating func packet(_ payload: [UInt8], marker: Bool = false, level: UInt8? = nil,
+                                transportSequence: UInt16? = nil) -> [UInt8] {
         var exts: [(id: UInt8, value: [UInt8])] = []
         if let id = audioLevelExtensionID, let level { exts.append((id, [AudioLevelExtension(voiceActivity: level < 127, level: level).byte])) }
+        if let t = transportSequence { exts.append((5, [UInt8(t >> 8), UInt8(t & 0xFF)])) }
         var out = [UInt8](repeating: 0, count: payload.count + 64)
         let n = payload.withUnsafeBytes { p in
             out.withUnsafeMutableBytes { o in

@@ -12,6 +12,13 @@ public final class SimulatedParticipant {
     public var sendsLevelExtension: Bool
     /// Claimed level override (a client lying in the extension).
     public var claimedLevel: UInt8?
+    /// Video of this bitrate made of stand-in frames (a VP8 frame tag, then random bytes) instead of libvpx
+    /// output: what bandwidth scenarios need is realistic sizes and rates, not pictures.
+    public var videoKbps: Int?
+    /// Sent Opus frames wrapped in RED (RFC 2198) with the previous frame as redundancy, when the member's
+    /// options negotiated RED.
+    private var previousOpus: [UInt8]?
+    private var rng = SplitMix64(seed: 77)
     private let opus = OpusFrameEncoder()
     private let vp8: VP8FrameEncoder?
     private var packetizer: VP8Packetizer
@@ -36,7 +43,17 @@ public final class SimulatedParticipant {
             let payload = opus.encode(pcm)
             h.payloadSenders[payload, default: []].insert(id)
             let level = claimedLevel ?? pcm.withUnsafeBufferPointer { LevelMath.level(of: $0) }
-            let packet = member.audio.packet(payload, level: sendsLevelExtension ? level : nil)
+            var body = payload
+            if member.options.red {
+                // One redundant block (the previous frame, 960 samples earlier), then the primary (RFC 2198).
+                let previous = previousOpus ?? []
+                body = [0x80 | 111, UInt8(960 >> 6), UInt8((960 & 0x3F) << 2) | UInt8(previous.count >> 8), UInt8(previous.count & 0xFF), 111]
+                    + previous + payload
+                previousOpus = payload
+                member.audio.payloadType = 63
+            }
+            let packet = member.audio.packet(body, level: sendsLevelExtension ? level : nil,
+                                             transportSequence: member.nextTransportSequence())
             member.audio.timestamp &+= 960
             h.send(packet, from: member.publish)
         } else {
@@ -44,12 +61,21 @@ public final class SimulatedParticipant {
         }
         guard sendsVideo, let vp8, stepIndex % 2 == 0 else { return }
         readFeedback(h)
-        let frame = vp8.next(keyframe: keyframesSent == 0 || plisPending)
+        let keyframe = keyframesSent == 0 || plisPending
+        var frame: VP8Frame
+        if let kbps = videoKbps {
+            // 25 frames a second (every other 20 ms step): kbps * 1000 / 8 / 25 bytes, keyframes 3x.
+            let size = max(10, kbps * 5 * (keyframe ? 3 : 1))
+            frame = VP8Frame(data: [keyframe ? 0x10 : 0x11] + (0..<(size - 1)).map { _ in UInt8(truncatingIfNeeded: rng.next()) },
+                             isKeyframe: keyframe)
+        } else {
+            frame = vp8.next(keyframe: keyframe)
+        }
         plisPending = false
         if frame.isKeyframe { keyframesSent += 1 }
         let payloads = packetizer.packetize(frame)
         for (i, p) in payloads.enumerated() {
-            let packet = member.video.packet(p, marker: i == payloads.count - 1)
+            let packet = member.video.packet(p, marker: i == payloads.count - 1, transportSequence: member.nextTransportSequence())
             h.send(packet, from: member.publish)
         }
         member.video.timestamp &+= 3600

@@ -43,10 +43,18 @@ func fixture(_ name: String) throws -> String {
             #expect(m.attribute("fingerprint") == local.fingerprint.description)
             #expect(m.values("candidate").count == 2)
         }
-        #expect(answer.media[0].formats == ["111"], "RED, G.722, PCMU and the rest are not accepted")
-        #expect(Set(answer.media[0].extmaps.values) == [OfferAnswer.audioLevelURI, OfferAnswer.midURI])
+        let red = try #require(audio.redPayloadType)
+        #expect(answer.media[0].formats == ["\(red)", "111"], "RED first so Chromium sends Opus with redundancy; G.722, PCMU and the rest are not accepted")
+        #expect(answer.media[0].values("fmtp").contains("\(red) 111/111"))
+        #expect(Set(answer.media[0].extmaps.values) == [OfferAnswer.audioLevelURI, OfferAnswer.midURI, OfferAnswer.transportCCURI])
         #expect(answer.media[1].formats.count == 2, "VP8 and its RTX")
-        #expect(answer.media[1].values("rtcp-fb").contains("\(video.payloadType) nack pli"))
+        let fb = answer.media[1].values("rtcp-fb")
+        for f in ["nack", "nack pli", "ccm fir", "goog-remb", "transport-cc"] { #expect(fb.contains("\(video.payloadType) \(f)"), "\(f)") }
+        #expect(answer.media[1].extmaps.values.contains(OfferAnswer.transportCCURI))
+        #expect(audio.transportCCExtensionID != nil && video.transportCCExtensionID != nil, "Chromium offers transport-cc: the node feeds it back")
+        #expect(video.nack && video.remb && video.rtxPayloadType != nil)
+        #expect(!answer.media[1].formats.contains { offer.media[1].rtpmaps[UInt8($0)!]?.name == "ulpfec" || offer.media[1].rtpmaps[UInt8($0)!]?.name == "red" },
+                "video RED and ULPFEC are declined")
     }
 
     @Test(arguments: ["aiortc-publish", "firefox-publish"])
@@ -66,13 +74,18 @@ func fixture(_ name: String) throws -> String {
         #expect(r.slots.filter { $0.codec == .vp8 }.count == 2)
         #expect(Set(r.slots.map(\.ssrc)).count == 5)
         let answer = try SessionDescription.parse(r.answer.text)
+        var streams = Set<String>()
         for (m, slot) in zip(answer.media.filter { $0.port != 0 }, r.slots) {
             #expect(m.direction == .sendonly)
-            #expect(m.ssrcs == [slot.ssrc])
+            #expect(m.ssrcs == [slot.ssrc] + (slot.rtxSSRC.map { [$0] } ?? []))
+            if let rtx = slot.rtxSSRC { #expect(m.fidGroups.first! == (slot.ssrc, rtx)) }
             #expect(m.mid == slot.mid)
+            streams.insert(String(m.attribute("msid")!.split(separator: " ")[0]))
         }
-        #expect(r.slots.filter { $0.codec == .vp8 }.allSatisfy { $0.absSendTimeExtensionID != nil },
-                "video carries abs-send-time so the subscriber can send REMB")
+        #expect(streams.count == r.slots.count, "every slot is its own stream: no lip sync across slots")
+        #expect(r.slots.filter { $0.codec == .vp8 }.allSatisfy { $0.rtxSSRC != nil && $0.rtxPayloadType != nil }, "video slots have RTX")
+        #expect(r.slots.filter { $0.codec == .vp8 }.allSatisfy { $0.absSendTimeExtensionID != nil || $0.transportCCExtensionID != nil },
+                "video carries abs-send-time (REMB) or the transport-wide sequence number (transport-cc)")
     }
 
     static let minimal = """

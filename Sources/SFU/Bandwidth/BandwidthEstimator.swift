@@ -5,8 +5,16 @@ public protocol DownlinkEstimator {
     var estimate: UInt64? { get }
     /// A REMB from the subscriber (draft-alvestrand-rmcat-remb). Estimators that do not use REMB ignore it.
     mutating func onREMB(bitrate: UInt64, now: MonoTime)
-    /// Transport-wide feedback for packets the node sent. Estimators that do not use it ignore it.
-    mutating func onTransportFeedback(_ feedback: TransportCCFeedback, now: MonoTime)
+    /// Transport-wide feedback for packets the node sent, matched with what was sent (`SendHistory`).
+    /// Estimators that do not use it ignore it.
+    mutating func onPacketFeedback(_ results: [PacketFeedback], now: MonoTime)
+    /// The round trip the node measured, for estimators whose control depends on it.
+    mutating func setRTT(_ rtt: MonoTime.Interval)
+}
+
+extension DownlinkEstimator {
+    public mutating func onPacketFeedback(_ results: [PacketFeedback], now: MonoTime) {}
+    public mutating func setRTT(_ rtt: MonoTime.Interval) {}
 }
 
 /// Takes the receiver's own estimate as it arrives: browsers compute REMB with their delay-based
@@ -22,5 +30,4 @@ public struct REMBEstimator: DownlinkEstimator {
         lastUpdate = now
     }
 
-    public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, now: MonoTime) {}
 }

@@ -33,7 +33,7 @@ public struct GCCEstimator: DownlinkEstimator {
 
     public mutating func onREMB(bitrate: UInt64, now: MonoTime) {}
 
-    public mutating func onTransportFeedback(_ feedback: TransportCCFeedback, now: MonoTime) {}
+    public mutating func setRTT(_ rtt: MonoTime.Interval) { delay.rtt = rtt }
 
     /// Feedback matched with what was sent (`SendHistory.resolve`), in sequence order.
     public mutating func onPacketFeedback(_ results: [PacketFeedback], now: MonoTime) {
@@ -41,12 +41,18 @@ public struct GCCEstimator: DownlinkEstimator {
         var probeRate: Double?
         for p in results where p.sequence > highestSequence {
             highestSequence = p.sequence
-            total += 1
-            guard let arrival = p.arrivalMicros else { lost += 1; continue }
+            // Probe clusters go out faster than the path may carry, by design: they measure the path through
+            // `ProbeMeasurement` and must not read as self-inflicted congestion or loss.
+            let probe = p.probeCluster != nil
+            if !probe { total += 1 }
+            guard let arrival = p.arrivalMicros else { if !probe { lost += 1 }; continue }
             started = true
             acked.append((arrival, p.size))
-            if let r = probes.add(p) { probeRate = max(probeRate ?? 0, r) }
-            delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
+            if probe {
+                if let r = probes.add(p) { probeRate = max(probeRate ?? 0, r) }
+            } else {
+                delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
+            }
         }
         guard started else { return }
         acknowledgedBitrate = ackedRate()

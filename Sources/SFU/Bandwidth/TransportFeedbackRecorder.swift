@@ -26,6 +26,7 @@ public struct TransportFeedbackRecorder: Sendable {
 
     /// Notes that the packet with transport-wide sequence number `sequence` arrived at `now`.
     public mutating func record(sequence: UInt16, arrival now: MonoTime) {
+        if !hasPending, nextFeedback < now { nextFeedback = now + interval }  // after a pause, report in an interval
         let ext = unwrapper.unwrap(sequence)
         guard ext >= 0 else { return }
         if lowest == nil {
@@ -46,7 +47,10 @@ public struct TransportFeedbackRecorder: Sendable {
     }
 
     /// Whether a feedback is due at `now` (there is something to report and the interval has passed).
-    public func isDue(_ now: MonoTime) -> Bool { now >= nextFeedback && (lowest ?? .max) <= highest }
+    public func isDue(_ now: MonoTime) -> Bool { now >= nextFeedback && hasPending }
+
+    /// Arrivals not yet reported.
+    public var hasPending: Bool { (lowest ?? .max) <= highest }
 
     /// Writes one feedback packet for what arrived since the last one into `out`; nil when nothing is left to
     /// report (call again while it returns a length: a long gap takes several packets). `sender` is the

@@ -5,7 +5,10 @@
 /// and n_fit = floor((B - R) / S), clamped to [0, maxVideos]:
 /// - before any estimate n is 1; the first estimate sets n = n_fit at once;
 /// - down: at once when B < 0.5 (R + n S), else when n_fit < n has held for 1 s;
-/// - up: one step when B >= R + (n + 1) S * 1.15 has held for 3 s and 5 s have passed since the last change.
+/// - up: when B >= R + (n + 1) S * 1.15 has held for 3 s and 5 s have passed since the last change, to the
+///   largest k with B >= R + k S * 1.15: back from a dip in one move, not one video per 5 s (the target is the
+///   full number back within 10 s, `media-core.md`), while the 3 s hold still keeps a wobbling estimate from
+///   raising it.
 /// An alert `{bandwidth, stream_bandwidth, number_of_videos}` is due only when n changes.
 ///
 /// Two guards keep real receivers' estimates from taking video away for the wrong reason, because
@@ -108,7 +111,11 @@ public struct VideoCountPolicy: Sendable {
             if n < maxVideos, Double(b) >= Double(r) + Double((n + 1) * s) * parameters.upMargin {
                 if let since = upSince {
                     let spacedEnough = lastChange.map { now - $0 >= parameters.minTimeBetweenIncreases } ?? true
-                    if now - since >= parameters.upHold, spacedEnough { next = n + 1 }
+                    if now - since >= parameters.upHold, spacedEnough {
+                        var k = n + 1
+                        while k < maxVideos, Double(b) >= Double(r) + Double((k + 1) * s) * parameters.upMargin { k += 1 }
+                        next = k
+                    }
                 } else {
                     upSince = now
                 }

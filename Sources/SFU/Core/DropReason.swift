@@ -34,6 +34,8 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     case resendBudget
     /// A NACKed packet already resent `maxResendsPerPacket` times.
     case resendLimit
+    /// An RTX repair of a packet that was never missing (or already repaired).
+    case duplicateRepair
 
     public var description: String {
         switch self {
@@ -60,6 +62,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .rtcpBudget: "rtcp_budget"
         case .resendBudget: "resend_budget"
         case .resendLimit: "resend_limit"
+        case .duplicateRepair: "duplicate_repair"
         }
     }
 }

@@ -23,6 +23,9 @@ public struct NackGenerator: Sendable {
     private var highest: Int64?
     public private(set) var nacksSent: UInt64 = 0
     public private(set) var recovered: UInt64 = 0
+    /// The round trip to the publisher as repairs show it (first NACK to its RTX), smoothed; 100 ms until
+    /// one is seen. It spaces the retries.
+    public private(set) var rtt: MonoTime.Interval = .milliseconds(100)
 
     public init() {}
 
@@ -49,6 +52,18 @@ public struct NackGenerator: Sendable {
         for s in (h + 1)..<ext { missing.append(Missing(sequence: s, since: now, lastAsked: nil, retries: 0)) }
         if missing.count > maxMissing { missing.removeFirst(missing.count - maxMissing) }
         return .nacking
+    }
+
+    /// A repair (RTX) arrived for `ext`: true when it was missing (now recovered), false for a duplicate.
+    public mutating func repaired(_ ext: Int64, now: MonoTime? = nil) -> Bool {
+        guard let i = missing.firstIndex(where: { $0.sequence == ext }) else { return false }
+        if let now, missing[i].retries == 1, let asked = missing[i].lastAsked {
+            let sample = min(max(now - asked, .milliseconds(5)), .seconds(1))
+            rtt = .init(nanoseconds: (rtt.nanoseconds * 7 + sample.nanoseconds) / 8)
+        }
+        missing.remove(at: i)
+        recovered &+= 1
+        return true
     }
 
     /// Sequence numbers to NACK at `now` (the first time, or again after a round trip), oldest first; drops

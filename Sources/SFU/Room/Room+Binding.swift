@@ -90,6 +90,14 @@ extension Room {
                                 videoCount: VideoCountPolicy(parameters: configuration.videoCount, initial: min(1, video.count)))
         }
         s.videoCount.clamp(maxVideos: video.count)
+        // transport-cc when the subscriber negotiated it: every packet to it carries the transport-wide
+        // sequence number and its feedback drives a GCC estimate; otherwise its REMB is the estimate.
+        let tcc = slots.contains { $0.transportCCExtensionID != nil }
+        if tcc, conn.sendHistory == nil { conn.sendHistory = SendHistory() }
+        if !tcc { conn.sendHistory = nil }
+        if tcc != (s.estimator is GCCEstimator) {
+            s.estimator = tcc ? GCCEstimator(startBitrate: Double(configuration.startBitrateKbps) * 1000) : REMBEstimator()
+        }
         p.subscriber = s
         p.subscribeConnection = connection
         attachAllSinks(of: p, s)
@@ -190,6 +198,14 @@ extension Room {
     func rebuildRoutes(_ conn: Connection, of p: Participant) {
         conn.tracksBySSRC.removeAll()
         conn.awaitingMid.removeAll()
+        // Transport-wide feedback when the publisher's tracks carry the sequence number (one id per bundle).
+        let tcc = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0]?.description.transportCCExtensionID }.first
+        if tcc != conn.transportCCExtensionID {
+            conn.transportCCExtensionID = tcc
+            conn.feedback = tcc.map { _ in TransportFeedbackRecorder() }
+        }
+        let remb = [p.videoTrack].compactMap { $0 }.contains { tracks[$0]?.description.remb == true }
+        if remb, conn.nextREMB == .never { conn.nextREMB = .zero } else if !remb { conn.nextREMB = .never }
         for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }).compactMap({ tracks[$0] }) {
             if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.insert(s) }
             if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.insert(r) }

@@ -29,28 +29,72 @@ extension Room {
         case .success(let n): plainLength = n
         case .failure(let r): return drop(r, conn)
         }
-        let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
+        var plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
         if known == nil { bind(ssrc, to: route, conn: conn) }  // learned only once the packet authenticated
-        let header: RTPHeader
+        var header: RTPHeader
         switch RTPHeader.parse(plain) {
         case .success(let h): header = h
         case .failure(let r): return drop(r, conn)
         }
         guard let owner = participants[track.owner] else { return drop(.unknownSSRC, conn) }
-        if route.rtx { return drop(.rtxUnsupported, conn) }
+        // Every authenticated packet, padding and repairs included, is an arrival the publisher's own
+        // estimator wants to hear about.
+        if let id = conn.transportCCExtensionID, let r = header.extensions(in: plain).find(id), r.count == 2 {
+            conn.feedback?.record(sequence: plain.u16(r.lowerBound), arrival: now)
+        }
+        if route.rtx {
+            // RFC 4588: back to the original packet, in place; padding alone is a bandwidth probe.
+            guard let rtxPT = track.description.rtxPayloadType, header.payloadType == rtxPT else { return drop(.badCodecPayload, conn) }
+            guard let n = RTXPayload.restore(buffer, header: header, payloadType: track.description.payloadType,
+                                             ssrc: track.ssrc ?? 0) else { return counters.paddingIn &+= 1 }
+            plain = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            guard case .success(let h) = RTPHeader.parse(plain) else { return drop(.badCodecPayload, conn) }
+            header = h
+            let ext = track.unwrapper.unwrap(header.sequenceNumber)
+            guard track.nacks.repaired(ext, now: now) else { return drop(.duplicateRepair, conn) }
+            counters.repairsIn &+= 1
+            return ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: true, conn: conn,
+                          now: now, into: out)
+        }
         // Sequence and reception state follow every authenticated packet, as SRTP's does, policy or not: a
         // source muted (or waiting for the floor) for more than 2^15 packets must not read as old after.
         let ext = track.unwrapper.unwrap(header.sequenceNumber)
         noteReception(track, header: header, extendedSequence: ext, now: now)
+        if track.description.nack {
+            switch track.nacks.received(ext, now: now) {
+            case .none: break
+            case .nacking: deadlineCache = nil  // the NACK is due now
+            case .tooWide: requestKeyframe(track, now: now, into: out)
+            }
+        }
+        ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: false, conn: conn, now: now, into: out)
+    }
+
+    /// A media packet of a track, original or repaired: policy, codec checks, level, history, fan-out.
+    private func ingest(_ track: SourceTrack, owner: Participant, plain: UnsafeRawBufferPointer, header: RTPHeader,
+                        extendedSequence ext: Int64, repaired: Bool, conn: Connection, now: MonoTime, into out: DatagramBatch) {
         if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
-        guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
-        let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
         if track.kind == .audio {
+            // Opus, or Opus with redundancy (RFC 2198): the level is the primary block's.
+            var red: REDPayload?
+            var media = header.payloadRange
+            if header.payloadType == track.description.redPayloadType, track.description.redPayloadType != nil {
+                guard case .success(let r) = REDPayload.parse(UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])),
+                      r.primaryPayloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
+                red = r
+                media = (header.payloadOffset + r.primary.lowerBound)..<(header.payloadOffset + r.primary.upperBound)
+            } else {
+                guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
+            }
+            let payload = UnsafeRawBufferPointer(rebasing: plain[media])
             guard case .success(let opus) = OpusPacketInfo.parse(payload) else { return drop(.badCodecPayload, conn) }
-            measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload,
-                         extendedSequence: ext, now: now)
-            forward(track, plain: plain, header: header, vp8: nil, extendedSequence: ext, now: now, into: out)
+            if !repaired {
+                measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload, extendedSequence: ext, now: now)
+            }
+            forward(track, plain: plain, header: header, primary: media, red: red, vp8: nil, extendedSequence: ext, now: now, into: out)
         } else {
+            guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
+            let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
             guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload, conn) }
             track.history?.store(extendedSequence: ext, packet: plain)
             if vp8.isKeyframeStart { track.keyframes.keyframeArrived() }
@@ -58,7 +102,8 @@ extension Room {
                 track.live = true
                 refreshAllSubscribers(now: now, into: out)
             }
-            forward(track, plain: plain, header: header, vp8: vp8, extendedSequence: ext, now: now, into: out)
+            forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, vp8: vp8, extendedSequence: ext,
+                    now: now, into: out)
         }
     }
 
@@ -90,6 +135,7 @@ extension Room {
     private func noteReception(_ t: SourceTrack, header: RTPHeader, extendedSequence ext: Int64, now: MonoTime) {
         t.packets &+= 1
         t.bytes &+= UInt64(header.payloadLength)
+        t.rate.add(bytes: header.payloadLength + 40, now: now)  // what the stream costs on the wire, roughly
         t.lastPacketAt = now
         if t.baseSequence == nil { t.baseSequence = ext }
         // Arrival in RTP units, modulo 2^32 like the timestamps it is compared with (32-bit arithmetic as in
@@ -138,8 +184,9 @@ extension Room {
         detector.push(owner.index, level: level, count: samples, now: now)
     }
 
-    private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, vp8: VP8Descriptor?,
-                         extendedSequence ext: Int64, now: MonoTime, into out: DatagramBatch) {
+    private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, primary: Range<Int>,
+                         red: REDPayload?, vp8: VP8Descriptor?, extendedSequence ext: Int64, now: MonoTime,
+                         into out: DatagramBatch) {
         let t = track.index
         var i = 0
         while i < track.sinks.count {
@@ -161,8 +208,8 @@ extension Room {
                 guard let rw = s.videoSlots[ref.index].rewriter.rewrite(
                     extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: vp8, now: now)
                 else { drop(.staleAfterSwitch); continue }
-                if emit(&s.videoSlots[ref.index], conn: conn, source: plain, header: header, vp8: vp8, rewrite: rw,
-                        marker: header.marker, level: nil, now: now, into: out) {
+                if emit(&s.videoSlots[ref.index], conn: conn, source: plain, payload: header.payloadRange, payloadType: nil,
+                        vp8: vp8, rewrite: rw, marker: header.marker, level: nil, now: now, into: out) {
                     s.videoSlots[ref.index].sendLog?.log(.init(
                         outSequence: rw.sequenceNumber, source: t, sourceSequence: ext, output: rw,
                         marker: header.marker, sentAt: now, lastResend: nil))
@@ -172,52 +219,56 @@ extension Room {
                 guard let rw = s.audioSlots[ref.index].rewriter.rewrite(
                     extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: nil, now: now)
                 else { drop(.staleAfterSwitch); continue }
-                // RFC 3551 section 4.1: the marker bit flags the first packet after a silence period.
-                _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, header: header, vp8: nil, rewrite: rw,
+                // RED to subscribers that take it (block payload types rewritten to theirs), the primary Opus
+                // block to the others. RFC 3551 section 4.1: the marker flags the first packet after silence.
+                let d = s.audioSlots[ref.index].description
+                let keepRED = red != nil && d.redPayloadType != nil
+                _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, payload: keepRED ? header.payloadRange : primary,
+                         payloadType: keepRED ? d.redPayloadType : d.payloadType, red: keepRED ? red : nil, vp8: nil, rewrite: rw,
                          marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, now: now, into: out)
             }
         }
     }
 
     /// Writes the slot's copy of a source packet: slot SSRC and payload type, rewritten sequence number,
-    /// timestamp and VP8 fields, the audio level extension under the subscriber's id (other extensions are
-    /// not passed on: their ids were negotiated with the publisher), then protects it.
+    /// timestamp and VP8 fields, the extensions the subscriber negotiated (audio level under its id,
+    /// abs-send-time, the transport-wide sequence number; the publisher's own extensions are not passed on),
+    /// then protects it. `retransmission` makes it an RTX packet on the slot's RTX stream (RFC 4588) carrying
+    /// that original sequence number.
     @discardableResult
-    func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, header: RTPHeader,
-              vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?, now: MonoTime,
-              into out: DatagramBatch) -> Bool {
+    func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, payload: Range<Int>, payloadType: UInt8?,
+              red: REDPayload? = nil, vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?,
+              retransmission: Bool = false, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
         let d = slot.description
-        let levelID = level == nil ? nil : d.audioLevelExtensionID
-        let sendTimeID = d.absSendTimeExtensionID
+        var h: OutgoingRTP
+        if retransmission, let rtxPT = d.rtxPayloadType, let rtxSSRC = d.rtxSSRC {
+            h = OutgoingRTP(payloadType: rtxPT, sequenceNumber: slot.rtxSequence, timestamp: rw.timestamp, ssrc: rtxSSRC, marker: marker)
+            slot.rtxSequence &+= 1
+        } else {
+            h = OutgoingRTP(payloadType: payloadType ?? d.payloadType, sequenceNumber: rw.sequenceNumber, timestamp: rw.timestamp,
+                            ssrc: d.ssrc, marker: marker)
+        }
+        if let id = d.audioLevelExtensionID, let level { h.audioLevel = (id, level) }
+        if let id = d.absSendTimeExtensionID { h.absSendTime = (id, absSendTime(now)) }
+        if conn.sendHistory != nil { h.transportSequenceID = d.transportCCExtensionID }
         var w = ByteWriter(buf)
-        w.u8(0x80 | (levelID != nil || sendTimeID != nil ? 0x10 : 0))
-        w.u8((marker ? 0x80 : 0) | (d.payloadType & 0x7F))
-        w.u16(rw.sequenceNumber)
-        w.u32(rw.timestamp)
-        w.u32(d.ssrc)
-        if let id = levelID, let level {
-            // One-byte form (RFC 8285 section 4.2), one element, padded to a word.
-            w.u16(0xBEDE); w.u16(1)
-            w.u8(id << 4); w.u8(level & 0x7F); w.u16(0)
-        } else if let id = sendTimeID {
-            // abs-send-time: 24-bit 6.18 fixed-point seconds, wrapping every 64 s (webrtc.org extension).
-            w.u16(0xBEDE); w.u16(1)
-            w.u8(id << 4 | 2); w.u24(absSendTime(now))
-        }
+        var tccAt: Int?
+        guard h.write(&w, transportSequenceOffset: &tccAt) else { drop(.tooLarge); return false }
+        if h.ssrc == d.rtxSSRC { w.u16(rw.sequenceNumber) }  // RTX: the original sequence number first
         let payloadStart = w.offset
-        guard w.bytes(UnsafeRawBufferPointer(rebasing: source[header.payloadRange])),
+        guard w.bytes(UnsafeRawBufferPointer(rebasing: source[payload])),
               w.offset + SRTPSession.maxOverhead <= buf.count else { drop(.tooLarge); return false }
-        if let vp8 {
-            vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex,
-                        in: UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset]))
-        }
+        let written = UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset])
+        if let vp8 { vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex, in: written) }
+        if let red { red.rewritePayloadTypes(d.payloadType, in: written) }
+        if let at = tccAt { buf.setU16(conn.sendHistory!.stamp(size: w.offset + 16, now: now), at: at) }
         switch srtp.protectRTP(buf, length: w.offset) {
         case .success(let n):
             out.commit(length: n, to: conn.id)
             slot.packetsSent &+= 1
-            slot.bytesSent &+= UInt64(header.payloadLength)
+            slot.bytesSent &+= UInt64(payload.count)
             counters.packetsOut &+= 1
             counters.bytesOut &+= UInt64(n)
             return true

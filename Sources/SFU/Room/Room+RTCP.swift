@@ -53,7 +53,9 @@ extension Room {
                 // A status count is two bytes that can name 65,535 packets; it is parsed only within the budget.
                 if let fb = TransportCCFeedback.parse(p, pkt, maxPackets: budget) {
                     _ = spend(fb.packets.count)
-                    onEstimate(conn: conn, now: now, into: out) { $0.onTransportFeedback(fb, now: now) }
+                    guard let history = conn.sendHistory else { return }
+                    let results = history.resolve(fb)
+                    onEstimate(conn: conn, now: now, into: out) { $0.onPacketFeedback(results, now: now) }
                 } else if TransportCCFeedback.statusCount(p, pkt).map({ $0 > budget }) == true {
                     overBudget = true
                 }
@@ -98,8 +100,10 @@ extension Room {
         guard s.resendBudget.take(pkt.count, bytesPerSecond: bytesPerSecond, burst: max(bytesPerSecond / 4, 4_000), now: now) else {
             return drop(.resendBudget, conn)
         }
-        if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, header: h, vp8: vp8, rewrite: rec.output,
-                marker: rec.marker, level: nil, now: now, into: out) {
+        // On the slot's RTX stream when it has one (RFC 4588), else the same packet again.
+        let rtx = s.videoSlots[ref.index].description.rtxSSRC != nil
+        if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, payload: h.payloadRange, payloadType: nil, vp8: vp8,
+                rewrite: rec.output, marker: rec.marker, level: nil, retransmission: rtx, now: now, into: out) {
             s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
             s.videoSlots[ref.index].retransmissions &+= 1
             counters.retransmissions &+= 1
@@ -143,10 +147,12 @@ extension Room {
                     if rtt > 0 { slot.rtt = .init(nanoseconds: rtt) }
                 }
             }
+            if let rtt = s.slot(ref).rtt { s.estimator.setRTT(rtt) }
         }
     }
 
     /// A new downlink estimate for the connection's subscriber: the video count may change (and be reported).
+    /// ABWD weighs videos at what they measure (`streamBandwidthKbps`), not at a configured figure.
     private func onEstimate(conn: Connection, now: MonoTime, into out: DatagramBatch, _ update: (inout any DownlinkEstimator) -> Void) {
         guard let p = participants[conn.participant], let s = p.subscriber else { return }
         update(&s.estimator)
@@ -154,13 +160,28 @@ extension Room {
         let audio = configuration.audioReserveKbps * s.audioSlots.filter { $0.current != nil }.count
         // Before a first measurement the node has sent next to nothing: any estimate is app-limited.
         let sent = s.egress.kbps(bytes: (s.audioSlots + s.videoSlots).reduce(0) { $0 &+ $1.bytesSent }, now: now) ?? 0
-        if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: configuration.streamBandwidthKbps,
+        if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: streamBandwidthKbps(now: now),
                                            audioKbps: audio, maxVideos: s.videoSlots.count, sentKbps: sent, now: now) {
             events.append(.bandwidthAlert(participant: p.id, bandwidthKbps: alert.bandwidthKbps,
                                           streamBandwidthKbps: alert.streamBandwidthKbps,
                                           numberOfVideos: alert.numberOfVideos))
             refreshSubscriber(p, now: now, into: out)
         }
+    }
+
+    /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at
+    /// most every 500 ms), or the configured `stream_bandwidth` before any is measured.
+    func streamBandwidthKbps(now: MonoTime) -> Int {
+        if let c = streamRateCache, now - c.at < .milliseconds(500) { return c.kbps }
+        var total = 0.0, n = 0
+        for t in tracks.values where t.kind == .video && t.live {
+            guard let bps = t.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
+            total += bps
+            n += 1
+        }
+        let kbps = n == 0 ? configuration.streamBandwidthKbps : max(50, Int(total / Double(n) / 1000))
+        streamRateCache = (now, kbps)
+        return kbps
     }
 
     /// The node's receiver reports to each publisher (RFC 3550 section 6.4.2): loss and jitter per track.
@@ -203,13 +224,14 @@ extension Room {
                 s.audioSlots[i].nextSilenceAt = now + .milliseconds(20)
                 guard let (seq, ts) = s.audioSlots[i].rewriter.synthesize(tsIncrement: 960, now: now),
                       let srtp = conn.outbound, let buf = out.nextBuffer() else { continue }
-                let silence: [UInt8] = [0xF8, 0xFF, 0xFE]
                 let d = s.audioSlots[i].description
-                let n = silence.withUnsafeBytes {
-                    RTPPacketBuilder(payloadType: d.payloadType, sequenceNumber: seq, timestamp: ts, ssrc: d.ssrc)
-                        .write(payload: $0, into: buf)
-                }
-                guard let n, case .success(let m) = srtp.protectRTP(buf, length: n) else { continue }
+                var h = OutgoingRTP(payloadType: d.payloadType, sequenceNumber: seq, timestamp: ts, ssrc: d.ssrc)
+                if conn.sendHistory != nil { h.transportSequenceID = d.transportCCExtensionID }
+                var w = ByteWriter(buf)
+                var tccAt: Int?
+                guard h.write(&w, transportSequenceOffset: &tccAt), w.u8(0xF8), w.u8(0xFF), w.u8(0xFE) else { continue }
+                if let at = tccAt { buf.setU16(conn.sendHistory!.stamp(size: w.offset + 16, now: now), at: at) }
+                guard case .success(let m) = srtp.protectRTP(buf, length: w.offset) else { continue }
                 out.commit(length: m, to: conn.id)
                 s.audioSlots[i].packetsSent &+= 1
                 counters.packetsOut &+= 1

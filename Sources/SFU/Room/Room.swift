@@ -28,6 +28,8 @@ public final class Room {
     var listsDirty = false
     /// `nextDeadline`, until something may have scheduled earlier work.
     var deadlineCache: MonoTime?
+    /// The measured per-video bitrate and when it was taken (`streamBandwidthKbps`).
+    var streamRateCache: (at: MonoTime, kbps: Int)?
 
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
     public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
@@ -75,6 +77,8 @@ public final class Room {
             if let r = track.keyframes.nextRetry(rtt: nil) { t = min(t, r) }
         }
         for c in connections.values { t = min(t, c.nextReceiverReport) }
+        t = min(t, nextPublisherFeedback())
+        t = min(t, nextProbe())
         return t
     }
 
@@ -86,6 +90,8 @@ public final class Room {
         sendDueSilence(now: now, into: out)
         retryKeyframeRequests(now: now, into: out)
         sendDueReceiverReports(now: now, into: out)
+        sendDuePublisherFeedback(now: now, into: out)
+        runProbes(now: now, into: out)
         if listsDirty { refreshAllSubscribers(now: now, into: out) }
     }
 

@@ -5,8 +5,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var mode: Mode = .group
     /// K: how many talkers each subscriber receives at most (1-12, EnableX's range for web clients).
     public var maxActiveTalkers = 6
-    /// Per-video bandwidth in kbps for the video-count rule.
+    /// Per-video bandwidth in kbps for the video-count rule until the videos' own rates are measured.
     public var streamBandwidthKbps = 300
+    /// Where a subscriber's transport-cc estimate starts, before feedback and probes move it.
+    public var startBitrateKbps = 600
     /// Levels come from decoding Opus (SILK's voice flags gate it, DTX is never decoded): what the server
     /// hears, not what the client claims (issue 13; `limits.md`: ~0.01 core per 10 speakers).
     public var levelSource: LevelSource = .decode
@@ -63,9 +65,19 @@ public struct PublishedTrack: Sendable, Equatable {
     public var mid: String?
     public var midExtensionID: UInt8?
     public var rtxPayloadType: UInt8?
+    /// The negotiated id of the transport-wide sequence number extension: the node sends the publisher
+    /// transport-cc feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01).
+    public var transportCCExtensionID: UInt8?
+    /// Audio: the RED payload type (RFC 2198) when the publisher may send Opus with redundancy.
+    public var redPayloadType: UInt8?
+    /// Video: the publisher takes NACK (the node asks for lost packets, RFC 4585) and REMB (the node caps its
+    /// rate at what its subscribers can take).
+    public var nack = false
+    public var remb = false
 
     public init(codec: Codec, ssrc: UInt32?, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
-                mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil) {
+                mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,
+                transportCCExtensionID: UInt8? = nil, redPayloadType: UInt8? = nil, nack: Bool = false, remb: Bool = false) {
         self.codec = codec
         self.ssrc = ssrc
         self.rtxSSRC = rtxSSRC
@@ -74,6 +86,10 @@ public struct PublishedTrack: Sendable, Equatable {
         self.mid = mid
         self.midExtensionID = midExtensionID
         self.rtxPayloadType = rtxPayloadType
+        self.transportCCExtensionID = transportCCExtensionID
+        self.redPayloadType = redPayloadType
+        self.nack = nack
+        self.remb = remb
     }
 }
 
@@ -89,14 +105,27 @@ public struct SlotDescription: Sendable, Equatable {
     public var audioLevelExtensionID: UInt8?
     /// The subscriber's id for abs-send-time, stamped on video so its receiver can estimate bandwidth (REMB).
     public var absSendTimeExtensionID: UInt8?
+    /// The subscriber's id for the transport-wide sequence number: every packet to the connection carries
+    /// one, and the subscriber's transport-cc feedback drives the node's estimate of its downlink.
+    public var transportCCExtensionID: UInt8?
+    /// Video: the slot's RTX stream (RFC 4588) for NACKed packets and probe padding.
+    public var rtxPayloadType: UInt8?
+    public var rtxSSRC: UInt32?
+    /// Audio: the subscriber takes Opus with redundancy (RFC 2198) under this payload type.
+    public var redPayloadType: UInt8?
 
     public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
-                absSendTimeExtensionID: UInt8? = nil) {
+                absSendTimeExtensionID: UInt8? = nil, transportCCExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,
+                rtxSSRC: UInt32? = nil, redPayloadType: UInt8? = nil) {
         self.codec = codec
         self.mid = mid
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
         self.absSendTimeExtensionID = absSendTimeExtensionID
+        self.transportCCExtensionID = transportCCExtensionID
+        self.rtxPayloadType = rtxPayloadType
+        self.rtxSSRC = rtxSSRC
+        self.redPayloadType = redPayloadType
     }
 }

@@ -41,6 +41,8 @@ final class SubscriberState {
     var egress = EgressRate()
     /// What retransmissions to this subscriber may still cost (`RoomLimits.resendKbps`).
     var resendBudget = ByteBudget()
+    /// Probe clusters that let a transport-cc estimate climb to what the downlink carries.
+    var probe = ProbePlanner()
 
     init(audioSlots: [Slot], videoSlots: [Slot], videoCount: VideoCountPolicy) {
         self.audioSlots = audioSlots
@@ -97,6 +99,8 @@ struct Slot {
     var lastSRSentAt: MonoTime?
     var rtt: MonoTime.Interval?
     var fractionLost: UInt8 = 0
+    /// The slot's RTX stream's next sequence number (its own space, RFC 4588 section 4).
+    var rtxSequence = UInt16.random(in: 0...UInt16.max)
 
     init(_ d: SlotDescription) {
         description = d
@@ -136,6 +140,10 @@ final class SourceTrack {
     let history: PacketHistory?
     var keyframes = KeyframeRequester()
     var live = false
+    /// Packets the node asks the publisher to send again (RTX), when it takes NACK.
+    var nacks = NackGenerator()
+    /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.
+    var rate = RateMeter()
     // Reception statistics for receiver reports (RFC 3550 appendix A.3 and A.8).
     var baseSequence: Int64?
     var expectedPrior: Int64 = 0
@@ -174,6 +182,13 @@ final class Connection {
     /// SSRCs libsrtp keeps an inbound stream for (each authenticated one): bounded by
     /// `RoomLimits.ssrcsPerConnection`, and a track's are removed with it.
     var inboundSSRCs: Set<UInt32> = []
+    /// Publishing: the transport-wide sequence number's id, and the arrivals the publisher gets feedback on.
+    var transportCCExtensionID: UInt8?
+    var feedback: TransportFeedbackRecorder?
+    /// When the node next tells the publisher how much its subscribers can take (REMB).
+    var nextREMB: MonoTime = .never
+    /// Subscribing: what the node sent, by transport-wide sequence number, for the subscriber's feedback.
+    var sendHistory: SendHistory?
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
     var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
     var nextReceiverReport: MonoTime = .never
@@ -194,6 +209,12 @@ public struct RoomCounters: Sendable, Equatable {
     public var rtcpOut: UInt64 = 0
     public var keyframeRequestsSent: UInt64 = 0
     public var retransmissions: UInt64 = 0
+    /// Repairs (RTX) publishers sent for packets the node NACKed, and padding-only packets (their probes).
+    public var repairsIn: UInt64 = 0
+    public var paddingIn: UInt64 = 0
+    /// NACK packets the node sent publishers, and padding bytes it sent subscribers to probe their downlink.
+    public var nacksSent: UInt64 = 0
+    public var probeBytesSent: UInt64 = 0
     public var dominantSpeakerChanges: UInt64 = 0
     /// Slots of any subscriber that took a new participant (a talker switch as the subscriber sees it).
     public var slotSwitches: UInt64 = 0
@@ -210,6 +231,10 @@ public struct RoomCounters: Sendable, Equatable {
         rtcpOut &+= o.rtcpOut
         keyframeRequestsSent &+= o.keyframeRequestsSent
         retransmissions &+= o.retransmissions
+        repairsIn &+= o.repairsIn
+        paddingIn &+= o.paddingIn
+        nacksSent &+= o.nacksSent
+        probeBytesSent &+= o.probeBytesSent
         dominantSpeakerChanges &+= o.dominantSpeakerChanges
         slotSwitches &+= o.slotSwitches
         for r in DropReason.allCases { drops[r] &+= o.drops[r] }

@@ -34,6 +34,7 @@ public enum OfferAnswer {
     public static let audioLevelURI = "urn:ietf:params:rtp-hdrext:ssrc-audio-level"
     public static let midURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
     public static let absSendTimeURI = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time"
+    public static let transportCCURI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 
     public struct Publish: Sendable {
         public var answer: SessionDescription
@@ -71,28 +72,42 @@ public enum OfferAnswer {
             }
             let levelID = kind == "audio" ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
             let midID = m.extmaps.first { $0.value == midURI }?.key
+            // transport-cc only with both its extension and its feedback (the publisher then reads the node's
+            // feedback for its own estimator); REMB and NACK as the offer allows them.
+            let fb = feedback(m, codec.pt)
+            let tccID = fb.contains("transport-cc") ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
+            let nack = kind == "video" && fb.contains("nack")
+            let remb = kind == "video" && fb.contains("goog-remb")
             if m.has("rid") || m.has("simulcast") {
                 throw SDPError(line: m.lineNumber, text: "m=\(kind)", reason: "simulcast (a=rid) is not supported yet")
             }
+            var track: PublishedTrack
             if let ssrc = m.fidGroups.first?.media ?? m.ssrcs.first {
                 let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
-                tracks.append(PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt,
-                                             audioLevelExtensionID: levelID))
+                track = PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                                       rtxPayloadType: codec.rtx)
             } else if let midID, let mid = m.mid {
                 // No SSRC signalled: the room learns it from the MID extension (RFC 8843 section 9.2).
-                tracks.append(PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, audioLevelExtensionID: levelID,
-                                             mid: mid, midExtensionID: midID, rtxPayloadType: codec.rtx))
+                track = PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                                       mid: mid, midExtensionID: midID, rtxPayloadType: codec.rtx)
             } else {
                 throw SDPError(line: m.lineNumber, text: "m=\(kind)",
                                reason: "neither a=ssrc lines nor the MID header extension: packets could not be bound to the track")
             }
+            track.transportCCExtensionID = tccID
+            track.redPayloadType = codec.red
+            track.nack = nack
+            track.remb = remb
+            tracks.append(track)
             var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
-            for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key }) where uri == midURI || (uri == audioLevelURI && kind == "audio") {
+            for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key })
+            where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil) {
                 a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))
             }
-            if kind == "video" {
-                for fb in ["nack", "nack pli", "ccm fir"] { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(fb)")) }
-            }
+            var fbs = kind == "video" ? ["nack", "nack pli", "ccm fir"] : []
+            if remb { fbs.append("goog-remb") }
+            if tccID != nil { fbs.append("transport-cc") }
+            for f in fbs { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(f)")) }
             answer.media.append(a)
         }
         guard !tracks.isEmpty else {
@@ -125,19 +140,33 @@ public enum OfferAnswer {
             let index = slots.filter { $0.codec.kind == kind }.count
             let s = ssrc(mid, kind, index)
             let levelID = kind == .audio ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
+            let fb = feedback(m, codec.pt)
+            let tccID = fb.contains("transport-cc") || kind == .audio ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
             let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
-            slots.append(SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt,
-                                         audioLevelExtensionID: levelID, absSendTimeExtensionID: sendTimeID))
+            let rtxSSRC = codec.rtx.map { _ in ssrc(mid + "/rtx", kind, index) }
+            slots.append(SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                                         absSendTimeExtensionID: sendTimeID, transportCCExtensionID: tccID,
+                                         rtxPayloadType: codec.rtx, rtxSSRC: rtxSSRC, redPayloadType: codec.red))
             var a = acceptedMedia(m, codec: codec, direction: "sendonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
-            for (id, uri) in [(levelID, audioLevelURI), (sendTimeID, absSendTimeURI)] {
+            for (id, uri) in [(levelID, audioLevelURI), (sendTimeID, absSendTimeURI), (tccID, transportCCURI)] {
                 if let id { a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)")) }
             }
             if kind == .video {
-                for fb in ["nack", "nack pli", "ccm fir", "goog-remb"] { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(fb)")) }
+                var fbs = ["nack", "nack pli", "ccm fir"]
+                fbs.append(tccID != nil ? "transport-cc" : "goog-remb")
+                for f in fbs { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(f)")) }
+            } else if tccID != nil {
+                a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) transport-cc"))
             }
-            a.attributes.append(SDPAttribute("msid", "sfu slot-\(mid)"))
-            a.attributes.append(SDPAttribute("ssrc", "\(s) cname:sfu"))
-            a.attributes.append(SDPAttribute("ssrc", "\(s) msid:sfu slot-\(mid)"))
+            // Each slot is its own stream: slots carry whoever talks, so a browser must never lip-sync one
+            // slot's audio with another slot's video (issue 13).
+            let msid = "sfu-\(mid) slot-\(mid)"
+            a.attributes.append(SDPAttribute("msid", msid))
+            if let rtxSSRC { a.attributes.append(SDPAttribute("ssrc-group", "FID \(s) \(rtxSSRC)")) }
+            for x in [s] + (rtxSSRC.map { [$0] } ?? []) {
+                a.attributes.append(SDPAttribute("ssrc", "\(x) cname:sfu"))
+                a.attributes.append(SDPAttribute("ssrc", "\(x) msid:\(msid)"))
+            }
             answer.media.append(a)
         }
         guard !slots.isEmpty else {
@@ -155,17 +184,20 @@ public enum OfferAnswer {
         var rtx: UInt8?
         var rtpmap: String
         var fmtp: String?
+        /// Opus with redundancy (RFC 2198) under this payload type, when offered for this Opus.
+        var red: UInt8?
     }
 
-    /// Opus/48000/2 for audio; VP8/90000 (and its RTX, RFC 4588) for video. RED, ULPFEC and the rest are
-    /// not accepted.
+    /// Opus/48000/2 (and RED over it, RFC 2198) for audio; VP8/90000 (and its RTX, RFC 4588) for video.
+    /// ULPFEC and the rest are not accepted.
     static func chooseCodec(_ m: MediaDescription) -> CodecChoice? {
         let maps = m.rtpmaps
         let fmtps = m.fmtps
         for f in m.formats {
             guard let pt = UInt8(f), let map = maps[pt] else { continue }
             if m.kind == "audio", map.name == "opus", map.clock == 48_000 {
-                return CodecChoice(codec: .opus, pt: pt, rtx: nil, rtpmap: "opus/48000/2", fmtp: fmtps[pt])
+                let red = maps.first { $0.value.name == "red" && $0.value.clock == 48_000 && fmtps[$0.key] == "\(pt)/\(pt)" }?.key
+                return CodecChoice(codec: .opus, pt: pt, rtx: nil, rtpmap: "opus/48000/2", fmtp: fmtps[pt], red: red)
             }
             if m.kind == "video", map.name == "vp8", map.clock == 90_000 {
                 let rtx = maps.first { $0.value.name == "rtx" && fmtps[$0.key] == "apt=\(pt)" }?.key
@@ -186,6 +218,17 @@ public enum OfferAnswer {
 
     /// The client's ICE credentials and DTLS fingerprint: what tells a renegotiation (the same), an ICE
     /// restart (new credentials) and a new transport (a new fingerprint) apart.
+    /// The rtcp-fb values an m-line offers for a payload type (or for every one, `*`).
+    static func feedback(_ m: MediaDescription, _ pt: UInt8) -> Set<String> {
+        var out = Set<String>()
+        for v in m.values("rtcp-fb") {
+            guard let space = v.firstIndex(of: " ") else { continue }
+            let target = v[..<space]
+            if target == "*" || target == "\(pt)" { out.insert(String(v[v.index(after: space)...])) }
+        }
+        return out
+    }
+
     public static func remoteTransport(_ offer: SessionDescription) throws(SDPError) -> RemoteTransport {
         func find(_ key: String) -> String? {
             offer.attribute(key) ?? offer.media.lazy.compactMap { $0.attribute(key) }.first
@@ -234,7 +277,9 @@ public enum OfferAnswer {
     static func acceptedMedia(_ m: MediaDescription, codec: CodecChoice, direction: String, local: LocalTransport,
                               first: Bool) -> MediaDescription {
         let port = local.candidates.first.map { Int($0.port) } ?? 9
+        // RED first for a publisher, so a browser sends Opus with redundancy; the node sends either.
         var formats = ["\(codec.pt)"]
+        if let red = codec.red { if direction == "recvonly" { formats.insert("\(red)", at: 0) } else { formats.append("\(red)") } }
         if let rtx = codec.rtx { formats.append("\(rtx)") }
         var a = MediaDescription(kind: m.kind, port: port, proto: "UDP/TLS/RTP/SAVPF", formats: formats)
         a.connection = "IN IP4 " + (local.candidates.first.flatMap { if case .v4 = $0.ip { $0.host } else { nil } } ?? "0.0.0.0")
@@ -247,6 +292,10 @@ public enum OfferAnswer {
         if m.has("rtcp-rsize") { a.attributes.append(SDPAttribute("rtcp-rsize")) }
         a.attributes.append(SDPAttribute("rtpmap", "\(codec.pt) \(codec.rtpmap)"))
         if let f = codec.fmtp { a.attributes.append(SDPAttribute("fmtp", "\(codec.pt) \(f)")) }
+        if let red = codec.red {
+            a.attributes.append(SDPAttribute("rtpmap", "\(red) red/48000/2"))
+            a.attributes.append(SDPAttribute("fmtp", "\(red) \(codec.pt)/\(codec.pt)"))
+        }
         if let rtx = codec.rtx {
             a.attributes.append(SDPAttribute("rtpmap", "\(rtx) rtx/90000"))
             a.attributes.append(SDPAttribute("fmtp", "\(rtx) apt=\(codec.pt)"))

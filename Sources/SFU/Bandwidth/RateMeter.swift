@@ -1,0 +1,37 @@
+/// A stream's bitrate over the last second or two, in fixed memory: bytes counted in 250 ms buckets, the
+/// rate taken over the last `buckets` complete ones (ABWD's measured per-video bandwidth, the egress of a
+/// subscriber, what a publisher sends).
+public struct RateMeter: Sendable {
+    static let bucketNanos: Int64 = 250_000_000
+    static let buckets = 8  // 2 s
+
+    private var counts = [Int](repeating: 0, count: buckets)
+    private var current: Int64 = -1  // index of the bucket being filled (time / bucket length)
+    private var filled = 0
+
+    public init() {}
+
+    public mutating func add(bytes: Int, now: MonoTime) {
+        roll(to: now)
+        counts[Int(current % Int64(Self.buckets))] += bytes
+    }
+
+    private mutating func roll(to now: MonoTime) {
+        let b = now.nanoseconds / Self.bucketNanos
+        if current < 0 { current = b; return }
+        guard b > current else { return }
+        let steps = min(b - current, Int64(Self.buckets))
+        for k in 1...steps { counts[Int((current + k) % Int64(Self.buckets))] = 0 }
+        filled = min(filled + Int(b - current), Self.buckets - 1)
+        current = b
+    }
+
+    /// Bits per second over the complete buckets (nil before one is complete).
+    public mutating func bitsPerSecond(now: MonoTime) -> Double? {
+        roll(to: now)
+        guard filled > 0 else { return nil }
+        var bytes = 0
+        for k in 1...filled { bytes += counts[Int((current - Int64(k) + Int64(Self.buckets)) % Int64(Self.buckets))] }
+        return Double(bytes) * 8 / (Double(filled) * Double(Self.bucketNanos) / 1e9)
+    }
+}

@@ -82,4 +82,35 @@ import Testing
         let measured = gcc2.lastProbeResult ?? 0
         #expect(measured > 1_000_000 && measured < 2_000_000, "a 6 Mbit/s probe over 1.5 Mbit/s measures \(measured)")
     }
+
+    /// A sender stamping abs-send-time at `rate` bits/s (1200-byte packets) over `link` for `seconds`.
+    func uplink(_ link: inout SimulatedLink, _ est: inout ReceiveSideEstimator, rate: (Double?) -> Double, seconds: Double, from start: MonoTime) -> MonoTime {
+        var now = start
+        var credit = 0.0
+        for _ in 0..<Int(seconds * 200) {
+            now = now + .milliseconds(5)
+            credit += rate(est.estimate.map { Double($0) }) / 200 / 8
+            while credit >= 1200 {
+                credit -= 1200
+                let abs = UInt32(truncatingIfNeeded: (UInt64(now.nanoseconds) << 18) / 1_000_000_000) & 0xFF_FFFF
+                if let arrival = link.transmit(size: 1200, at: now) { est.packet(absSendTime: abs, arrival: arrival, size: 1200) }
+            }
+        }
+        return now
+    }
+
+    @Test func aREMBOnlyPublishersUplinkIsEstimatedFromAbsSendTime() throws {
+        // A sender that follows the node's REMB (as aiortc and browsers do) over an 800 kbit/s uplink.
+        var link = SimulatedLink(capacityBps: 800_000)
+        var est = ReceiveSideEstimator()
+        _ = uplink(&link, &est, rate: { $0 ?? 300_000 }, seconds: 30, from: .seconds(50))
+        let capped = try #require(est.estimate)
+        #expect(capped > 400_000 && capped < 1_000_000, "\(capped)")
+        // 500 kbit/s over a free 10 Mbit/s link (through abs-send-time wrapping at 64 s): no congestion seen.
+        var free = SimulatedLink(capacityBps: 10_000_000)
+        var est2 = ReceiveSideEstimator()
+        _ = uplink(&free, &est2, rate: { _ in 500_000 }, seconds: 30, from: .seconds(50))
+        let open = try #require(est2.estimate)
+        #expect(open >= 500_000, "\(open)")
+    }
 }

@@ -204,6 +204,11 @@ extension Room {
             conn.transportCCExtensionID = tcc
             conn.feedback = tcc.map { _ in TransportFeedbackRecorder() }
         }
+        let sendTime = p.videoTrack.flatMap { tracks[$0]?.description.absSendTimeExtensionID }
+        if sendTime != conn.absSendTimeExtensionID {
+            conn.absSendTimeExtensionID = sendTime
+            conn.uplink = sendTime.map { _ in ReceiveSideEstimator() }
+        }
         let remb = [p.videoTrack].compactMap { $0 }.contains { tracks[$0]?.description.remb == true }
         if remb, conn.nextREMB == .never { conn.nextREMB = .zero } else if !remb { conn.nextREMB = .never }
         for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }).compactMap({ tracks[$0] }) {

@@ -41,6 +41,8 @@ extension Room {
         // estimator wants to hear about.
         if let id = conn.transportCCExtensionID, let r = header.extensions(in: plain).find(id), r.count == 2 {
             conn.feedback?.record(sequence: plain.u16(r.lowerBound), arrival: now)
+        } else if let id = conn.absSendTimeExtensionID, let r = header.extensions(in: plain).find(id), r.count == 3 {
+            conn.uplink?.packet(absSendTime: plain.u24(r.lowerBound), arrival: now, size: length)
         }
         if route.rtx {
             // RFC 4588: back to the original packet, in place; padding alone is a bandwidth probe.

@@ -1,8 +1,9 @@
 /// What the node tells publishers, so that their own controllers see the path and the room (issue 13):
 /// transport-wide feedback for their GCC (draft-holmer-rmcat-transport-wide-cc-extensions-01), NACKs for
-/// what went missing (RFC 4585, answered with RTX), and REMB caps: a camera is asked for no more than the
+/// what went missing (RFC 4585, answered with RTX), and REMB: a camera is asked for no more than the
 /// best-placed of its subscribers can take, so a 2 Mbit/s camera does not flood a room of 300 kbit/s
-/// receivers.
+/// receivers; a publisher without transport-cc gets the lower of that and its uplink as the node measured
+/// it (`ReceiveSideEstimator`), as a receiver's REMB would say.
 extension Room {
     /// The most a publisher's video is worth sending when nobody constrains it.
     static let unconstrainedBitrate: UInt64 = 10_000_000
@@ -30,7 +31,8 @@ extension Room {
             if now >= conn.nextREMB {
                 conn.nextREMB = now + .seconds(1)
                 if let t = p.videoTrack, let track = tracks[t], let ssrc = track.ssrc, let buf = out.nextBuffer(),
-                   let n = REMB(senderSSRC: nodeSSRC, bitrate: publisherCap(track), ssrcs: [ssrc]).write(into: buf) {
+                   let n = REMB(senderSSRC: nodeSSRC, bitrate: min(publisherCap(track), conn.uplink?.estimate ?? .max),
+                                ssrcs: [ssrc]).write(into: buf) {
                     commitRTCP(buf, length: n, conn: conn, into: out)
                 }
             }

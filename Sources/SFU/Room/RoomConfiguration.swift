@@ -74,6 +74,8 @@ public struct PublishedTrack: Sendable, Equatable {
     /// rate at what its subscribers can take).
     public var nack = false
     public var remb = false
+    /// abs-send-time's id when the publisher takes REMB but not transport-cc: the node estimates its uplink.
+    public var absSendTimeExtensionID: UInt8?
 
     public init(codec: Codec, ssrc: UInt32?, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
                 mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,

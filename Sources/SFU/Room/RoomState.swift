@@ -187,6 +187,9 @@ final class Connection {
     var feedback: TransportFeedbackRecorder?
     /// When the node next tells the publisher how much its subscribers can take (REMB).
     var nextREMB: MonoTime = .never
+    /// A REMB-only publisher's uplink, estimated from abs-send-time (its video track's id).
+    var uplink: ReceiveSideEstimator?
+    var absSendTimeExtensionID: UInt8?
     /// Subscribing: what the node sent, by transport-wide sequence number, for the subscriber's feedback.
     var sendHistory: SendHistory?
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).

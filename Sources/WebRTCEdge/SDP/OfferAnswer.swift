@@ -95,13 +95,17 @@ public enum OfferAnswer {
                                reason: "neither a=ssrc lines nor the MID header extension: packets could not be bound to the track")
             }
             track.transportCCExtensionID = tccID
+            // Without transport-cc, abs-send-time lets the node estimate the uplink itself for its REMB.
+            let sendTimeID = remb && tccID == nil ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
+            track.absSendTimeExtensionID = sendTimeID
             track.redPayloadType = codec.red
             track.nack = nack
             track.remb = remb
             tracks.append(track)
             var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key })
-            where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil) {
+            where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil)
+                || (uri == absSendTimeURI && sendTimeID != nil) {
                 a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))
             }
             var fbs = kind == "video" ? ["nack", "nack pli", "ccm fir"] : []

@@ -62,13 +62,6 @@ extension Room {
         // source muted (or waiting for the floor) for more than 2^15 packets must not read as old after.
         let ext = track.unwrapper.unwrap(header.sequenceNumber)
         noteReception(track, header: header, extendedSequence: ext, now: now)
-        if track.description.nack {
-            switch track.nacks.received(ext, now: now) {
-            case .none: break
-            case .nacking: deadlineCache = nil  // the NACK is due now
-            case .tooWide: requestKeyframe(track, now: now, into: out)
-            }
-        }
         ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: false, conn: conn, now: now, into: out)
     }
 
@@ -76,6 +69,14 @@ extension Room {
     private func ingest(_ track: SourceTrack, owner: Participant, plain: UnsafeRawBufferPointer, header: RTPHeader,
                         extendedSequence ext: Int64, repaired: Bool, conn: Connection, now: MonoTime, into out: DatagramBatch) {
         if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
+        if !repaired, track.description.nack {
+            // What goes missing is asked for again (nothing is, for a muted or floor-less track).
+            switch track.nacks.received(ext, now: now) {
+            case .none: break
+            case .nacking: deadlineCache = nil  // the NACK is due now
+            case .tooWide: requestKeyframe(track, now: now, into: out)
+            }
+        }
         if track.kind == .audio {
             // Opus, or Opus with redundancy (RFC 2198): the level is the primary block's.
             var red: REDPayload?

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import SFU
 import SFUNode
 import ServiceLifecycle
 
@@ -21,6 +22,13 @@ struct ServeCommand: AsyncParsableCommand {
         let node = try Node(configuration: settings, logger: logger)
         for w in node.workers { logger.info("media worker listening", metadata: ["worker": "\(w.index)", "udp": "\(w.socket.local)"]) }
         logger.info("DTLS identity", metadata: ["fingerprint": "\(node.certificate.fingerprint)"])
+        let srtp = SRTPBackend.current
+        let cost = "\(Int(srtp.protectNanoseconds)) ns per 1200-byte GCM protect"
+        logger.info("SRTP", metadata: ["backend": "\(srtp.name)", "version": "\(srtp.version)", "cost": "\(cost)"])
+        if srtp.isSlow {
+            logger.warning("libsrtp runs on NSS, 3-5x slower per packet than on OpenSSL: build with scripts/run.sh (scripts/build-libsrtp.sh)",
+                           metadata: ["cost": "\(cost)"])
+        }
         let app = ControlAPI.application(node: node, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: app), .init(service: NodeService(node: node))],

@@ -105,6 +105,10 @@ public final class NodeMetrics: Sendable {
                 gauge("sfu_pending_handshakes", w, Double(m.pendingHandshakes))
             }
             gauge("sfu_event_consumers", [], Double(consumers))
+            // Which crypto libsrtp runs on (1 for the one linked), and what a 1200-byte GCM protect costs.
+            let srtp = SRTPBackend.current
+            gauge("sfu_srtp_backend", [("backend", srtp.name), ("version", srtp.version)], 1)
+            gauge("sfu_srtp_protect_nanoseconds", [], srtp.protectNanoseconds)
             // The caps in force, and how often each refused a request (`limits.*` keys).
             let l = c.workerLimits
             for (name, value) in [("rooms", c.maxRooms), ("participants_per_room", l.room.participants),

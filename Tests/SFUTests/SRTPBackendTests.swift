@@ -1,0 +1,11 @@
+import Testing
+@testable import SFU
+
+@Suite struct SRTPBackendTests {
+    @Test func theLinkedBackendIsNamedAndMeasured() {
+        let b = SRTPBackend.current
+        #expect(b.name == "openssl" || b.name == "nss")
+        #expect(b.version.contains("libsrtp"))
+        #expect(b.protectNanoseconds > 0 && b.protectNanoseconds.isFinite)
+    }
+}

@@ -37,6 +37,8 @@ final class Transport {
     let createdAt: MonoTime
     /// DTLS finished and the room has the SRTP keys.
     var established = false
+    /// The client nominated an address (USE-CANDIDATE): media has somewhere to go.
+    var nominated = false
     /// A subscription's SSRC per slot mid: a renegotiation keeps the slots it still offers on their SSRCs.
     var slotSSRCs: [String: UInt32] = [:]
 

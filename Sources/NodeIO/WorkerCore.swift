@@ -68,7 +68,7 @@ public final class WorkerCore {
     /// When `tick` has something to do; `.never` for an idle worker.
     public var nextDeadline: MonoTime {
         var t = rooms.values.reduce(edge.nextDeadline) { min($0, $1.nextDeadline) }
-        if transports.values.contains(where: { !$0.established }) { t = min(t, nextLivenessCheck) }
+        if transports.values.contains(where: { !$0.established || !$0.nominated }) { t = min(t, nextLivenessCheck) }
         return t
     }
 
@@ -224,6 +224,8 @@ public final class WorkerCore {
             switch o {
             case .send(let bytes, let to):
                 control.append((bytes, to))
+            case .selected(let conn, _):
+                transports[conn]?.nominated = true
             case .keys(let conn, let keys):
                 guard let t = transports[conn] else { continue }
                 transportCounters.dtlsHandshakes &+= 1
@@ -255,13 +257,16 @@ public final class WorkerCore {
         }
     }
 
-    /// Transports that have not finished ICE and DTLS in time: closed, and the room says why.
+    /// Transports that have not finished ICE (a nomination) and DTLS in time: closed, and the room says why.
     private func closeStalledHandshakes(now: MonoTime) {
-        let stalled = transports.values.filter { !$0.established && now - $0.createdAt >= limits.handshakeTimeout }
+        let stalled = transports.values.filter {
+            (!$0.established || !$0.nominated) && now - $0.createdAt >= limits.handshakeTimeout
+        }
         for t in stalled {
             transportCounters.handshakeTimeouts &+= 1
             let seconds = Int(limits.handshakeTimeout.seconds)
-            let why = edge.wasChecked(t.id) ? "DTLS did not complete within \(seconds) s" : "no ICE connectivity check within \(seconds) s"
+            let why = !edge.wasChecked(t.id) ? "no ICE connectivity check within \(seconds) s"
+                : !t.established ? "DTLS did not complete within \(seconds) s" : "no ICE nomination within \(seconds) s"
             close(t, reason: why, notify: false, now: now)
         }
     }

@@ -172,4 +172,21 @@ import WebRTCEdge
         #expect(net.core.connectionCount == 1)
         #expect(net.states(of: "B").contains { $0.0 == .disconnected && $0.1?.contains("close_notify") == true })
     }
+
+    @Test func aClientThatChecksButNeverNominatesDoesNotStayForever() throws {
+        let net = VirtualNetwork()
+        try net.room.admit("C", now: net.now)
+        let c = VirtualClient("10.0.3.1:5000")
+        try net.offer(c, participant: "C", publish: true)
+        net.send(c.check(nominate: false), from: c)  // a valid check, no USE-CANDIDATE
+        for d in c.dtls!.start(now: net.now) { net.send(d, from: c) }
+        #expect(c.tx != nil, "DTLS finished over the checked address")
+        var elapsed: Int64 = 0
+        net.advance(by: 31_000, every: 500) {  // it keeps consent fresh, and still never nominates
+            elapsed += 500
+            if elapsed % 2500 == 0 { net.send(c.check(nominate: false), from: c) }
+        }
+        #expect(net.core.connectionCount == 0)
+        #expect(net.states(of: "C").contains { $0.1 == "no ICE nomination within 30 s" })
+    }
 }

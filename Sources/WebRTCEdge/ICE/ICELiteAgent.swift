@@ -167,9 +167,10 @@ public final class ICELiteAgent {
     }
 
     /// Consent bookkeeping: disconnected after `disconnectedAfter` without a valid check on the selected
-    /// address, failed after `consentTimeout`.
+    /// address (or, before any nomination, on any address), failed after `consentTimeout`: a client that
+    /// checked once and never nominated does not stay forever.
     public func tick(now: MonoTime) {
-        guard let s = selected, let t = lastCheck[s], state == .connected || state == .disconnected else { return }
+        guard state != .failed, state != .closed, let t = lastQuietFrom else { return }
         let quiet = now - t
         if quiet >= consentTimeout {
             setState(.failed)
@@ -179,12 +180,18 @@ public final class ICELiteAgent {
         for (a, t) in lastCheck where now - t >= consentTimeout { lastCheck[a] = nil }
     }
 
+    /// The last valid check that keeps consent: on the selected address, or on any before a nomination.
+    private var lastQuietFrom: MonoTime? {
+        if let s = selected { return lastCheck[s] }
+        return lastCheck.values.max()
+    }
+
     /// When `tick` has something to decide.
     public var nextDeadline: MonoTime {
-        guard let s = selected, let t = lastCheck[s] else { return .never }
+        guard let t = lastQuietFrom else { return .never }
         switch state {
         case .connected: return t + disconnectedAfter
-        case .disconnected: return t + consentTimeout
+        case .new, .disconnected: return t + consentTimeout
         default: return .never
         }
     }

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
         .library(name: "WebRTCEdge", targets: ["WebRTCEdge"]),
         .executable(name: "sfu", targets: ["sfu"]),
+        .executable(name: "sfu-lab", targets: ["sfu-lab"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -26,16 +27,16 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        // Wrappers for C macros and variadic functions Swift cannot call.
-        .target(
-            name: "CShims",
-            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("vpx"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
-        ),
+        // Wrappers for C macros and variadic functions Swift cannot call, one per library, each linking only its
+        // own library (the node never links libvpx).
+        .target(name: "COpusShims", linkerSettings: [.linkedLibrary("opus")]),
+        .target(name: "CVPXShims", linkerSettings: [.linkedLibrary("vpx")]),
+        .target(name: "COpenSSLShims", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // The sans-IO media engine: wire formats, SRTP, audio level, talkers, forwarding, rooms.
-        .target(name: "SFU", dependencies: ["CSRTP", "COpus", "CShims"]),
+        .target(name: "SFU", dependencies: ["CSRTP", "COpus", "COpusShims"]),
         // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite (then DTLS-SRTP
         // and SDP): datagrams and time in, datagrams, keys and events out.
-        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL", "CShims"]),
+        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL", "COpenSSLShims"]),
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
@@ -52,7 +53,7 @@ let package = Package(
         ]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
         // speech synthesis, client-side SRTP endpoints.
-        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "CShims", "CSRTP"]),
+        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "COpusShims", "CVPXShims", "CSRTP"]),
         // A Swift client of the node's control API and event stream (no media code).
         .target(name: "SFUClient", dependencies: [
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -68,16 +69,27 @@ let package = Package(
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Public")]),
-        .executableTarget(
-            name: "sfu",
-            dependencies: [
-                "SFU", "SFUNode", "SFUTestSupport", "LoadGen", "SFUClient", "ExampleSignaling",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
-        ),
+        // The node's command line (serve, config), shared by both binaries.
+        .target(name: "NodeCommandLine", dependencies: [
+            "SFU", "SFUNode",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // The node's binary: serves, and links only what serving needs. `sfu <tool>` runs sfu-lab.
+        .executableTarget(name: "sfu", dependencies: [
+            "NodeCommandLine",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // The tools: demo, example signaling, bench, soak, hostile, scenario (encoders, simulated clients).
+        .executableTarget(name: "sfu-lab", dependencies: [
+            "SFU", "SFUNode", "NodeCommandLine", "SFUTestSupport", "LoadGen", "SFUClient", "ExampleSignaling",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
             "SFUNode", "SFU", "WebRTCEdge", "NodeIO",

@@ -9,8 +9,8 @@
 # Usage: scripts/api-fuzz.sh [path to the sfu binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-sfu=${1:-.build/debug/sfu}
+source scripts/lib.sh
+if [ $# -ge 1 ]; then sfu=$1; else build_sfu debug; fi
 venv=.venv-schemathesis
 if [ ! -x "$venv/bin/st" ]; then
   python3 -m venv "$venv"
@@ -21,10 +21,7 @@ log=$(mktemp)
 "$sfu" serve --set "api.listen=127.0.0.1:$port" --set media.listen=127.0.0.1:0 --set workers=1 --set log.level=error > "$log" 2>&1 &
 node=$!
 trap 'kill $node 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 50); do
-  curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break
-  sleep 0.2
-done
+wait_for_url "http://127.0.0.1:$port/healthz"
 echo "== schemathesis against docs/openapi.yaml"
 "$venv/bin/st" run docs/openapi.yaml --url "http://127.0.0.1:$port" --max-examples 40 --phases examples,coverage,fuzzing \
   --exclude-path /v1/events --exclude-checks positive_data_acceptance,unsupported_method --seed 1 --no-color

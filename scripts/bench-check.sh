@@ -5,12 +5,12 @@
 # a network namespace for Janus). About 40 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 echo "== bench check: the same small plan through the node and through Janus VideoRoom"
-swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
+build_sfu debug
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-timeout 300 .build/debug/sfu bench --against janus --baseline-seconds 0 --json "$json" \
+timeout 300 "$sfu" bench --against janus --baseline-seconds 0 --json "$json" \
   --set video=true --set publishers=2 --set speakers=2 --set max_active_talkers=2 --set subscribers=4 \
   --set seconds=4 --set ramp_seconds=2 | grep -vE "^ +[0-9.]+ s "
 python3 - "$json" <<'PY'

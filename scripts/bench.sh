@@ -6,10 +6,9 @@
 # Benchmarks/results/*.json and docs/bench-sweep.svg and prints the Markdown tables. About 8 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 scripts/install-deps.sh --bench
-source scripts/env.sh
-swift build -c release --product sfu 2>&1 | grep -E "error:|Build of product" || true
-sfu=.build/release/sfu
+build_sfu release
 out=Benchmarks/results
 mkdir -p "$out" docs
 run() { name=$1; shift; echo "== $name"; taskset -c 0 "$sfu" bench --cores 1 --json "$out/$name.json" "$@" | tail -14; }

@@ -6,30 +6,22 @@
 # (writes the page's screenshot to docs/demo.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-# Given a binary, test that one; otherwise build the default one.
-if [ $# -ge 1 ]; then
-  sfu=$1
-else
-  sfu=.build/debug/sfu
-  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
-fi
+source scripts/lib.sh
+# Given a binary, test that one (its sfu-lab beside it); otherwise build the default ones.
+if [ $# -ge 1 ]; then sfu=$1; else build_sfu debug; fi
 [ -x "$sfu" ] || { echo "!! no sfu binary at $sfu" >&2; exit 1; }
-source scripts/netns.sh
 peer_venv
 work=$(mktemp -d)
-espeak-ng -w "$work/raw.wav" "Good morning everyone. This is Alice, and I will keep talking about the plan for the release, the tests we ran and the numbers we measured. It went well, and there is more to say about the next steps, the open questions and the risks we see."
-sox "$work/raw.wav" -r 48000 -c 1 "$work/speech.wav"
-espeak-ng -w "$work/raw2.wav" "Hello, this is Bob. I have a question about the schedule and the budget for next quarter, and whether we can move the launch."
-sox -n -r 48000 -c 1 "$work/silence14.wav" trim 0 14
-sox -n -r 48000 -c 1 "$work/silence.wav" trim 0 120
-sox "$work/raw2.wav" -r 48000 -c 1 "$work/speech2.wav"
+speech "$work/speech.wav" "Good morning everyone. This is Alice, and I will keep talking about the plan for the release, the tests we ran and the numbers we measured. It went well, and there is more to say about the next steps, the open questions and the risks we see."
+speech "$work/speech2.wav" "Hello, this is Bob. I have a question about the schedule and the budget for next quarter, and whether we can move the launch."
+silence "$work/silence14.wav" 14
+silence "$work/silence.wav" 120
 sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/late.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
 ip netns exec "$ns" "$sfu" demo --set workers=1 > "$work/demo.log" 2>&1 &
 demo_pid=$!
-wait_in_netns http://127.0.0.1:8000/
+wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"
 mkdir -p docs
 if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.py \

@@ -4,7 +4,8 @@
 # Corpora grow under .build-fuzz/corpus/<target>; a crash leaves its input in .build-fuzz/crashes and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
+use_libsrtp
 seconds=${1:-30}
 shift || true
 targets=("$@")

@@ -5,11 +5,12 @@
 # node with the example signaling server and its demo page instead (open http://127.0.0.1:8000/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 scripts/install-deps.sh
-source scripts/env.sh
-swift build -c release --product sfu 2>&1 | grep -E "error:|warning: unre|Build of product" || true
 if [ "${1:-}" = "demo" ]; then
   shift
-  exec .build/release/sfu demo "$@"
+  build_sfu release sfu sfu-lab
+  exec "$sfu" demo "$@"
 fi
-exec .build/release/sfu serve "$@"
+build_sfu release sfu
+exec "$sfu" serve "$@"

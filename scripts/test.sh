@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
-source scripts/env.sh
+source scripts/lib.sh
+use_libsrtp
 log=$(mktemp)
 set +e
 swift test 2>&1 | tee "$log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" 
@@ -25,14 +26,14 @@ fi
 soak_status=0
 if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
   echo "== soak: rooms of simulated clients join, talk and leave ${SFU_SOAK_CYCLES:-12} times, with garbage datagrams"
-  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
-  timeout 600 .build/debug/sfu soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
+  build_sfu debug
+  timeout 600 "$sfu" soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
 fi
 hostile_status=0
 if [ "${SFU_HOSTILE:-1}" != "0" ]; then
   echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, while a victim room talks"
-  swift build --product sfu 2>&1 | grep -E "error:|Build of product" || true
-  timeout 600 .build/debug/sfu hostile || hostile_status=$?
+  build_sfu debug
+  timeout 600 "$sfu" hostile || hostile_status=$?
 fi
 browser_status=0
 if [ "${SFU_BROWSER:-1}" != "0" ]; then

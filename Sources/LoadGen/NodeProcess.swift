@@ -3,7 +3,7 @@ import NodeIO
 import SFUClient
 import WebRTCEdge
 
-/// A node this process starts (`sfu serve` from the same binary) on free loopback ports, optionally pinned to
+/// A node this process starts (`sfu serve`, the node's binary beside this one) on free loopback ports, optionally pinned to
 /// chosen cores with taskset, and stops with SIGTERM.
 public final class NodeProcess: @unchecked Sendable {
     public let process: Process
@@ -13,7 +13,10 @@ public final class NodeProcess: @unchecked Sendable {
     /// Starts the node and waits until it answers `/healthz`.
     public init(workers: Int, cores: String? = nil, extra: [String] = []) async throws {
         let apiPort = try Self.freePort()
-        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let binary = Self.nodeBinary
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw LoadError("no node binary at \(binary): build it with swift build --product sfu")
+        }
         var arguments = ["serve", "--set", "api.listen=127.0.0.1:\(apiPort)", "--set", "media.listen=127.0.0.1:0",
                          "--set", "workers=\(workers)", "--set", "log.level=warning"] + extra
         let p = Process()
@@ -34,6 +37,11 @@ public final class NodeProcess: @unchecked Sendable {
         }
         p.terminate()
         throw LoadError("the node did not answer on \(base)")
+    }
+
+    /// The `sfu` binary in this executable's directory: the node as users run it, not the tools' binary.
+    static var nodeBinary: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("sfu").path
     }
 
     /// SIGTERM, then waits up to `timeout`; returns what went wrong, or nil when it exited with status 0.

@@ -1,5 +1,5 @@
 import COpus
-import CShims
+import COpusShims
 import SFU
 
 /// A libopus encoder (48 kHz mono, VOIP, 20 ms frames) for making real Opus packets in tests and the load

@@ -1,4 +1,4 @@
-import CShims
+import CVPXShims
 import CVPX
 import SFU
 

@@ -1,11 +1,30 @@
 import ArgumentParser
+import NodeCommandLine
 
-@main
+/// The node's binary: it serves and checks configuration, and links nothing else (no encoders, load
+/// generator, fuzz targets or test harnesses). The tools (`sfu bench`, `demo`, `signaling`, `soak`, `hostile`,
+/// `scenario`) live in `sfu-lab`, built next to it; `sfu <tool> ...` runs `sfu-lab <tool> ...`, as git runs
+/// its `git-<name>` helpers, so the commands people know keep working.
 struct SFUCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sfu",
         abstract: "A selective forwarding unit for active-talker video conferencing.",
-        discussion: "`sfu serve` runs the media node; `sfu soak` churns simulated clients through a node and checks it stays up and does not leak; `sfu hostile` attacks a node with misbehaving clients; `sfu scenario` runs the media engine on virtual time.",
-        subcommands: [ServeCommand.self, DemoCommand.self, SignalingCommand.self, BenchCommand.self, SoakCommand.self, HostileCommand.self, ScenarioCommand.self, ConfigCommand.self]
+        discussion: """
+            `sfu serve` runs the media node; `sfu config` prints or checks its configuration. \
+            The tools run from the sfu-lab binary beside this one: \(LabDispatch.tools.joined(separator: ", ")) \
+            (e.g. `sfu bench --help`).
+            """,
+        subcommands: [ServeCommand.self, ConfigCommand.self]
     )
+}
+
+@main
+enum SFUMain {
+    static func main() async {
+        let arguments = CommandLine.arguments
+        if arguments.count > 1, LabDispatch.tools.contains(arguments[1]) {
+            LabDispatch.run(arguments: Array(arguments.dropFirst()))  // replaces this process; returns only on error
+        }
+        await SFUCommand.main()
+    }
 }

@@ -1,5 +1,5 @@
 import COpus
-import CShims
+import COpusShims
 
 /// Decodes Opus to mono 16 kHz PCM to measure what the server actually hears.
 ///

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 
 /// A certificate fingerprint as SDP carries it (RFC 8122 section 5): "sha-256 AB:CD:...".
 public struct DTLSFingerprint: Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 import SFU
 
 /// One OpenSSL `SSL_CTX` for every DTLS association of one role, certificate and profile list. A context

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 import SFU
 
 /// One DTLS-SRTP association (RFC 5764) over OpenSSL, sans-IO: datagrams in, datagrams out, keys at the end.

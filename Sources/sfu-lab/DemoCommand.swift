@@ -1,5 +1,6 @@
 import ArgumentParser
 import ExampleSignaling
+import NodeCommandLine
 import Foundation
 import Hummingbird
 import Logging

@@ -1,40 +1,8 @@
-// Thin C wrappers for the parts of libopus and libvpx that Swift cannot call directly:
-// variadic `*_ctl` functions and initialisers that are macros over versioned ABI calls.
-#ifndef SFU_CSHIMS_H
-#define SFU_CSHIMS_H
+// OpenSSL calls Swift cannot make directly (macros, callbacks, BIO methods) for DTLS-SRTP and the node's
+// certificate. Links only libssl and libcrypto.
+#ifndef SFU_COPENSSL_SHIMS_H
+#define SFU_COPENSSL_SHIMS_H
 
-#include <opus/opus.h>
-#include <vpx/vpx_encoder.h>
-#include <vpx/vpx_decoder.h>
-#include <vpx/vp8cx.h>
-#include <vpx/vp8dx.h>
-
-/// opus_encoder_ctl(enc, request, value) for the integer setters (OPUS_SET_*_REQUEST).
-int sfu_opus_encoder_set_int(OpusEncoder *encoder, int request, int value);
-/// opus_decoder_ctl(dec, OPUS_RESET_STATE).
-int sfu_opus_decoder_reset(OpusDecoder *decoder);
-
-/// vpx_codec_enc_init with the VP8 encoder interface and the header's ABI version.
-vpx_codec_err_t sfu_vpx_vp8_encoder_init(vpx_codec_ctx_t *ctx, const vpx_codec_enc_cfg_t *cfg);
-/// vpx_codec_enc_config_default for the VP8 encoder interface.
-vpx_codec_err_t sfu_vpx_vp8_encoder_default_config(vpx_codec_enc_cfg_t *cfg);
-/// vpx_codec_dec_init with the VP8 decoder interface and the header's ABI version.
-vpx_codec_err_t sfu_vpx_vp8_decoder_init(vpx_codec_ctx_t *ctx);
-/// vpx_codec_control for integer controls (VP8E_SET_CPUUSED and the like).
-vpx_codec_err_t sfu_vpx_control_int(vpx_codec_ctx_t *ctx, int control, int value);
-
-#endif
-
-#ifndef SFU_CSHIMS_VPX_EXTRA
-#define SFU_CSHIMS_VPX_EXTRA
-/// Next compressed frame from the encoder: returns 1 and fills buf/size/keyframe, or 0 when there is none.
-int sfu_vpx_next_frame(vpx_codec_ctx_t *ctx, vpx_codec_iter_t *iter, const void **buf, size_t *size, int *keyframe);
-/// VP8D_GET_FRAME_CORRUPTED after a decode: 1 when the last frame was corrupt, 0 if clean, -1 on error.
-int sfu_vpx_frame_corrupted(vpx_codec_ctx_t *ctx);
-#endif
-
-#ifndef SFU_CSHIMS_DTLS
-#define SFU_CSHIMS_DTLS
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -61,10 +29,7 @@ long sfu_dtls_timeout_us(SSL *ssl);
 int sfu_dtls_handle_timeout(SSL *ssl);
 /// The negotiated DTLS-SRTP protection profile id, or 0.
 int sfu_dtls_srtp_profile(SSL *ssl);
-#endif
 
-#ifndef SFU_CSHIMS_PEM
-#define SFU_CSHIMS_PEM
 /// Reads a private key and certificate from PEM text; 1 on success.
 int sfu_load_pem(const char *key_pem, int key_len, const char *cert_pem, int cert_len, EVP_PKEY **key, X509 **cert);
 /// Writes the key (PKCS#8) and certificate as PEM into caller buffers; returns the bytes written or -1.
@@ -72,4 +37,5 @@ int sfu_key_pem(EVP_PKEY *key, char *out, int capacity);
 int sfu_cert_pem(X509 *cert, char *out, int capacity);
 /// 1 when the key is the certificate's key.
 int sfu_key_matches_certificate(EVP_PKEY *key, X509 *cert);
+
 #endif

@@ -7,16 +7,18 @@ import SFUNode
 import ServiceLifecycle
 
 /// Runs the media node: workers on UDP, the control API on HTTP, until SIGTERM or SIGINT.
-struct ServeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct ServeCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the media node (UDP media workers and the HTTP control API).",
         discussion: "Defaults need no file: API on 127.0.0.1:8080, media on UDP 127.0.0.1:10000 (one port per worker, counting up), one worker per core. See `sfu config --keys`."
     )
 
-    @OptionGroup var options: ConfigOptions
+    @OptionGroup public var options: ConfigOptions
 
-    func run() async throws {
+    public func run() async throws {
         let settings = try options.load()
         let logger = Self.bootstrapLogging(settings)
         let node = try Node(configuration: settings, logger: logger)
@@ -40,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     /// Text (key=value metadata) or JSON lines on standard error, at the configured level.
-    static func bootstrapLogging(_ settings: NodeConfiguration) -> Logger {
+    public static func bootstrapLogging(_ settings: NodeConfiguration) -> Logger {
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let json = settings.logFormat == "json"
         LoggingSystem.bootstrap { label in

@@ -3,15 +3,17 @@ import Foundation
 import SFUNode
 
 /// The configuration options every node command takes, and the one way they are loaded.
-struct ConfigOptions: ParsableArguments {
+public struct ConfigOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .long, help: "A configuration file (TOML subset: [section], key = value).")
-    var config: String?
+    public var config: String?
 
     @Option(name: .customLong("set"), help: "Override one key, e.g. --set workers=2 (repeatable).")
-    var overrides: [String] = []
+    public var overrides: [String] = []
 
     /// Defaults, then the file, then SFU_* environment variables, then --set; errors name the key.
-    func load() throws -> NodeConfiguration {
+    public func load() throws -> NodeConfiguration {
         var file: (String, String)?
         if let path = config {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

@@ -3,23 +3,26 @@ import Foundation
 import SFUNode
 
 /// Prints the effective configuration (defaults, file, environment, flags) or checks a file.
-struct ConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct ConfigCommand: ParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Print the effective configuration, or check a configuration file.",
         discussion: "Sources, each overriding the one before: defaults, --config FILE, SFU_<SECTION>_<KEY> environment variables, --set section.key=value."
     )
 
-    @OptionGroup var options: ConfigOptions
+    @OptionGroup public var options: ConfigOptions
 
     @Flag(help: "List every key with its meaning.")
-    var keys = false
+    public var keys = false
 
-    func run() throws {
+    public func run() throws {
         if keys {
             for k in NodeConfiguration.keys { print("\(k.key.padding(toLength: 26, withPad: " ", startingAt: 0)) \(k.help)") }
             return
         }
+
         print(try options.load().fileText, terminator: "")
     }
 }

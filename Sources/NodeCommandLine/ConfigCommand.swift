@@ -17,12 +17,18 @@ public struct ConfigCommand: ParsableCommand {
     @Flag(help: "List every key with its meaning.")
     public var keys = false
 
+    @Flag(help: "Print the reference of every key with its default, as Markdown (docs/configuration.md).")
+    public var markdown = false
+
     public func run() throws {
         if keys {
-            for k in NodeConfiguration.keys { print("\(k.key.padding(toLength: 26, withPad: " ", startingAt: 0)) \(k.help)") }
+            for k in NodeConfiguration.table { print("\(k.name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(k.help)") }
             return
         }
-
+        if markdown {
+            print(NodeConfiguration.markdownReference, terminator: "")
+            return
+        }
         print(try options.load().fileText, terminator: "")
     }
 }

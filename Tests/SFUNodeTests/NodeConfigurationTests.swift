@@ -1,3 +1,4 @@
+import Foundation
 import SFU
 import SFUNode
 import Testing
@@ -101,5 +102,46 @@ import WebRTCEdge
         #expect(c.maxRooms == 7 && c.workerLimits.room.participants == 50)
         #expect(c.workerLimits.handshakeTimeout == .seconds(5) && c.consentSeconds == 6)
         #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["limits.rooms=0"]) }
+    }
+}
+
+/// The one key table drives parsing, the printed file and the docs: none of them can drift from the others.
+@Suite struct ConfigurationKeyTableTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func theDocsListEveryKeyWithItsDefaultAsTheTableSays() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        #expect(text == NodeConfiguration.markdownReference, "regenerate with: sfu config --markdown > docs/configuration.md")
+    }
+
+    @Test func everyKeyIsInThePrintedFileOnceAndReadsBackAsItsDefault() throws {
+        let printed = NodeConfiguration().fileText
+        let parsed = try ConfigFile.parse(printed, name: "printed")
+        #expect(parsed.map(\.key) == NodeConfiguration.table.map(\.name))
+        let defaults = NodeConfiguration()
+        for (_, key, value) in parsed {
+            let k = try #require(NodeConfiguration.table.first { $0.name == key })
+            #expect(value == k.current(defaults), "\(key)")
+        }
+    }
+
+    @Test func everyKeyRefusesAValueOfTheWrongKindNamingWhatItExpects() {
+        for k in NodeConfiguration.table {
+            var c = NodeConfiguration()
+            let wrong: ConfigValue = if case .int = k.current(c) { .string("x") } else { .int(-1) }
+            #expect(throws: ConfigError(key: k.name, origin: "test", message: "expected \(k.expected), got \(wrong)")) {
+                try c.set(k.name, wrong, origin: "test")
+            }
+        }
+    }
+
+    @Test func keysAreUniqueAndEachSectionIsContiguous() {
+        let names = NodeConfiguration.table.map(\.name)
+        #expect(Set(names).count == names.count)
+        var seen: [Substring] = []
+        for k in NodeConfiguration.table where seen.last != k.section {
+            #expect(!seen.contains(k.section), "section \(k.section) is split")
+            seen.append(k.section)
+        }
     }
 }

@@ -2,12 +2,15 @@
 public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
     case string(String), int(Int), bool(Bool), array([ConfigValue])
 
-    public var description: String {
+    public var description: String { fileText }
+
+    /// As the file writes it: strings quoted, with backslashes and quotes escaped.
+    public var fileText: String {
         switch self {
-        case .string(let s): "\"\(s)\""
+        case .string(let s): "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         case .int(let i): "\(i)"
         case .bool(let b): "\(b)"
-        case .array(let a): "[" + a.map(\.description).joined(separator: ", ") + "]"
+        case .array(let a): "[" + a.map(\.fileText).joined(separator: ", ") + "]"
         }
     }
 

@@ -50,119 +50,74 @@ public struct NodeConfiguration: Sendable, Equatable {
 
     public init() {}
 
-    /// Every key, as written in the file (section.key), with its description: the source of `sfu config`.
-    public static let keys: [(key: String, help: String)] = [
-        ("api.listen", "control API address (host:port)"),
-        ("api.key", "bearer key for the control API; required to listen beyond loopback"),
-        ("media.listen", "media UDP address of worker 0; worker i uses port + i"),
-        ("media.announced", "extra ICE candidate addresses, e.g. [\"203.0.113.7:10000\"]"),
-        ("workers", "worker threads, 0 = one per core"),
-        ("dtls.certificate", "PEM certificate file (empty: generate one at start)"),
-        ("dtls.key", "PEM private key file"),
-        ("rooms.max_active_talkers", "default max_active_talkers, 1-12"),
-        ("rooms.stream_bandwidth", "default per-video bandwidth in kbps"),
-        ("rooms.level_source", "default audio level source: extension, decode or verify"),
-        ("events.queue", "events each worker holds for the control plane before dropping"),
-        ("events.consumer_buffer", "events a slow /v1/events consumer may fall behind by before it loses some"),
-        ("events.history", "recent events kept for consumers resuming with since=<seq>"),
-        ("log.level", "trace, debug, info, notice, warning, error or critical"),
-        ("log.format", "text or json"),
-        ("api.allowed_origins", "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403"),
-        ("ice.consent_seconds", "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
-        ("limits.rooms", "rooms the node holds at once"),
-        ("limits.participants_per_room", "participants admitted to one room at once"),
-        ("limits.slots_per_subscription", "slots (recvonly m-lines) one subscription may ask for"),
-        ("limits.tracks_per_publish", "audio and video m-lines one publish offer may send"),
-        ("limits.ssrcs_per_connection", "SSRCs libsrtp keeps streams for on one connection; new ones past it are dropped"),
-        ("limits.pending_handshakes", "transports each worker lets finish ICE and DTLS at once; more offers get 409"),
-        ("limits.handshake_seconds", "a transport that has not finished ICE and DTLS this long after its offer is closed"),
-        ("limits.rtcp_items_per_packet", "RTCP items (packets, report blocks, NACK pairs, transport-cc statuses) parsed per datagram"),
-        ("limits.resend_kbps", "retransmissions one subscriber may cost at most, kbit/s"),
-        ("limits.resend_percent_of_estimate", "and at most this share of its bandwidth estimate, percent"),
-        ("limits.resends_per_packet", "times one packet is resent however often it is NACKed"),
-        ("limits.command_timeout_ms", "an API call waits this long for its worker, then fails with 503 and does nothing"),
-        ("limits.datagrams_per_pass", "datagrams a worker reads before it runs commands and timers again"),
+    /// Every key, defined once (see `ConfigKey`), in the order the printed file and the docs list them.
+    public static let table: [ConfigKey] = [
+        .int("workers", 0...256, \.workers, "worker threads, 0 = one per core"),
+        .address("api.listen", \.apiListen, "control API address (host:port)"),
+        ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback",
+                  expected: "a string", current: { .string($0.apiKey ?? "") },
+                  store: { c, v in
+                      guard case .string(let k) = v else { return false }
+                      c.apiKey = k.isEmpty ? nil : k
+                      return true
+                  }),
+        .list("api.allowed_origins", of: "origins like \"https://app.example.com\"", \.apiAllowedOrigins,
+              "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403",
+              valid: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }),
+        .address("media.listen", \.mediaListen, "media UDP address of worker 0; worker i uses port + i"),
+        .list("media.announced", of: "addresses like \"203.0.113.7:10000\"", \.mediaAnnounced,
+              "extra ICE candidate addresses, e.g. [\"203.0.113.7:10000\"]", valid: { TransportAddress($0) != nil }),
+        .string("dtls.certificate", \.dtlsCertificateFile, "PEM certificate file (empty: generate one at start)"),
+        .string("dtls.key", \.dtlsKeyFile, "PEM private key file"),
+        .int("rooms.max_active_talkers", RoomConfiguration.maxActiveTalkersRange, \.roomMaxActiveTalkers, "default max_active_talkers, 1-12"),
+        .int("rooms.stream_bandwidth", 1...100_000, \.roomStreamBandwidthKbps,
+             "default per-video bandwidth in kbps, until the node has measured the videos it forwards"),
+        ConfigKey(name: "rooms.level_source", help: "default audio level source: extension, decode or verify",
+                  expected: "extension, decode or verify", current: { .string($0.roomLevelSource.rawValue) },
+                  store: { c, v in
+                      guard case .string(let s) = v, let l = LevelSource(rawValue: s) else { return false }
+                      c.roomLevelSource = l
+                      return true
+                  }),
+        .int("events.queue", 1...10_000_000, \.eventsQueue, "events each worker holds for the control plane before dropping"),
+        .int("events.consumer_buffer", 1...1_000_000, \.eventsConsumerBuffer,
+             "events a slow /v1/events consumer may fall behind by before it loses some"),
+        .int("events.history", 0...1_000_000, \.eventsHistory, "recent events kept for consumers resuming with since=<seq>"),
+        .choice("log.level", ["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel, "how much the node logs"),
+        .choice("log.format", ["text", "json"], \.logFormat, "text (key=value metadata) or json (one object per line)"),
+        .int("ice.consent_seconds", 3...600, \.consentSeconds, "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
+        .int("limits.rooms", 1...1_000_000, \.maxRooms, "rooms the node holds at once"),
+        .int("limits.participants_per_room", 2...100_000, \.workerLimits.room.participants, "participants admitted to one room at once"),
+        .int("limits.slots_per_subscription", 1...256, \.workerLimits.room.slotsPerSubscription,
+             "slots (recvonly m-lines) one subscription may ask for"),
+        .int("limits.tracks_per_publish", 1...64, \.workerLimits.room.tracksPerPublish, "audio and video m-lines one publish offer may send"),
+        .int("limits.ssrcs_per_connection", 8...4096, \.workerLimits.room.ssrcsPerConnection,
+             "SSRCs libsrtp keeps streams for on one connection; new ones past it are dropped"),
+        .int("limits.pending_handshakes", 1...100_000, \.workerLimits.pendingHandshakes,
+             "transports each worker lets finish ICE and DTLS at once; more offers get 409"),
+        .scaled("limits.handshake_seconds", 1...3600, "a transport that has not finished ICE and DTLS this long after its offer is closed",
+                get: { Int($0.workerLimits.handshakeTimeout.seconds) }, set: { $0.workerLimits.handshakeTimeout = .seconds(Double($1)) }),
+        .int("limits.rtcp_items_per_packet", 16...65_535, \.workerLimits.room.rtcpItemsPerPacket,
+             "RTCP items (packets, report blocks, NACK pairs, transport-cc statuses) parsed per datagram"),
+        .int("limits.resend_kbps", 0...1_000_000, \.workerLimits.room.resendKbps, "retransmissions one subscriber may cost at most, kbit/s"),
+        .scaled("limits.resend_percent_of_estimate", 0...100, "and at most this share of its bandwidth estimate, percent",
+                get: { Int(($0.workerLimits.room.resendShareOfEstimate * 100).rounded()) },
+                set: { $0.workerLimits.room.resendShareOfEstimate = Double($1) / 100 }),
+        .int("limits.resends_per_packet", 0...20, \.workerLimits.room.maxResendsPerPacket, "times one packet is resent however often it is NACKed"),
+        .int("limits.command_timeout_ms", 100...600_000, \.commandTimeoutMilliseconds,
+             "an API call waits this long for its worker, then fails with 503 and does nothing"),
+        .int("limits.datagrams_per_pass", 64...1_000_000, \.datagramsPerPass, "datagrams a worker reads before it runs commands and timers again"),
     ]
 
-    /// Sets one key from text; `origin` names where the value came from, for the error.
+    /// Every key with its meaning (`sfu config --keys`).
+    public static var keys: [(key: String, help: String)] { table.map { ($0.name, $0.help) } }
+
+    /// Sets one key; `origin` names where the value came from, for the error.
     public mutating func set(_ key: String, _ value: ConfigValue, origin: String) throws(ConfigError) {
-        func fail(_ expected: String) -> ConfigError {
-            ConfigError(key: key, origin: origin, message: "expected \(expected), got \(value)")
+        guard let k = Self.table.first(where: { $0.name == key }) else {
+            throw ConfigError(key: key, origin: origin, message: "unknown key (known: \(Self.table.map(\.name).joined(separator: ", ")))")
         }
-        func address() throws(ConfigError) -> TransportAddress {
-            guard case .string(let s) = value, let a = TransportAddress(s) else { throw fail("an address like \"127.0.0.1:8080\"") }
-            return a
-        }
-        func int(_ range: ClosedRange<Int>) throws(ConfigError) -> Int {
-            guard case .int(let i) = value, range.contains(i) else { throw fail("a whole number \(range.lowerBound)-\(range.upperBound)") }
-            return i
-        }
-        func string() throws(ConfigError) -> String {
-            guard case .string(let s) = value else { throw fail("a string") }
-            return s
-        }
-        switch key {
-        case "api.listen": apiListen = try address()
-        case "api.key":
-            let k = try string()
-            apiKey = k.isEmpty ? nil : k
-        case "media.listen": mediaListen = try address()
-        case "media.announced":
-            guard case .array(let items) = value else { throw fail("a list of addresses") }
-            var list: [String] = []
-            for item in items {
-                guard case .string(let s) = item, TransportAddress(s) != nil else { throw fail("a list of addresses like \"203.0.113.7:10000\"") }
-                list.append(s)
-            }
-            mediaAnnounced = list
-        case "workers": workers = try int(0...256)
-        case "dtls.certificate": dtlsCertificateFile = try string()
-        case "dtls.key": dtlsKeyFile = try string()
-        case "rooms.max_active_talkers": roomMaxActiveTalkers = try int(RoomConfiguration.maxActiveTalkersRange)
-        case "rooms.stream_bandwidth": roomStreamBandwidthKbps = try int(1...100_000)
-        case "rooms.level_source":
-            guard let s = LevelSource(rawValue: try string()) else { throw fail("extension, decode or verify") }
-            roomLevelSource = s
-        case "events.queue": eventsQueue = try int(1...10_000_000)
-        case "events.consumer_buffer": eventsConsumerBuffer = try int(1...1_000_000)
-        case "events.history": eventsHistory = try int(0...1_000_000)
-        case "log.level":
-            let l = try string()
-            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) else {
-                throw fail("trace, debug, info, notice, warning, error or critical")
-            }
-            logLevel = l
-        case "log.format":
-            let f = try string()
-            guard ["text", "json"].contains(f) else { throw fail("text or json") }
-            logFormat = f
-        case "api.allowed_origins":
-            guard case .array(let items) = value else { throw fail("a list of origins") }
-            var list: [String] = []
-            for item in items {
-                guard case .string(let o) = item, o.hasPrefix("http://") || o.hasPrefix("https://") else {
-                    throw fail("a list of origins like \"https://app.example.com\"")
-                }
-                list.append(o)
-            }
-            apiAllowedOrigins = list
-        case "ice.consent_seconds": consentSeconds = try int(3...600)
-        case "limits.rooms": maxRooms = try int(1...1_000_000)
-        case "limits.participants_per_room": workerLimits.room.participants = try int(2...100_000)
-        case "limits.slots_per_subscription": workerLimits.room.slotsPerSubscription = try int(1...256)
-        case "limits.tracks_per_publish": workerLimits.room.tracksPerPublish = try int(1...64)
-        case "limits.ssrcs_per_connection": workerLimits.room.ssrcsPerConnection = try int(8...4096)
-        case "limits.pending_handshakes": workerLimits.pendingHandshakes = try int(1...100_000)
-        case "limits.handshake_seconds": workerLimits.handshakeTimeout = .seconds(Double(try int(1...3600)))
-        case "limits.rtcp_items_per_packet": workerLimits.room.rtcpItemsPerPacket = try int(16...65_535)
-        case "limits.resend_kbps": workerLimits.room.resendKbps = try int(0...1_000_000)
-        case "limits.resend_percent_of_estimate": workerLimits.room.resendShareOfEstimate = Double(try int(0...100)) / 100
-        case "limits.resends_per_packet": workerLimits.room.maxResendsPerPacket = try int(0...20)
-        case "limits.command_timeout_ms": commandTimeoutMilliseconds = try int(100...600_000)
-        case "limits.datagrams_per_pass": datagramsPerPass = try int(64...1_000_000)
-        default:
-            throw ConfigError(key: key, origin: origin, message: "unknown key (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
-        }
+        guard k.store(&self, value) else { throw ConfigError(key: key, origin: origin, message: "expected \(k.expected), got \(value)") }
     }
 
     /// Checks what no single key can: the API needs a key beyond loopback; certificate and key come together.
@@ -214,58 +169,39 @@ public struct NodeConfiguration: Sendable, Equatable {
         return c
     }
 
-    /// The effective values, in the file's format.
+    /// The effective values, in the file's format: top-level keys, then one [section] per group, in table order.
     public var fileText: String {
-        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-        return """
-            workers = \(workers)
+        var out = ""
+        var section: Substring?
+        for k in Self.table {
+            if k.section != section {
+                if section != nil { out += "\n" }
+                if !k.section.isEmpty { out += "[\(k.section)]\n" }
+                section = k.section
+            }
+            out += "\(k.leaf) = \(k.current(self).fileText)\n"
+        }
+        return out
+    }
 
-            [api]
-            listen = \(q(apiListen.description))
-            key = \(q(apiKey ?? ""))
-            allowed_origins = [\(apiAllowedOrigins.map(q).joined(separator: ", "))]
+    /// The reference of every key with its default (docs/configuration.md is this text; a test keeps it so).
+    public static var markdownReference: String {
+        let defaults = NodeConfiguration()
+        var out = """
+            # Configuration keys
 
-            [media]
-            listen = \(q(mediaListen.description))
-            announced = [\(mediaAnnounced.map(q).joined(separator: ", "))]
+            Generated by `sfu config --markdown` from the one table that also drives parsing; do not edit by hand.
+            Sources, each overriding the one before: defaults, `--config FILE` (TOML: `[section]` headers, `key = value`),
+            `SFU_<SECTION>_<KEY>` environment variables (e.g. `SFU_LIMITS_ROOMS=50`), `--set section.key=value`.
 
-            [dtls]
-            certificate = \(q(dtlsCertificateFile))
-            key = \(q(dtlsKeyFile))
-
-            [rooms]
-            max_active_talkers = \(roomMaxActiveTalkers)
-            stream_bandwidth = \(roomStreamBandwidthKbps)
-            level_source = \(q(roomLevelSource.rawValue))
-
-            [events]
-            queue = \(eventsQueue)
-            consumer_buffer = \(eventsConsumerBuffer)
-            history = \(eventsHistory)
-
-            [log]
-            level = \(q(logLevel))
-            format = \(q(logFormat))
-
-            [ice]
-            consent_seconds = \(consentSeconds)
-
-            [limits]
-            rooms = \(maxRooms)
-            participants_per_room = \(workerLimits.room.participants)
-            slots_per_subscription = \(workerLimits.room.slotsPerSubscription)
-            tracks_per_publish = \(workerLimits.room.tracksPerPublish)
-            ssrcs_per_connection = \(workerLimits.room.ssrcsPerConnection)
-            pending_handshakes = \(workerLimits.pendingHandshakes)
-            handshake_seconds = \(Int(workerLimits.handshakeTimeout.seconds))
-            rtcp_items_per_packet = \(workerLimits.room.rtcpItemsPerPacket)
-            resend_kbps = \(workerLimits.room.resendKbps)
-            resend_percent_of_estimate = \(Int((workerLimits.room.resendShareOfEstimate * 100).rounded()))
-            resends_per_packet = \(workerLimits.room.maxResendsPerPacket)
-            command_timeout_ms = \(commandTimeoutMilliseconds)
-            datagrams_per_pass = \(datagramsPerPass)
+            | key | default | values | meaning |
+            |---|---|---|---|
 
             """
+        for k in table {
+            out += "| `\(k.name)` | `\(k.current(defaults).fileText)` | \(k.expected.replacingOccurrences(of: "|", with: "\\|")) | \(k.help) |\n"
+        }
+        return out
     }
 }
 

@@ -40,10 +40,12 @@ import WebRTCEdge
         ("[media]\nlisten = 10000", "key 'media.listen': expected an address"),
         ("[media]\nlisen = \"1.2.3.4:5\"", "key 'media.lisen': unknown key"),
         ("[rooms]\nlevel_source = \"guess\"", "expected extension, decode or verify"),
-        ("workers = 2 3", "cannot read 2 3"),
-        ("[api", "a section header is [name]"),
-        ("just words", "expected key = value"),
+        ("workers = 2 3", "sfu.toml line 1, key '': not TOML"),
+        ("[api", "not TOML"),
+        ("just words", "not TOML"),
         ("[log]\nlevel = \"loud\"", "key 'log.level'"),
+        ("[rooms]\nstream_bandwidth = 1.5", "sfu.toml line 2, key 'rooms.stream_bandwidth': a floating-point number is not a value any key takes"),
+        ("[limits.more]\nrooms = 1", "sections do not nest"),
     ])
     func badValuesNameTheKeyAndLine(_ file: String, _ message: String) {
         do {
@@ -107,6 +109,22 @@ import WebRTCEdge
 
 /// The one key table drives parsing, the printed file and the docs: none of them can drift from the others.
 @Suite struct ConfigurationKeyTableTests {
+    @Test func theFileIsRealTOMLLiteralStringsMultiLineListsAndDigitSeparators() throws {
+        let file = """
+            [media]
+            announced = [
+              '203.0.113.7:20000',   # literal string
+              "[2001:db8::7]:20000",
+            ]
+            [limits]
+            rooms = 1_000
+            """
+        let c = try NodeConfiguration.load(file: ("sfu.toml", file), environment: [:], flags: ["media.listen=0.0.0.0:10000"])
+        #expect(c.mediaAnnounced == ["203.0.113.7:20000", "[2001:db8::7]:20000"])
+        #expect(c.maxRooms == 1000)
+        #expect(c.mediaListen.description == "0.0.0.0:10000", "a bare flag value needs no quotes")
+    }
+
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test func theDocsListEveryKeyWithItsDefaultAsTheTableSays() throws {

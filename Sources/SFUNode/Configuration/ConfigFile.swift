@@ -1,4 +1,6 @@
-/// A configuration value: what the file's right-hand sides can be.
+import TOMLKit
+
+/// A configuration value: what the keys take (strings, whole numbers, booleans, lists of those).
 public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
     case string(String), int(Int), bool(Bool), array([ConfigValue])
 
@@ -14,92 +16,74 @@ public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Environment and flag values are bare text: a number, a boolean, a [list], or else a string.
+    /// Environment and flag values are bare text: a TOML value (number, boolean, "string", [list]) when it
+    /// reads as one, else the text itself as a string (`--set media.listen=0.0.0.0:10000` needs no quotes).
     static func parseLoose(_ text: String) -> ConfigValue {
         let t = text.trimmingCharacters(in: .whitespaces)
-        if let i = Int(t) { return .int(i) }
-        if t == "true" || t == "false" { return .bool(t == "true") }
-        if t.hasPrefix("["), let v = try? ConfigFile.value(t, line: 0, name: "") { return v }
-        if t.hasPrefix("\""), let v = try? ConfigFile.value(t, line: 0, name: "") { return v }
+        if let table = try? TOMLTable(string: "v = " + t), let v = table["v"], let value = try? ConfigValue(v, key: "v", origin: "") {
+            return value
+        }
         return .string(t)
     }
+
+    init(_ v: TOMLValueConvertible, key: String, origin: String) throws(ConfigError) {
+        switch v.type {
+        case .string: self = .string(v.string ?? "")
+        case .int: self = .int(v.int ?? 0)
+        case .bool: self = .bool(v.bool ?? false)
+        case .array:
+            var items: [ConfigValue] = []
+            for item in v.array.map(Array.init) ?? [] { items.append(try ConfigValue(item, key: key, origin: origin)) }
+            self = .array(items)
+        default:
+            throw ConfigError(key: key, origin: origin,
+                              message: "a \(v.type) is not a value any key takes (strings, whole numbers, true/false, [lists])")
+        }
+    }
 }
 
-/// The configuration file: a small TOML subset people edit by hand — `# comments`, `[section]` headers and
-/// `key = value` lines where a value is a "string", a whole number, true/false, or a [list] of those.
+/// The configuration file, TOML (parsed by TOMLKit: toml++): top-level keys and one `[section]` per group, as
+/// `sfu config` prints it. Errors name the file and line: TOML's own for syntax, the key's line for values.
 public enum ConfigFile {
     public static func parse(_ text: String, name: String) throws(ConfigError) -> [(line: Int, key: String, value: ConfigValue)] {
-        var section = ""
+        let table: TOMLTable
+        do { table = try TOMLTable(string: text) } catch let e as TOMLParseError {
+            throw ConfigError(key: "", origin: "\(name) line \(e.source.begin.line)", message: "not TOML: \(e.description)")
+        } catch {
+            throw ConfigError(key: "", origin: name, message: "not TOML: \(error)")
+        }
+        let lines = keyLines(text)
         var out: [(Int, String, ConfigValue)] = []
-        var number = 0
-        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
-            number += 1
-            let line = stripComment(String(raw)).trimmingCharacters(in: .whitespaces)
-            if line.isEmpty { continue }
-            if line.hasPrefix("[") {
-                guard line.hasSuffix("]"), line.count > 2 else {
-                    throw ConfigError(key: line, origin: "\(name) line \(number)", message: "a section header is [name]")
+        func add(_ key: String, _ v: TOMLValueConvertible) throws(ConfigError) {
+            let line = lines[key] ?? 0
+            out.append((line, key, try ConfigValue(v, key: key, origin: line > 0 ? "\(name) line \(line)" : name)))
+        }
+        for (key, v) in table {
+            guard let section = v.table else { try add(key, v); continue }
+            for (leaf, item) in section {
+                if item.table != nil {
+                    throw ConfigError(key: "\(key).\(leaf)", origin: name, message: "sections do not nest: use [\(key)] with key = value lines")
                 }
-                section = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
-                continue
+                try add("\(key).\(leaf)", item)
             }
-            guard let eq = line.firstIndex(of: "=") else {
-                throw ConfigError(key: line, origin: "\(name) line \(number)", message: "expected key = value")
-            }
-            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
-            let full = section.isEmpty ? key : "\(section).\(key)"
-            out.append((number, full, try value(line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces), line: number, name: name, key: full)))
         }
-        return out
+        // In the order they were written, so a key given twice over environment or flags reads naturally.
+        return out.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
     }
 
-    static func stripComment(_ line: String) -> String {
-        var inString = false
-        var previous: Character = " "
-        for (i, ch) in zip(line.indices, line) {
-            if ch == "\"" && previous != "\\" { inString.toggle() }
-            if ch == "#" && !inString { return String(line[..<i]) }
-            previous = ch
-        }
-        return line
-    }
-
-    static func value(_ t: String, line: Int, name: String, key: String = "") throws(ConfigError) -> ConfigValue {
-        let origin = "\(name) line \(line)"
-        if t.hasPrefix("\"") {
-            guard t.count >= 2, t.hasSuffix("\"") else { throw ConfigError(key: key, origin: origin, message: "unterminated string") }
-            var s = ""
-            var escaped = false
-            for ch in t.dropFirst().dropLast() {
-                if escaped { s.append(ch == "n" ? "\n" : ch); escaped = false } else if ch == "\\" { escaped = true } else { s.append(ch) }
+    /// The line each `section.key` is written on (for errors; TOML's parser keeps no positions).
+    static func keyLines(_ text: String) -> [String: Int] {
+        var section = ""
+        var lines: [String: Int] = [:]
+        for (i, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("["), let end = line.firstIndex(of: "]") {
+                section = line[line.index(after: line.startIndex)..<end].trimmingCharacters(in: .whitespaces)
+            } else if let eq = line.firstIndex(of: "=") {
+                let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+                lines[section.isEmpty ? key : "\(section).\(key)"] = i + 1
             }
-            return .string(s)
         }
-        if t.hasPrefix("[") {
-            guard t.hasSuffix("]") else { throw ConfigError(key: key, origin: origin, message: "unterminated list") }
-            let inner = t.dropFirst().dropLast().trimmingCharacters(in: .whitespaces)
-            if inner.isEmpty { return .array([]) }
-            var items: [ConfigValue] = []
-            for part in splitList(String(inner)) { items.append(try value(part.trimmingCharacters(in: .whitespaces), line: line, name: name, key: key)) }
-            return .array(items)
-        }
-        if t == "true" || t == "false" { return .bool(t == "true") }
-        if let i = Int(t.replacingOccurrences(of: "_", with: "")) { return .int(i) }
-        throw ConfigError(key: key, origin: origin, message: "cannot read \(t): strings need \"quotes\"")
-    }
-
-    /// Splits a list body on commas outside quotes.
-    static func splitList(_ s: String) -> [String] {
-        var parts: [String] = []
-        var current = ""
-        var inString = false
-        for ch in s {
-            if ch == "\"" { inString.toggle() }
-            if ch == "," && !inString { parts.append(current); current = "" } else { current.append(ch) }
-        }
-        parts.append(current)
-        return parts
+        return lines
     }
 }
-
-import Foundation

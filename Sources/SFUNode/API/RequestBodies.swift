@@ -1,0 +1,179 @@
+import Foundation
+import SFU
+
+/// The bodies of the API's requests, `Decodable` under the API's strict rules (`FieldReader`): a JSON object,
+/// only the fields listed, no nulls, each of the right type and range, every refusal a 400 (6010) naming the
+/// field. The routes get typed values; nothing reaches a worker unchecked.
+protocol RequestBody: Decodable, Sendable {}
+
+/// POST /v1/rooms
+struct CreateRoomRequest: RequestBody {
+    var room: String
+    var settings: RoomSettings
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source"])
+        room = try f.identifier("room")
+        settings = try RoomSettings(f)
+    }
+}
+
+/// PATCH /v1/rooms/:room
+struct UpdateRoomRequest: RequestBody {
+    var settings: RoomSettings
+
+    init(from decoder: any Decoder) throws {
+        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source"]))
+    }
+}
+
+/// Room settings from a create or update body, checked before they reach the worker.
+struct RoomSettings: Sendable {
+    var mode: RoomConfiguration.Mode?
+    var maxActiveTalkers: Int?
+    var streamBandwidth: Int?
+    var levelSource: LevelSource?
+
+    init(_ f: FieldReader) throws {
+        mode = try f.oneOf("mode", RoomConfiguration.Mode.self, "group or lecture")
+        maxActiveTalkers = try f.int("max_active_talkers", 1...12)
+        streamBandwidth = try f.int("stream_bandwidth", 1...100_000)
+        levelSource = try f.oneOf("level_source", LevelSource.self, "extension, decode or verify")
+    }
+
+    func apply(to c: inout RoomConfiguration) {
+        if let mode { c.mode = mode }
+        if let maxActiveTalkers { c.maxActiveTalkers = maxActiveTalkers }
+        if let streamBandwidth { c.streamBandwidthKbps = streamBandwidth }
+        if let levelSource { c.levelSource = levelSource }
+    }
+}
+
+/// POST /v1/rooms/:room/participants
+struct AdmitRequest: RequestBody {
+    var participant: String
+    var name: String?
+    var role: Role
+    var talkerCount: Int?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["participant", "name", "role", "talker_count"])
+        participant = try f.identifier("participant")
+        name = try f.displayName("name")
+        role = try f.oneOf("role", Role.self, "moderator or participant") ?? .participant
+        talkerCount = try f.int("talker_count", 1...12)
+    }
+}
+
+/// PATCH /v1/rooms/:room/participants/:p. `talker_count` given (a number) sets the subscriber's own count.
+struct UpdateParticipantRequest: RequestBody {
+    var talkerCount: Int?
+    var changesTalkerCount: Bool
+    var videoMuted: Bool?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["talker_count", "video_muted"])
+        talkerCount = try f.int("talker_count", 1...12)
+        changesTalkerCount = f.contains("talker_count")
+        videoMuted = try f.bool("video_muted")
+    }
+}
+
+/// DELETE /v1/rooms/:room/participants/:p (optional body: the moderator who drops).
+struct RemoveParticipantRequest: RequestBody {
+    var by: String?
+
+    init(from decoder: any Decoder) throws {
+        by = try FieldReader(decoder, allowed: ["by"]).identifier("by", required: false)
+    }
+}
+
+/// POST .../publish and .../subscribe: the client's SDP offer.
+struct OfferRequest: RequestBody {
+    var sdp: String
+
+    init(from decoder: any Decoder) throws {
+        sdp = try FieldReader(decoder, allowed: ["sdp"]).requiredString("sdp")
+    }
+}
+
+/// POST /v1/rooms/:room/hard-mute
+struct RoomHardMuteRequest: RequestBody {
+    var by: String
+    var audio: Bool
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "audio"])
+        by = try f.identifier("by")
+        audio = try f.required(f.bool("audio"), "audio")
+    }
+}
+
+/// POST /v1/rooms/:room/participants/:p/hard-mute
+struct ParticipantHardMuteRequest: RequestBody {
+    var by: String
+    var audio: Bool?
+    var video: Bool?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "audio", "video"])
+        by = try f.identifier("by")
+        audio = try f.bool("audio")
+        video = try f.bool("video")
+    }
+}
+
+/// POST /v1/rooms/:room/pins: exactly one of `add` and `remove`.
+struct PinsRequest: RequestBody {
+    enum Change: Sendable { case add([String]), remove([String]) }
+    var by: String
+    var change: Change
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "add", "remove"])
+        by = try f.identifier("by")
+        switch (try f.identifiers("add"), try f.identifiers("remove")) {
+        case (let add?, nil): change = .add(add)
+        case (nil, let remove?): change = .remove(remove)
+        default: throw APIError(.badRequest, code: 6010, "give exactly one of 'add' or 'remove'")
+        }
+    }
+}
+
+/// POST /v1/rooms/:room/floor
+struct FloorRequest: RequestBody {
+    var by: String
+    var action: FloorAction
+    var target: String?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "action", "target"])
+        by = try f.identifier("by")
+        action = try f.required(f.oneOf("action", FloorAction.self, FloorAction.allCases.map(\.rawValue).joined(separator: ", ")), "action")
+        target = try f.identifier("target", required: false)
+    }
+}
+
+/// POST /v1/rooms/:room/lock
+struct LockRequest: RequestBody {
+    var by: String
+    var locked: Bool
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "locked"])
+        by = try f.identifier("by")
+        locked = try f.required(f.bool("locked"), "locked")
+    }
+}
+
+/// POST /v1/rooms/:room/participants/:p/role
+struct RoleRequest: RequestBody {
+    var by: String
+    var role: Role
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "role"])
+        by = try f.identifier("by")
+        role = try f.required(f.oneOf("role", Role.self, "moderator or participant"), "role")
+    }
+}

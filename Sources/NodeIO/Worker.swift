@@ -82,6 +82,9 @@ public final class Worker: @unchecked Sendable {
     private let commands = Mutex<[@Sendable (WorkerCore) -> Void]>([])
     private let eventQueue: Mutex<(events: [StampedEvent], dropped: Int)> = Mutex(([], 0))
     private let eventsLostTotal = Atomic<UInt64>(0)
+    /// Called (on the worker thread) after the worker queued events: the control plane drains them then,
+    /// instead of polling an idle node.
+    private let eventObserver = Mutex<(@Sendable () -> Void)?>(nil)
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
     public let eventCapacity: Int
@@ -116,6 +119,9 @@ public final class Worker: @unchecked Sendable {
     }
 
     deinit { close(wakeFD) }
+
+    /// Sets what runs after the worker queued events (see `drainEvents`); set it before `start`.
+    public func observeEvents(_ observer: @escaping @Sendable () -> Void) { eventObserver.withLock { $0 = observer } }
 
     public func start() {
         let t = Thread { [self] in
@@ -245,7 +251,10 @@ public final class Worker: @unchecked Sendable {
             let beforeWait = MonoClock.now()
             busyNanoseconds.add((beforeWait - loopStart).nanoseconds, ordering: .relaxed)
             // A pass that ended on its budget goes round at once: commands and timers, then more datagrams.
-            let waitMs = moreWaiting ? 0 : max(0, min(100, (core.nextDeadline - beforeWait).milliseconds))
+            // Otherwise the thread sleeps until a datagram, a command (the wake descriptor) or its next
+            // deadline, rounded up so it never spins on a deadline under a millisecond away; an idle worker
+            // (no deadline) sleeps until something arrives.
+            let waitMs = moreWaiting ? 0 : Self.waitMilliseconds(until: core.nextDeadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
         }
@@ -254,6 +263,13 @@ public final class Worker: @unchecked Sendable {
         for name in Array(core.rooms.keys) { core.destroyRoom(name, now: now) }
         flush(core)
         finished.signal()
+    }
+
+    /// poll's timeout for a deadline: -1 (no timeout) for `.never`, else the milliseconds to it, rounded up.
+    public static func waitMilliseconds(until deadline: MonoTime, now: MonoTime) -> Int32 {
+        guard deadline != .never else { return -1 }
+        let ns = max(0, (deadline - now).nanoseconds)
+        return Int32(clamping: (ns + 999_999) / 1_000_000)
     }
 
     private func runCommands(_ core: WorkerCore) {
@@ -296,6 +312,7 @@ public final class Worker: @unchecked Sendable {
             return q.dropped - before
         }
         if lost > 0 { eventsLostTotal.add(UInt64(lost), ordering: .relaxed) }
+        eventObserver.withLock { $0 }?()
     }
 }
 

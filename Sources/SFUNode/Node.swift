@@ -22,6 +22,7 @@ public final class Node: Sendable {
     public let metrics = NodeMetrics()
     let logger: Logger
     private let pump = Mutex<Task<Void, Never>?>(nil)
+    private let pumpWake = Mutex<AsyncStream<Void>.Continuation?>(nil)
 
     public init(configuration: NodeConfiguration, logger: Logger = Logger(label: "sfu", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
         self.configuration = configuration
@@ -52,24 +53,33 @@ public final class Node: Sendable {
         workers = ws
     }
 
-    /// Starts the workers and the event pump, which moves the workers' events to `events` every 10 ms (off
-    /// the media threads: encoding and fan-out cost the control plane, never a worker).
+    /// Starts the workers and the event pump, which moves the workers' events to `events` (off the media
+    /// threads: encoding and fan-out cost the control plane, never a worker). The pump wakes when a worker
+    /// queued events, then gathers for 10 ms so a burst (a talker change to 60 subscribers) is one pass; an
+    /// idle node never wakes it.
     public func start() {
-        for w in workers { w.start() }
+        let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        for w in workers {
+            w.observeEvents { wake.yield() }
+            w.start()
+        }
         pump.withLock { task in
             task = task ?? Task.detached { [self] in
-                while !Task.isCancelled {
-                    pumpEvents()
+                for await _ in wakeups {
                     try? await Task.sleep(for: .milliseconds(10))
+                    if Task.isCancelled { break }
+                    pumpEvents()
                 }
             }
         }
+        pumpWake.withLock { $0 = wake }
     }
 
     /// Stops the workers: every room is destroyed, so every client is told (participants left, DTLS
     /// close_notify) and every event consumer gets the last events before its stream ends.
     public func stop() {
         pump.withLock { $0?.cancel(); $0 = nil }
+        pumpWake.withLock { $0?.finish(); $0 = nil }
         for w in workers { w.stop() }
         pumpEvents()
         events.finish()

@@ -174,3 +174,19 @@ final class UDPClient {
         #expect(!ran.withLock { $0 }, "the abandoned command did nothing")
     }
 }
+
+/// No work without work: a worker sleeps until its next deadline, and an idle one (no deadline) until a
+/// datagram or a command arrives; it never polls on a period.
+@Suite struct WorkerSleepTests {
+    @Test func anIdleWorkerSleepsUntilSomethingArrives() {
+        #expect(Worker.waitMilliseconds(until: .never, now: .milliseconds(5)) == -1)
+    }
+
+    @Test func aWorkerSleepsUntilItsDeadlineRoundedUpSoItNeverSpins() {
+        #expect(Worker.waitMilliseconds(until: MonoTime(nanoseconds: 10_400_000), now: .milliseconds(10)) == 1)
+        #expect(Worker.waitMilliseconds(until: .milliseconds(250), now: .milliseconds(10)) == 240)
+        #expect(Worker.waitMilliseconds(until: .milliseconds(10), now: .milliseconds(10)) == 0)
+        #expect(Worker.waitMilliseconds(until: .milliseconds(5), now: .milliseconds(10)) == 0, "a deadline already past")
+        #expect(Worker.waitMilliseconds(until: .seconds(1e7), now: .zero) == Int32.max, "far deadlines clamp")
+    }
+}

@@ -119,24 +119,11 @@ extension Room {
     private func assign(_ wanted: [Int], kind: MediaKind, subscriber p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         let count = kind == .audio ? s.audioSlots.count : s.videoSlots.count
-        let wantedSet = Set(wanted)
-        var placed = Set<Int>()
-        for i in 0..<count {
-            if let a = s.slot(SlotRef(subscriber: p.index, kind: kind, index: i)).assigned, wantedSet.contains(a) { placed.insert(a) }
-        }
-        var unplaced = wanted.filter { !placed.contains($0) }[...]
-        // Evicted slots first (a newcomer takes the evicted source's slot), then empty ones.
-        for pass in 0..<2 {
-            for i in 0..<count {
-                let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
-                let a = s.slot(ref).assigned
-                let evicted = a != nil && !wantedSet.contains(a!)
-                guard pass == 0 ? evicted : a == nil else { continue }
-                if let next = unplaced.popFirst() {
-                    place(next, in: ref, subscriber: s, now: now, into: out)
-                } else if evicted {
-                    clear(ref, subscriber: s)
-                }
+        let current = (0..<count).map { s.slot(SlotRef(subscriber: p.index, kind: kind, index: $0)).assigned }
+        for move in SlotPlanner.plan(current: current, wanted: wanted) {
+            switch move {
+            case .place(let who, let i): place(who, in: SlotRef(subscriber: p.index, kind: kind, index: i), subscriber: s, now: now, into: out)
+            case .clear(let i): clear(SlotRef(subscriber: p.index, kind: kind, index: i), subscriber: s)
             }
         }
         // A placed participant whose track changed (re-published) is re-pointed.

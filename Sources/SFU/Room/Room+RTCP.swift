@@ -80,24 +80,21 @@ extension Room {
         }
     }
 
-    /// Retransmits from the source's history what the slot sent under a lost sequence number. NACKs are
-    /// never forwarded upstream. A client decides what it NACKs and reports its own round trip, so each
-    /// packet is resent at most `maxResendsPerPacket` times, never twice within `minResendInterval` or the
-    /// round trip, and the subscriber's resends are paid from a byte budget: at most `resendKbps`, and at
-    /// most `resendShareOfEstimate` of its downlink estimate.
+    /// Retransmits from the source's history what the slot sent under a lost sequence number, within the
+    /// bounds of `ResendPolicy`. NACKs are never forwarded upstream.
     private func resend(_ seq: UInt16, slot ref: SlotRef, of s: SubscriberState, conn: Connection, now: MonoTime,
                         into out: DatagramBatch) {
         guard s.has(ref), let rec = s.videoSlots[ref.index].sendLog?.lookup(seq) else { return }
-        guard rec.resends < limits.maxResendsPerPacket else { return drop(.resendLimit, conn) }
-        let interval = max(s.videoSlots[ref.index].rtt ?? .milliseconds(100), limits.minResendInterval)
-        if let last = rec.lastResend, now - last < interval { return }
+        switch limits.resendPolicy.admits(resends: rec.resends, lastResend: rec.lastResend, rtt: s.videoSlots[ref.index].rtt, now: now) {
+        case .resend: break
+        case .tooSoon: return
+        case .refused(let reason): return drop(reason, conn)
+        }
         guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),
               case .success(let h) = RTPHeader.parse(pkt),
               case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
         else { return }
-        var bytesPerSecond = Double(limits.resendKbps) * 125
-        if let bps = s.estimator.estimate { bytesPerSecond = min(bytesPerSecond, Double(bps) / 8 * limits.resendShareOfEstimate) }
-        guard s.resendBudget.take(pkt.count, bytesPerSecond: bytesPerSecond, burst: max(bytesPerSecond / 4, 4_000), now: now) else {
+        guard limits.resendPolicy.pay(pkt.count, from: &s.resendBudget, estimate: s.estimator.estimate, now: now) else {
             return drop(.resendBudget, conn)
         }
         // On the slot's RTX stream when it has one (RFC 4588), else the same packet again.

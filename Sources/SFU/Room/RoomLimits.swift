@@ -22,15 +22,22 @@ public struct RoomLimits: Sendable, Equatable {
     public var minResendInterval: MonoTime.Interval = .milliseconds(20)
 
     public init() {}
+
+    /// The NACK responder's bounds.
+    public var resendPolicy: ResendPolicy {
+        ResendPolicy(maxResendsPerPacket: maxResendsPerPacket, minInterval: minResendInterval, kbps: resendKbps,
+                     shareOfEstimate: resendShareOfEstimate)
+    }
 }
 
 /// A token bucket of bytes: what a subscriber's retransmissions may cost over time.
-struct ByteBudget {
+public struct ByteBudget: Sendable {
+    public init() {}
     private var tokens: Double = 0
     private var last: MonoTime?
 
     /// Takes `bytes` when the bucket, refilled at `bytesPerSecond` and holding at most `burst`, has them.
-    mutating func take(_ bytes: Int, bytesPerSecond: Double, burst: Double, now: MonoTime) -> Bool {
+    public mutating func take(_ bytes: Int, bytesPerSecond: Double, burst: Double, now: MonoTime) -> Bool {
         let elapsed = last.map { max(0, (now - $0).seconds) } ?? burst / max(bytesPerSecond, 1)
         last = now
         tokens = min(burst, tokens + elapsed * bytesPerSecond)

@@ -125,12 +125,19 @@ import Testing
             .lock(locked: false, by: "m"), .role(participant: "a", role: .moderator, by: "m"),
             .levelMismatch(participant: "a", meanDifferenceDb: 14.26), .roomDestroyed,
         ]
-        let types = all.map { EventJSON.fields($0).type }
+        let types = all.map { EventPayload.room($0).type }
         #expect(types == ["active_talkers", "dominant_speaker", "bandwidth_alert", "participant_state", "hard_mute", "hard_mute",
                           "pins", "floor", "lock", "role", "level_mismatch", "room_destroyed"])
-        let alert = EventJSON.fields(all[2]).fields
+        func object(_ e: RoomEvent) -> [String: Any] {
+            let text = EventJSON.encode(.room(e), room: "r", seq: 7, time: 1_700_000_000_000)
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+        }
+        let alert = object(all[2])
         #expect(alert["bandwidth"] as? Int == 400 && alert["stream_bandwidth"] as? Int == 300 && alert["number_of_videos"] as? Int == 1)
-        #expect(EventJSON.fields(all[4]).fields["scope"] as? String == "room")
-        #expect(EventJSON.fields(all[10]).fields["mean_difference_db"] as? Double == 14.3)
+        #expect(alert["type"] as? String == "bandwidth_alert" && alert["room"] as? String == "r" && alert["seq"] as? Int == 7)
+        #expect(object(all[4])["scope"] as? String == "room")
+        #expect(object(all[10])["mean_difference_db"] as? Double == 14.3)
+        #expect(object(.dominantSpeaker(participant: nil))["participant"] is NSNull, "nobody dominant is null, not absent")
+        #expect(object(.participantState(participant: "a", state: .joined, reason: nil))["reason"] is NSNull)
     }
 }

@@ -21,8 +21,8 @@ extension ControlAPI {
             do { query = try EventsQuery(context.request.uri) } catch {
                 // The refusal as a message (the API's error shape), then a close with the reason.
                 let e = APIError.from(error)
-                try await outbound.write(.text(EventJSON.encode(type: "error", room: nil, seq: nil, time: Int64(Date().timeIntervalSince1970 * 1000),
-                                                                fields: ["result": e.code, "msg": e.message])))
+                try await outbound.write(.text(EventJSON.encode(.error(result: e.code, msg: e.message), room: nil, seq: nil,
+                                                                time: Int64(Date().timeIntervalSince1970 * 1000))))
                 try await outbound.close(.policyViolation, reason: e.message)
                 return
             }

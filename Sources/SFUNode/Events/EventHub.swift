@@ -36,9 +36,8 @@ public final class EventHub: Sendable {
 
         /// The text of the `events_lost` notice for `loss`.
         public func notice(_ loss: Loss, now: Int64) -> String {
-            EventJSON.encode(type: "events_lost", room: nil, seq: nil, time: now, fields: [
-                "count": loss.count, "first_seq": loss.firstSeq, "last_seq": loss.lastSeq, "reason": "consumer_too_slow",
-            ])
+            EventJSON.encode(.eventsLost(count: loss.count, firstSeq: loss.firstSeq, lastSeq: loss.lastSeq, reason: "consumer_too_slow"),
+                             room: nil, seq: nil, time: now)
         }
     }
 
@@ -76,20 +75,18 @@ public final class EventHub: Sendable {
         guard !events.isEmpty || lostUpstream > 0 else { return }
         state.withLock { s in
             if lostUpstream > 0 {
-                deliver(&s, room: nil, time: now, type: "events_lost",
-                        fields: ["count": lostUpstream, "reason": "worker_queue_full"])
+                deliver(&s, room: nil, time: now, .eventsLost(count: lostUpstream, firstSeq: nil, lastSeq: nil, reason: "worker_queue_full"))
             }
             for e in events {
-                let (type, fields) = EventJSON.fields(e.event)
-                deliver(&s, room: e.room, time: e.unixMilliseconds, type: type, fields: fields)
+                deliver(&s, room: e.room, time: e.unixMilliseconds, .room(e.event))
             }
         }
     }
 
-    private func deliver(_ s: inout State, room: String?, time: Int64, type: String, fields: [String: Any]) {
+    private func deliver(_ s: inout State, room: String?, time: Int64, _ payload: EventPayload) {
         let seq = s.nextSeq
         s.nextSeq += 1
-        let message = Message(seq: seq, room: room, text: EventJSON.encode(type: type, room: room, seq: seq, time: time, fields: fields))
+        let message = Message(seq: seq, room: room, text: EventJSON.encode(payload, room: room, seq: seq, time: time))
         remember(&s, message)
         for id in s.consumers.keys {
             guard let c = s.consumers[id], Self.matches(message, c.room) else { continue }

@@ -1,58 +1,149 @@
 import Foundation
 import SFU
 
-/// The wire form of room events on `GET /v1/events`: one JSON object per event, with `type`, `room`, `seq`
-/// and `time` (Unix milliseconds) beside the event's own fields. Field names follow the seeds' payloads
-/// (`number_of_videos`, `stream_bandwidth`, `raised_hands`, ...). Documented in `docs/openapi.yaml`.
-enum EventJSON {
-    /// The event's `type` and its own fields.
-    static func fields(_ event: RoomEvent) -> (type: String, fields: [String: Any]) {
-        switch event {
-        case .activeTalkers(let subscriber, let talkers, let slots):
-            return ("active_talkers", [
-                "participant": subscriber,
-                "talkers": talkers.map {
-                    ["participant": $0.participant, "pinned": $0.pinned, "speaking": $0.speaking, "video": $0.video] as [String: Any]
-                },
-                "slots": slots.map { ["mid": $0.mid, "kind": $0.kind.rawValue, "participant": $0.participant ?? NSNull()] as [String: Any] },
-            ])
-        case .dominantSpeaker(let participant):
-            return ("dominant_speaker", ["participant": participant ?? NSNull()])
-        case .bandwidthAlert(let participant, let bandwidth, let stream, let videos):
-            return ("bandwidth_alert", [
-                "participant": participant, "bandwidth": bandwidth, "stream_bandwidth": stream, "number_of_videos": videos,
-            ])
-        case .participantState(let participant, let state, let reason):
-            return ("participant_state", ["participant": participant, "state": state.rawValue, "reason": reason ?? NSNull()])
-        case .roomHardMute(let audio, let by):
-            return ("hard_mute", ["scope": "room", "audio": audio, "by": by])
-        case .participantHardMute(let participant, let audio, let video, let by):
-            return ("hard_mute", ["scope": "participant", "participant": participant, "audio": audio, "video": video, "by": by])
-        case .pins(let pinned):
-            return ("pins", ["pinned": pinned])
-        case .floor(let action, let by, let target, let raised, let approved):
-            return ("floor", [
-                "action": action.rawValue, "by": by, "target": target ?? NSNull(), "raised_hands": raised, "approved_hands": approved,
-            ])
-        case .lock(let locked, let by):
-            return ("lock", ["locked": locked, "by": by])
-        case .role(let participant, let role, let by):
-            return ("role", ["participant": participant, "role": role.rawValue, "by": by])
-        case .levelMismatch(let participant, let difference):
-            return ("level_mismatch", ["participant": participant, "mean_difference_db": (difference * 10).rounded() / 10])
-        case .roomDestroyed:
-            return ("room_destroyed", [:])
+/// What one message on `GET /v1/events` says: a room event, or one of the stream's own notices.
+enum EventPayload: Encodable, Sendable {
+    case room(RoomEvent)
+    /// Events a consumer (or a worker's queue) lost: how many, and which `seq` when known.
+    case eventsLost(count: Int, firstSeq: UInt64?, lastSeq: UInt64?, reason: String)
+    /// A refused events request (the API's error shape, as a message before the close).
+    case error(result: Int, msg: String)
+
+    var type: String {
+        switch self {
+        case .eventsLost: return "events_lost"
+        case .error: return "error"
+        case .room(let e):
+            switch e {
+            case .activeTalkers: return "active_talkers"
+            case .dominantSpeaker: return "dominant_speaker"
+            case .bandwidthAlert: return "bandwidth_alert"
+            case .participantState: return "participant_state"
+            case .roomHardMute, .participantHardMute: return "hard_mute"
+            case .pins: return "pins"
+            case .floor: return "floor"
+            case .lock: return "lock"
+            case .role: return "role"
+            case .levelMismatch: return "level_mismatch"
+            case .roomDestroyed: return "room_destroyed"
+            }
         }
     }
 
-    /// One complete event object as text.
-    static func encode(type: String, room: String?, seq: UInt64?, time: Int64, fields: [String: Any]) -> String {
-        var object = fields
-        object["type"] = type
-        object["room"] = room ?? NSNull()
-        if let seq { object["seq"] = seq }
-        object["time"] = time
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    /// Field names follow the seeds' payloads (`number_of_videos`, `stream_bandwidth`, `raised_hands`, ...);
+    /// documented in docs/openapi.yaml. Optional fields the document declares nullable are written as null.
+    enum Key: String, CodingKey {
+        case participant, talkers, slots, bandwidth, streamBandwidth = "stream_bandwidth", numberOfVideos = "number_of_videos"
+        case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
+        case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
+        case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg
+    }
+
+    struct Talker: Encodable {
+        var participant: String
+        var pinned: Bool
+        var speaking: Bool
+        var video: Bool
+    }
+
+    struct Slot: Encodable {
+        var slot: RoomEvent.SlotAssignment
+        enum CodingKeys: String, CodingKey { case mid, kind, participant }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(slot.mid, forKey: .mid)
+            try c.encode(slot.kind.rawValue, forKey: .kind)
+            try c.encode(slot.participant, forKey: .participant)  // null for an empty slot
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .eventsLost(let count, let first, let last, let reason):
+            try c.encode(count, forKey: .count)
+            try c.encodeIfPresent(first, forKey: .firstSeq)
+            try c.encodeIfPresent(last, forKey: .lastSeq)
+            try c.encode(reason, forKey: .reason)
+        case .error(let result, let msg):
+            try c.encode(result, forKey: .result)
+            try c.encode(msg, forKey: .msg)
+        case .room(let event):
+            switch event {
+            case .activeTalkers(let subscriber, let talkers, let slots):
+                try c.encode(subscriber, forKey: .participant)
+                try c.encode(talkers.map { Talker(participant: $0.participant, pinned: $0.pinned, speaking: $0.speaking, video: $0.video) },
+                             forKey: .talkers)
+                try c.encode(slots.map(Slot.init), forKey: .slots)
+            case .dominantSpeaker(let participant):
+                try c.encode(participant, forKey: .participant)  // null when nobody is
+            case .bandwidthAlert(let participant, let bandwidth, let stream, let videos):
+                try c.encode(participant, forKey: .participant)
+                try c.encode(bandwidth, forKey: .bandwidth)
+                try c.encode(stream, forKey: .streamBandwidth)
+                try c.encode(videos, forKey: .numberOfVideos)
+            case .participantState(let participant, let state, let reason):
+                try c.encode(participant, forKey: .participant)
+                try c.encode(state.rawValue, forKey: .state)
+                try c.encode(reason, forKey: .reason)
+            case .roomHardMute(let audio, let by):
+                try c.encode("room", forKey: .scope)
+                try c.encode(audio, forKey: .audio)
+                try c.encode(by, forKey: .by)
+            case .participantHardMute(let participant, let audio, let video, let by):
+                try c.encode("participant", forKey: .scope)
+                try c.encode(participant, forKey: .participant)
+                try c.encode(audio, forKey: .audio)
+                try c.encode(video, forKey: .video)
+                try c.encode(by, forKey: .by)
+            case .pins(let pinned):
+                try c.encode(pinned, forKey: .pinned)
+            case .floor(let action, let by, let target, let raised, let approved):
+                try c.encode(action.rawValue, forKey: .action)
+                try c.encode(by, forKey: .by)
+                try c.encode(target, forKey: .target)
+                try c.encode(raised, forKey: .raisedHands)
+                try c.encode(approved, forKey: .approvedHands)
+            case .lock(let locked, let by):
+                try c.encode(locked, forKey: .locked)
+                try c.encode(by, forKey: .by)
+            case .role(let participant, let role, let by):
+                try c.encode(participant, forKey: .participant)
+                try c.encode(role.rawValue, forKey: .role)
+                try c.encode(by, forKey: .by)
+            case .levelMismatch(let participant, let difference):
+                try c.encode(participant, forKey: .participant)
+                try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)
+            case .roomDestroyed:
+                break
+            }
+        }
+    }
+}
+
+/// The wire form of one message on `GET /v1/events`: the payload's fields beside `type`, `room` (null for the
+/// stream's own notices), `seq` (events only) and `time` (Unix milliseconds).
+enum EventJSON {
+    private struct Message: Encodable {
+        var payload: EventPayload
+        var room: String?
+        var seq: UInt64?
+        var time: Int64
+        enum CodingKeys: String, CodingKey { case type, room, seq, time }
+        func encode(to encoder: any Encoder) throws {
+            try payload.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(payload.type, forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encodeIfPresent(seq, forKey: .seq)
+            try c.encode(time, forKey: .time)
+        }
+    }
+
+    static func encode(_ payload: EventPayload, room: String?, seq: UInt64?, time: Int64) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(Message(payload: payload, room: room, seq: seq, time: time))) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 }

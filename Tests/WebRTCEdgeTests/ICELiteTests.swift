@@ -82,6 +82,21 @@ import Testing
         #expect(route(router, rtp, from: wifi, at: 42_001) == .dropped(.unvalidatedAddress))
     }
 
+    @Test func checksOnAnUnnominatedPathDoNotReconnectAQuietSelectedPath() {
+        let (router, agent, c) = setUp()
+        _ = route(router, c.bindingRequest(nominate: true), from: wifi, at: 0)
+        router.tick(now: .seconds(11))
+        #expect(agent.state == .disconnected)
+        _ = agent.drainEvents()
+        // The client checks another path without nominating it: media still goes to wifi, which stays quiet.
+        _ = route(router, c.bindingRequest(nominate: false), from: lte, at: 12_000)
+        #expect(agent.state == .disconnected && agent.selected == wifi)
+        router.tick(now: .seconds(13))
+        #expect(agent.drainEvents().isEmpty, "no connected-disconnected flapping: each flap reached the room as participant_state")
+        _ = route(router, c.bindingRequest(nominate: true), from: lte, at: 14_000)
+        #expect(agent.state == .connected && agent.selected == lte)
+    }
+
     @Test func peerClaimingTheControlledRoleGetsRoleConflict() {
         let (router, _, c) = setUp()
         let tid = ICEControllingClient.randomTransactionID()

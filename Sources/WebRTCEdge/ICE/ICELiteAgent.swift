@@ -127,7 +127,9 @@ public final class ICELiteAgent {
             selected = from
             events.append(.selectedAddressChanged(from))
         }
-        if selected != nil, state != .connected { setState(.connected) }
+        // Connected means consent is fresh on the selected address: a check on a path the client has not
+        // nominated says nothing about the one media goes to.
+        if selected == from, state != .connected { setState(.connected) }
         var b = STUNMessageBuilder(class: .success, transactionID: m.transactionID)
         b.addXORMappedAddress(from)
         b.addMessageIntegrity(key: Array(local.password.utf8))

@@ -54,8 +54,8 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
-        // speech synthesis, client-side SRTP endpoints.
-        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "COpus", "CVPX", "COpusShims", "CVPXShims", "CSRTP"]),
+        // speech synthesis, client-side SRTP endpoints, the fuzz targets (which drive NodeIO's WorkerCore).
+        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "COpus", "CVPX", "COpusShims", "CVPXShims", "CSRTP"]),
         // A Swift client of the node's control API and event stream (no media code).
         .target(name: "SFUClient", dependencies: [
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

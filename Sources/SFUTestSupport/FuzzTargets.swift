@@ -1,11 +1,19 @@
 import SFU
 import WebRTCEdge
 
-/// One fuzz entry point per parser, plus the whole room. Each takes arbitrary bytes and checks the
-/// parser's promises: no crash, and on success every range it reports lies inside the input.
+/// One fuzz entry point per parser, plus the state machines behind them. Each takes arbitrary bytes and
+/// checks its promises: no crash, and on success every range a parser reports lies inside the input; the
+/// stateful targets check theirs against a model (see `FuzzICE`, `FuzzEdge`, `FuzzSession`).
 /// Used by the in-process mutation tests and by the libFuzzer build in `Fuzz/`.
+///
+/// - `stun`: raw STUN bytes (an input starting as STUN does), or a sequence of signed checks, restarts and
+///   consent ticks against one ICE-lite agent (`FuzzICE`);
+/// - `room`: RTP/RTCP through SRTP into a room with a publisher and a subscriber (`FuzzRoom`);
+/// - `edge`: datagram sequences per connection into a `WorkerCore` with connected transports (`FuzzEdge`);
+/// - `session`: publish / subscribe / re-offer / remove / re-admit / moderation sequences through a
+///   `WorkerCore`'s session API with real SDP (`FuzzSession`).
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    case rtp, rtcp, vp8, opus, stun, sdp, room
+    case rtp, rtcp, vp8, opus, stun, sdp, room, edge, session
 
     public func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -16,6 +24,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .stun: Self.stun(data)
         case .sdp: Self.sdp(data)
         case .room: FuzzRoom.shared.feed(data)
+        case .edge: FuzzEdge.shared.feed(data)
+        case .session: FuzzSession.run(data)
         }
     }
 
@@ -41,14 +51,25 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    /// An input whose first byte could start a STUN message (top two bits zero) is one raw message for the
+    /// parser and an agent with the seed's credentials; any other is a program for `FuzzICE`.
     static func stun(_ p: UnsafeRawBufferPointer) {
+        guard let first = p.first, first & 0xC0 == 0 else {
+            FuzzICE.run(UnsafeRawBufferPointer(rebasing: p.dropFirst()))
+            return
+        }
         guard case .success(let m) = STUNMessage.parse(p) else { return }
         _ = m.verifyFingerprint(p)
         _ = m.verifyIntegrity(p, key: [1, 2, 3])
         _ = m.mappedAddress(in: p)
         _ = m.usernameString(in: p)
-        let agent = ICELiteAgent(local: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))
+        let local = ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt")
+        let agent = ICELiteAgent(local: local)
         _ = agent.handle(m, p, from: TransportAddress(ip: .v4(0x7F00_0001), port: 9), now: .zero)
+        if agent.selected != nil {
+            promise(m.useCandidate && m.verifyFingerprint(p) && m.verifyIntegrity(p, key: Array(local.password.utf8)),
+                    "raw bytes selected an address without a valid nomination")
+        }
     }
 
     static let sdpLocal = LocalTransport(ice: ICECredentials(ufrag: "fuzz", password: "fuzzfuzzfuzzfuzzfuzzfuzz"),
@@ -79,7 +100,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .stun:
             let c = ICEControllingClient(local: ICECredentials(ufrag: "h6vY", password: "x"),
                                          remote: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))
-            return [c.bindingRequest(nominate: true, transactionID: Array(repeating: 7, count: 12))]
+            return [c.bindingRequest(nominate: true, transactionID: Array(repeating: 7, count: 12))] + FuzzICE.seeds
         case .opus: return [[0x78, 0x80, 1, 2], [0xFB, 0x83, 1, 1, 0xAA, 0xBB, 0xCC], [0x7A, 0x01, 0x55, 0x66]]
         case .sdp:
             let offer = """
@@ -94,6 +115,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 """
             return [Array(offer.utf8)]
         case .room: return FuzzRoom.seeds
+        case .edge: return FuzzEdge.seeds
+        case .session: return FuzzSession.seeds
         }
     }
 }

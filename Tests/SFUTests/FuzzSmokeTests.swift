@@ -1,4 +1,4 @@
-import SFUTestSupport
+@testable import SFUTestSupport
 import Testing
 @testable import SFU
 
@@ -8,7 +8,11 @@ import Testing
     @Test(arguments: FuzzTarget.allCases)
     func parserSurvivesMutatedInput(_ target: FuzzTarget) {
         var m = Mutator(seed: 42)
-        let iterations = target == .room || target == .sdp ? 3_000 : 30_000
+        let iterations = switch target {
+        case .room, .sdp: 3_000
+        case .edge, .session: 600  // each input is a sequence of datagrams or offers: a few seconds in debug
+        default: 30_000
+        }
         for i in 0..<iterations {
             let seed = target.seeds[i % target.seeds.count]
             let input = m.mutate(seed)
@@ -46,5 +50,47 @@ import Testing
         // Random bytes (500) and unknown connections (500) can never pass; mangled SRTP almost never.
         #expect(drops.total >= 1000)
         #expect(drops[.srtpAuthFailed] > 0 && drops[.badCodecPayload] > 0 && drops[.badRTCP] + drops[.badLength] + drops[.truncated] > 0)
+    }
+}
+
+/// The stateful targets' seeds reach what they are meant to fuzz (a harness that quietly stopped
+/// authenticating, connecting or negotiating would fuzz only its own refusals).
+@Suite struct FuzzReachTests {
+    @Test func stunProgramsAuthenticateSelectReplayAndExpire() {
+        let program = FuzzTarget.stun.seeds.first { $0.first! & 0xC0 != 0 }!
+        let m = program.withUnsafeBytes { FuzzICE.run(UnsafeRawBufferPointer(rebasing: $0.dropFirst())) }
+        #expect(m.agent.checksAnswered >= 2, "signed checks authenticate")
+        #expect(m.agent.checksRefused >= 1, "the replay from another address is refused")
+        #expect(m.agent.state == .failed, "consent expires after 31 s without a check")
+    }
+
+    @Test func edgeSeedsCarryMediaAndFeedbackThroughTheCore() {
+        let edge = FuzzEdge()
+        FuzzTarget.edge.seeds[0].withUnsafeBytes { edge.feed($0) }
+        #expect(edge.net.core.transportCounters.dtlsHandshakes == 4)
+        #expect(edge.clients[2].rtpReceived > 0 && edge.clients[3].rtpReceived > 0, "both subscribers receive forwarded media")
+        #expect(edge.clients[0].rtcpReceived > 0, "the publisher gets feedback (PLI, receiver reports)")
+        #expect(edge.clients.allSatisfy { $0.undecryptable == 0 })
+        FuzzTarget.edge.seeds[1].withUnsafeBytes { edge.feed($0) }
+        #expect(edge.net.core.edge.drops.first { $0.reason == "stun_replay" }!.count >= 1)
+    }
+
+    @Test func sessionSeedsCreateRenegotiateRestartReplaceAndRemove() {
+        let s = FuzzTarget.session.seeds[0].withUnsafeBytes { FuzzSession.run($0) }
+        let t = s.net.core.transportCounters
+        #expect(t.created >= 2 && t.renegotiated >= 1 && t.iceRestarts >= 1 && t.replaced >= 1, "\(t)")
+        #expect(t.dtlsHandshakes >= 2, "connect completes ICE and DTLS")
+        #expect(t.handshakeTimeouts >= 1, "a handshake left half done times out")
+        #expect(s.room?.contains(participant: "B") == true, "B was re-admitted")
+    }
+
+    @Test func moderationSeedSilencesMutedAndFloorlessPublishers() throws {
+        let s = FuzzTarget.session.seeds[1].withUnsafeBytes { FuzzSession.run($0) }
+        let room = try #require(s.room)
+        let b = try #require(room.stats().first { $0.participant == "B" })
+        print("moderation seed: B's slots sent \(b.slots.map(\.packetsSent)), drops \(room.counters.drops.nonZero)")
+        #expect(room.counters.drops[.hardMuted] == 5, "A's three packets while it muted itself, C's two under the room mute")
+        #expect(room.counters.drops[.noFloor] == 2, "C's two packets without the floor")
+        #expect(b.slots.count == 2 && b.slots.reduce(0) { $0 + $1.packetsSent } > 0, "B hears A when A may be heard")
     }
 }

@@ -12,8 +12,9 @@ func LLVMFuzzerRunDriver(
 
 nonisolated(unsafe) var selected = FuzzTarget.rtp
 
-/// `SFU_FUZZ_TARGET` picks the entry point (rtp, rtcp, vp8, opus, room); `SFU_FUZZ_SEEDS=dir` writes the
-/// target's seed inputs into `dir` and exits. Every other argument is libFuzzer's.
+/// `SFU_FUZZ_TARGET` picks the entry point (`FuzzTarget`: rtp, rtcp, vp8, opus, stun, sdp, room, edge,
+/// session); `SFU_FUZZ_SEEDS=dir` writes the target's seed inputs into `dir` and exits. Every other argument
+/// is libFuzzer's.
 @_cdecl("sfu_fuzz_main")
 func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     let env = ProcessInfo.processInfo.environment

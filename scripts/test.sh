@@ -5,8 +5,9 @@
 # hostile clients while a victim room talks (`sfu hostile`; SFU_HOSTILE=0 skips it), fuzzes the control API
 # against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
 # Chromium browsers (SFU_BROWSER=0 skips it), runs a short `sfu bench --against janus` to check the load
-# generator against both servers (SFU_JANUS=0 skips it), then fuzzes each parser and the room
-# for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
+# generator against both servers (SFU_JANUS=0 skips it), then fuzzes each parser, the room, the ICE agent and
+# the worker core's datagrams and sessions for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0
+# skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests

@@ -258,6 +258,23 @@ import WebRTCEdge
         #expect((room["floor"] as? [String: [String]])?["approved_hands"] == ["p1"])
     }
 
+    @Test func updatingAParticipantNotInTheRoomIsNotFoundEvenWithNothingToChange() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "g"], [:]),
+            (.post, "/v1/rooms/g/participants", ["participant": "t", "role": "moderator"], [:]),
+            (.patch, "/v1/rooms/g/participants/t", [String: Any](), [:]),
+            (.delete, "/v1/rooms/g/participants/t", ["by": "t"], [:]),
+            (.patch, "/v1/rooms/g/participants/t", [String: Any](), [:]),
+            (.patch, "/v1/rooms/g/participants/ghost", [String: Any](), [:]),
+        ])
+        #expect(r[2].status == 200, "an empty update of a participant in the room changes nothing and succeeds")
+        #expect(r[3].status == 200)
+        #expect(r[4].status == 404 && r[4].result == 5126, "a participant that left is gone")
+        #expect(r[5].status == 404 && r[5].result == 5126)
+    }
+
     @Test func anAPIKeyIsRequiredWhenConfigured() async throws {
         let node = try Self.node(key: "s3cret")
         defer { node.stop() }

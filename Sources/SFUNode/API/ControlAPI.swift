@@ -82,6 +82,8 @@ public enum ControlAPI {
             let b = try await decode(UpdateParticipantRequest.self, request)
             let p = try participant(context)
             try await node.withRoom(try room(context)) { room, core, now in
+                // A body that changes nothing still names a participant, who must be in the room.
+                guard room.contains(participant: p) else { throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(p)") }
                 if b.changesTalkerCount { try room.setTalkerCount(p, b.talkerCount, now: now, into: core.batch) }
                 if let muted = b.videoMuted { try room.setVideoMuted(p, muted, now: now, into: core.batch) }
             }

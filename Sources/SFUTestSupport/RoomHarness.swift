@@ -63,10 +63,11 @@ public final class RoomHarness {
     }
 
     /// Admits a participant that publishes Opus (level extension id 1 when `levelExtension`) and optionally
-    /// VP8, and subscribes to `audioSlots` + `videoSlots` slots.
+    /// VP8, and subscribes to `audioSlots` + `videoSlots` slots. With `keySubscription: false` the subscribing
+    /// connection has no SRTP keys yet (its DTLS handshake is still under way) until `keySubscription(of:)`.
     public func join(_ id: String, role: Role = .participant, publishVideo: Bool = false, levelExtension: Bool = true,
                      audioSlots: Int = 3, videoSlots: Int = 0, talkerCount: Int? = nil,
-                     options o: FeedbackOptions = .init()) throws -> Member {
+                     options o: FeedbackOptions = .init(), keySubscription: Bool = true) throws -> Member {
         try room.admit(id, role: role, talkerCount: talkerCount, now: now)
         let pub = newClient()
         let sub = newClient()
@@ -92,12 +93,18 @@ public final class RoomHarness {
                                          rtxPayloadType: o.repair ? 99 : nil, rtxSSRC: o.repair ? base + 0x300 + UInt32(i) : nil))
         }
         try room.attachSubscriber(id, connection: sub.connection, slots: slots, now: now, into: batch)
-        try room.setSRTP(connection: sub.connection, inbound: sub.nodeInbound, outbound: sub.nodeOutbound)
+        if keySubscription { try room.setSRTP(connection: sub.connection, inbound: sub.nodeInbound, outbound: sub.nodeOutbound) }
         flush()
         return Member(id: id, publish: pub, subscribe: sub,
                       audio: RTPStreamWriter(ssrc: base + 1, payloadType: 111, audioLevelExtensionID: levelExtension ? 1 : nil),
                       video: RTPStreamWriter(ssrc: base + 2, payloadType: 96, timestamp: 90_000),
                       transportSequence: o.transportCC ? 1 : nil, options: o)
+    }
+
+    /// The subscribing connection's DTLS handshake finished: the room gets its SRTP keys.
+    public func keySubscription(of m: Member) throws {
+        try room.setSRTP(connection: m.subscribe.connection, inbound: m.subscribe.nodeInbound, outbound: m.subscribe.nodeOutbound)
+        flush()
     }
 
     /// The network between the node and a subscriber: datagrams to `connection` cross `link` (and arrive

@@ -94,6 +94,28 @@ import Testing
         #expect(d.successValue?.isKeyframeStart == true, "video resumes only from a keyframe")
     }
 
+    @Test func aKeyframeThatArrivedBeforeTheSubscribersKeysIsAskedForAgain() throws {
+        // The node maps a subscriber's slots (and asks their sources for keyframes) when it answers the
+        // offer, but can send the subscriber nothing until DTLS has given its SRTP keys. The keyframe that
+        // answers the PLI comes in between and reaches nobody; a publisher like Chromium sends no other
+        // keyframe unless asked, so the slot would wait forever.
+        let h = try RoomHarness()
+        let sa = SpeechScript(Voices.a, seed: 11), quiet = SpeechScript([], seed: 12)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0.2..<20) }
+        h.run([a], from: 0, seconds: 2)
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1, keySubscription: false)) { quiet.frame(at: $0, speaking: 0..<0) }
+        #expect(h.talkerEvents(for: "B").last?.2.first { $0.kind == .video }?.participant == "A", "B's video slot is A's")
+        let keyframesBefore = a.keyframesSent
+        h.run([a, b], from: 2, seconds: 0.5)  // the handshake takes half a second
+        #expect(a.keyframesSent > keyframesBefore, "A answered the PLI while B had no keys")
+        try h.keySubscription(of: b.member)
+        h.run([a, b], from: 2.5, seconds: 2)
+        let checker = check(h, b.member)
+        #expect(checker.keyframes >= 1 && checker.decodedFrames > 40,
+                "B decodes A's video once keyed: \(checker.keyframes) keyframes, \(checker.decodedFrames) frames decoded")
+        #expect(checker.errors.isEmpty, "\(checker.errors)")
+    }
+
     @Test func hardMuteDropsPacketsWithoutTheLevelExtensionToo() throws {
         let h = try RoomHarness()
         let sa = SpeechScript(Voices.a, seed: 11), quiet = SpeechScript([], seed: 12)

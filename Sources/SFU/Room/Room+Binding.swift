@@ -115,6 +115,12 @@ extension Room {
         }
         c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
         c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
+        // Nothing reaches a subscriber before its keys: a keyframe that came while its transport was coming up
+        // could not start its waiting video slots, yet ended the wait. Ask those sources again (the next tick).
+        if p.subscribeConnection == connection, let s = p.subscriber {
+            for t in s.videoSlots.compactMap(\.pending) { tracks[t]?.keyframes.startWaiting(now: .zero) }
+            deadlineCache = nil
+        }
         events.append(.participantState(participant: p.id, state: .connected, reason: nil))
     }
 

@@ -3,20 +3,24 @@ import SFU
 /// One direction of a network path on virtual time: a bottleneck of `capacityBps` with a drop-tail queue
 /// (a packet that would wait longer than `queueLimit` is dropped, as a router's full buffer does), a fixed
 /// propagation delay, and random loss. What the shaped-link tests do with `tc tbf` and iptables, without a
-/// kernel.
+/// kernel. With `burstBytes`, the bottleneck is a token bucket of that depth, as `tc tbf ... burst` is: after
+/// a quiet spell that many bytes pass at once, before the rate applies.
 public struct SimulatedLink {
     public var capacityBps: Double
     public var propagation: MonoTime.Interval
     public var queueLimit: MonoTime.Interval
     public var lossRate: Double
+    public var burstBytes = 0
+    /// When everything sent so far has been paid for at `capacityBps` (when the bucket is full again).
     private var busyUntil = MonoTime.zero
     private var rng: SplitMix64
     public private(set) var dropped = 0
     public private(set) var delivered = 0
 
     public init(capacityBps: Double, propagation: MonoTime.Interval = .milliseconds(20),
-                queueLimit: MonoTime.Interval = .milliseconds(250), lossRate: Double = 0, seed: UInt64 = 1) {
+                queueLimit: MonoTime.Interval = .milliseconds(250), lossRate: Double = 0, burstBytes: Int = 0, seed: UInt64 = 1) {
         self.capacityBps = capacityBps
+        self.burstBytes = burstBytes
         self.propagation = propagation
         self.queueLimit = queueLimit
         self.lossRate = lossRate
@@ -26,16 +30,20 @@ public struct SimulatedLink {
     /// When a packet of `size` bytes sent at `now` arrives, or nil when the link drops it.
     public mutating func transmit(size: Int, at now: MonoTime) -> MonoTime? {
         let start = max(now, busyUntil)
-        guard start - now <= queueLimit else { dropped += 1; return nil }
+        guard (start - now).nanoseconds - burst.nanoseconds <= queueLimit.nanoseconds else { dropped += 1; return nil }
         let serialisation = MonoTime.Interval(nanoseconds: Int64(Double(size * 8) / capacityBps * 1e9))
         busyUntil = start + serialisation
         if lossRate > 0, Double(rng.next() % 1_000_000) / 1_000_000 < lossRate { dropped += 1; return nil }
         delivered += 1
-        return busyUntil + propagation
+        return max(now, busyUntil + Self.back(burst)) + propagation
     }
 
+    /// The bucket's depth as time at `capacityBps`.
+    private var burst: MonoTime.Interval { MonoTime.Interval(nanoseconds: Int64(Double(burstBytes * 8) / capacityBps * 1e9)) }
+    private static func back(_ d: MonoTime.Interval) -> MonoTime.Interval { MonoTime.Interval(nanoseconds: -d.nanoseconds) }
+
     /// How long a packet sent now would wait in the queue.
-    public func queueingDelay(at now: MonoTime) -> MonoTime.Interval { max(busyUntil, now) - now }
+    public func queueingDelay(at now: MonoTime) -> MonoTime.Interval { max(busyUntil + Self.back(burst), now) - now }
 }
 
 /// A sender and a transport-cc receiver joined by a `SimulatedLink`, on virtual time: the sender stamps

@@ -119,10 +119,15 @@ public struct LossBasedControl: Sendable {
 }
 
 /// The rate a probe cluster measured: the cluster's packets went out at a known rate; how fast they arrived
-/// says what the path carried (libwebrtc's probe bitrate estimator). A cluster counts once at least
-/// `minPackets` of it were acknowledged.
+/// says what the path carried (libwebrtc's probe bitrate estimator). A cluster is measured once the feedback
+/// has reported all of it - a packet sent `maxClusterDuration` after its first has been reported - and at
+/// least `minPackets` and `minReceivedFraction` of it arrived. Measured on its first packets alone, a cluster
+/// read whatever a token bucket's burst let through at line rate as the path's rate (1.8 Mbit/s through a
+/// 400 kbit/s `tc tbf` cap).
 public struct ProbeMeasurement: Sendable {
     struct Cluster {
+        /// The first send time among its reported packets, lost ones included.
+        var start: MonoTime = .never
         var firstSend: MonoTime = .never
         var lastSend: MonoTime = .zero
         var firstArrival = Int64.max
@@ -131,31 +136,47 @@ public struct ProbeMeasurement: Sendable {
         var firstSize = 0
         var lastSize = 0
         var packets = 0
+        var lost = 0
     }
 
     public var minPackets = 5
+    public var minReceivedFraction = 0.8
+    /// The longest a cluster is sent for (the room ends one 90 ms after its start).
+    public var maxClusterDuration: MonoTime.Interval = .milliseconds(100)
     private var clusters: [Int: Cluster] = [:]
 
     public init() {}
 
-    /// Adds an acknowledged probe packet; returns the cluster's rate (bits/s) once it can be measured.
-    public mutating func add(_ p: PacketFeedback) -> Double? {
-        guard let id = p.probeCluster, let arrival = p.arrivalMicros else { return nil }
+    /// Adds a reported probe packet, received or lost.
+    public mutating func add(_ p: PacketFeedback) {
+        guard let id = p.probeCluster else { return }
         var c = clusters[id] ?? Cluster()
+        if clusters[id] == nil, clusters.count >= 8 { clusters.removeAll() }  // clusters are short-lived; keep the table small
+        c.start = min(c.start, p.sendTime)
+        guard let arrival = p.arrivalMicros else { c.lost += 1; clusters[id] = c; return }
         if p.sendTime < c.firstSend { c.firstSend = p.sendTime; c.firstSize = p.size }
         if p.sendTime >= c.lastSend { c.lastSend = p.sendTime; c.lastSize = p.size }
         c.firstArrival = min(c.firstArrival, arrival)
         c.lastArrival = max(c.lastArrival, arrival)
         c.bytes += p.size
         c.packets += 1
-        if clusters.count > 8 { clusters.removeAll() }  // clusters are short-lived; keep the table small
         clusters[id] = c
-        guard c.packets >= minPackets else { return nil }
-        let sendSeconds = (c.lastSend - c.firstSend).seconds
-        let receiveSeconds = Double(c.lastArrival - c.firstArrival) / 1e6
-        guard sendSeconds > 0.001, receiveSeconds > 0.001 else { return nil }
-        let sendRate = Double(c.bytes - c.lastSize) * 8 / sendSeconds
-        let receiveRate = Double(c.bytes - c.firstSize) * 8 / receiveSeconds
-        return receiveRate < 0.9 * sendRate ? receiveRate : min(sendRate, receiveRate)
+    }
+
+    /// The rates of the clusters the feedback has now reported in full (`newest`: the send time of the latest
+    /// packet it reported), each measured once.
+    public mutating func measureCompleted(reportedUpTo newest: MonoTime) -> [Double] {
+        var rates: [Double] = []
+        for (id, c) in clusters where newest - c.start >= maxClusterDuration {
+            clusters[id] = nil
+            guard c.packets >= minPackets, Double(c.packets) >= minReceivedFraction * Double(c.packets + c.lost) else { continue }
+            let sendSeconds = (c.lastSend - c.firstSend).seconds
+            let receiveSeconds = Double(c.lastArrival - c.firstArrival) / 1e6
+            guard sendSeconds > 0.001, receiveSeconds > 0.001 else { continue }
+            let sendRate = Double(c.bytes - c.lastSize) * 8 / sendSeconds
+            let receiveRate = Double(c.bytes - c.firstSize) * 8 / receiveSeconds
+            rates.append(receiveRate < 0.9 * sendRate ? receiveRate : min(sendRate, receiveRate))
+        }
+        return rates
     }
 }

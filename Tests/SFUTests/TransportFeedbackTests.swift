@@ -62,4 +62,23 @@ import Testing
         }
         #expect(covered == 1000 && packets == 3)
     }
+
+    @Test func packetsLostAfterTheLastReportedOneAreReportedLostInTheNextFeedback() throws {
+        var r = TransportFeedbackRecorder()
+        let start = MonoTime.seconds(50)
+        for k in 0..<10 { r.record(sequence: UInt16(k), arrival: start + .milliseconds(Int64(k) * 5)) }
+        let firstBytes = try #require(write(&r, now: start + .milliseconds(100)))
+        let first = try #require(parse(firstBytes))
+        #expect(first.baseSequence == 0 && first.packets.count == 10)
+        // An outage under way when that feedback went out: 10...39 never arrive, then 40...44 do.
+        for k in 40..<45 { r.record(sequence: UInt16(k), arrival: start + .milliseconds(400 + Int64(k - 40) * 5)) }
+        let nextBytes = try #require(write(&r, now: start + .milliseconds(500)))
+        let next = try #require(parse(nextBytes))
+        #expect(next.baseSequence == 10 && next.packets.count == 35, "the burst is reported, not skipped")
+        #expect(next.packets.prefix(30).allSatisfy { $0.arrivalOffsetMicros == nil })
+        let reference = Int64(next.referenceTime) * 64_000
+        let arrivals = next.packets.suffix(5).compactMap { $0.arrivalOffsetMicros.map { $0 + reference } }
+        let want = (0..<5).map { (start + .milliseconds(400 + Int64($0) * 5)).nanoseconds / 1000 }
+        #expect(arrivals.count == 5 && zip(arrivals, want).allSatisfy { abs($0 - $1) < 250 })
+    }
 }

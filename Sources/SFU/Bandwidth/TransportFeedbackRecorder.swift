@@ -4,8 +4,9 @@
 /// every 100 ms (libwebrtc sends 50-250 ms apart), so their own GCC sees the uplink as it is.
 ///
 /// Arrivals live in a fixed ring indexed by sequence number: recording allocates nothing. A feedback packet
-/// covers at most `maxPacketsPerFeedback` sequence numbers (its size stays well under the MTU); more make
-/// several packets. A packet that arrives after the feedback covering it was sent is not reported again.
+/// covers the losses since the previous one plus at most `maxPacketsPerFeedback` sequence numbers (its size
+/// stays well under the MTU); more make several packets. A packet that arrives after the feedback covering it
+/// was sent is not reported again.
 public struct TransportFeedbackRecorder: Sendable {
     public static let capacity = 1024
     public static let maxPacketsPerFeedback = 400
@@ -57,16 +58,24 @@ public struct TransportFeedbackRecorder: Sendable {
     /// node's RTCP SSRC, `media` one of the connection's media SSRCs.
     public mutating func writeFeedback(sender: UInt32, media: UInt32, now: MonoTime, into out: UnsafeMutableRawBufferPointer) -> Int? {
         nextFeedback = now + interval
-        guard var base = lowest, base <= highest else { return nil }
-        while base <= highest, arrival(base) == nil { base += 1 }
-        guard base <= highest, let first = arrival(base) else { lowest = highest + 1; return nil }
-        // Reference time in 64 ms units (24 bits, signed), deltas in 250 us units from it.
+        guard let base = lowest, base <= highest else { return nil }
+        // The feedback starts at the first packet not yet reported, received or not: packets lost after the
+        // last one the previous feedback reported (a burst under way when it was sent) are reported lost here.
+        var firstReceived = base
+        while firstReceived <= highest, arrival(firstReceived) == nil { firstReceived += 1 }
+        guard firstReceived <= highest, let first = arrival(firstReceived) else { lowest = highest + 1; return nil }
+        // Reference time in 64 ms units (24 bits, signed), deltas in 250 us units from it; the first received
+        // packet's delta is from the reference, each later one from the packet before it.
         let reference = first / 64_000
         var t = reference * 64_000
         symbols.removeAll(keepingCapacity: true)
         deltas.removeAll(keepingCapacity: true)
-        var s = base
-        while s <= highest, symbols.count < Self.maxPacketsPerFeedback {
+        // Leading losses cost one run-length chunk per 8,191 and at most the ring's size: only what follows
+        // them counts towards the packet's bound.
+        symbols.append(contentsOf: repeatElement(0, count: Int(firstReceived - base)))
+        let limit = symbols.count + Self.maxPacketsPerFeedback
+        var s = firstReceived
+        while s <= highest, symbols.count < limit {
             if let a = arrival(s) {
                 let ticks = (a - t) / 250
                 if (0...255).contains(ticks) {

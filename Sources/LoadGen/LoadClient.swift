@@ -27,6 +27,10 @@ public final class LoadClient {
         /// The SSRCs the client sends with (and announces); random when nil.
         public var audioSSRC: UInt32?
         public var videoSSRC: UInt32?
+        /// Subscribers: offer transport-cc on every slot and RTX on video slots, as a browser does; the node
+        /// then stamps every packet with the transport-wide sequence number, which the client records and
+        /// reports in transport-cc feedback every 100 ms (instead of REMB).
+        public var transportCC = false
         public init() {}
 
         public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true) -> Profile {
@@ -37,10 +41,11 @@ public final class LoadClient {
             return p
         }
 
-        public static func subscriber(audio: Int, video: Int = 0) -> Profile {
+        public static func subscriber(audio: Int, video: Int = 0, transportCC: Bool = false) -> Profile {
             var p = Profile()
             p.audioSlots = audio
             p.videoSlots = video
+            p.transportCC = transportCC
             return p
         }
 
@@ -88,6 +93,19 @@ public final class LoadClient {
     public private(set) var mediaPacketsSent = 0
     /// The payload type video arrives with: 96 as this client offers it, or what a server's offer said.
     public private(set) var videoPayloadType: UInt8 = 96
+    /// The RTX payload type the answer kept for video (97 as offered with transport-cc), nil without RTX.
+    /// With no NACKs from this client, what arrives on it is the node's probe padding.
+    public private(set) var rtxPayloadType: UInt8?
+    /// The transport-wide sequence number's extension id the answer kept; nil when transport-cc was not
+    /// negotiated (the client then has no feedback to send).
+    public private(set) var transportCCExtensionID: UInt8?
+    /// Transport-cc feedback packets sent, and packets whose transport-wide sequence number was recorded.
+    public private(set) var transportFeedbackSent = 0
+    public private(set) var transportSequencesRecorded = 0
+    /// Arrival times by transport-wide sequence number, and the feedback about them (the SFU's own writer).
+    var feedbackRecorder = TransportFeedbackRecorder()
+    /// The id this client offers the transport-wide sequence number extension with.
+    static let transportCCOfferID: UInt8 = 5
 
     public private(set) var ice = ICECredentials.random()
     public let certificate: DTLSCertificate
@@ -126,8 +144,9 @@ public final class LoadClient {
     }
 
     /// A sendonly offer (Opus with the audio level extension as id 1, VP8 as 96) or a recvonly offer with
-    /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time); one BUNDLE
-    /// transport either way, its host candidate in every m-line. A later offer on the same transport may
+    /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time; with
+    /// `transportCC`, every slot also offers transport-cc as extension 5 and VP8 slots RTX as 97, like a
+    /// browser); one BUNDLE transport either way, its host candidate in every m-line. A later offer on the same transport may
     /// change the profile (a renegotiation) or bring new ICE credentials (an ICE restart, RFC 8445 section 9).
     public func offer(profile newProfile: Profile? = nil, restartICE: Bool = false) -> String {
         if let newProfile { profile = newProfile }
@@ -142,15 +161,21 @@ public final class LoadClient {
                  "a=group:BUNDLE \(sections.indices.map(String.init).joined(separator: " "))"]
         for (i, section) in sections.enumerated() {
             let direction = section.send ? "a=sendonly" : "a=recvonly"
+            let tcc = profile.transportCC && !section.send
             if section.kind == "audio" {
                 l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
                       "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
+                if tcc { l += ["a=rtcp-fb:111 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)"] }
                 if section.send { l.append("a=ssrc:\(writer.ssrc) cname:load") }
                 l += transportLines()
             } else {
-                l += ["m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
-                      "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
+                l += ["m=video 9 UDP/TLS/RTP/SAVPF 96\(tcc ? " 97" : "")", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux",
+                      "a=setup:actpass", "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
                       "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
+                if tcc {
+                    l += ["a=rtcp-fb:96 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)",
+                          "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"]
+                }
                 if section.send { l.append("a=ssrc:\(videoWriter.ssrc) cname:load") }
                 l += transportLines()
             }
@@ -183,13 +208,18 @@ public final class LoadClient {
         }
     }
 
-    /// The answer's slots: each live recvonly-answered m-line's mid, kind and the SSRC the node sends on.
+    /// The answer's slots: each live recvonly-answered m-line's mid, kind and the SSRC the node sends on;
+    /// and whether it kept transport-cc (its extension id) and RTX for video (its payload type).
     private func readSlots(_ sdp: SessionDescription) {
         answeredSlots = sdp.media.compactMap { m in
             guard m.port != 0, let mid = m.mid,
                   let ssrc = m.values("ssrc").lazy.compactMap({ $0.split(separator: " ").first.flatMap { UInt32($0) } }).first else { return nil }
             return (mid, m.kind, ssrc)
         }
+        let live = sdp.media.filter { $0.port != 0 }
+        transportCCExtensionID = profile.transportCC
+            ? live.lazy.compactMap { $0.extmaps.first { $0.value == OfferAnswer.transportCCURI }?.key }.first : nil
+        rtxPayloadType = live.lazy.filter { $0.kind == "video" }.compactMap { $0.rtpmaps.first { $0.value.name == "rtx" }?.key }.first
     }
 
     /// Answers a server's offer, as a subscriber of a server that offers (Janus VideoRoom): every live m-line
@@ -282,6 +312,7 @@ public final class LoadClient {
             if n < rxBatch.capacity { break }
         }
         if now >= nextCheckAt, state == .checking || state == .connected || state == .handshaking { sendCheck(now: now) }
+        if transportCCExtensionID != nil, state == .connected, feedbackRecorder.isDue(now) { sendTransportFeedback(now: now) }
         if state == .handshaking, !stallDTLS, let dtls {
             for d in dtls.tick(now: now) { socket.send(d, to: node) }
             if case .failed(let reason) = dtls.state { state = .failed("DTLS: \(reason)") }
@@ -335,8 +366,14 @@ public final class LoadClient {
                 }
                 return
             }
+            let arrival = batch.arrival(i) ?? now
+            if let id = transportCCExtensionID,
+               let seq = TransportWideSequence.read(UnsafeRawBufferPointer(rebasing: buffer[0..<length]), id: id) {
+                feedbackRecorder.record(sequence: seq, arrival: arrival)
+                transportSequencesRecorded += 1
+            }
             if let onMedia {
-                onMedia(buffer, length, batch.arrival(i) ?? now)
+                onMedia(buffer, length, arrival)
             } else if case .success(let n) = rx.unprotectRTP(buffer, length: length) {
                 mediaPacketsReceived += 1
                 mediaBytesReceived += n
@@ -398,6 +435,38 @@ public final class LoadClient {
         }
         guard n > 0 else { return }
         _ = scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+    }
+
+    /// Transport-cc feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01) for what arrived since the
+    /// last one, as a browser sends it: protected RTCP, one packet per feedback (several after a long gap).
+    func sendTransportFeedback(now: MonoTime) {
+        guard let tx, let node else { return }
+        let media = answeredSlots.first?.ssrc ?? 0
+        while true {
+            var n = 0
+            var more = false
+            rtcpScratch.withUnsafeMutableBytes { out in
+                guard let written = feedbackRecorder.writeFeedback(sender: rtcpSSRC, media: media, now: now,
+                                                                    into: UnsafeMutableRawBufferPointer(rebasing: out[0..<1200])) else { return }
+                more = true
+                if case .success(let sealed) = tx.protectRTCP(out, length: written) { n = sealed }
+            }
+            guard more else { return }
+            if n > 0, rtcpScratch.withUnsafeBytes({ socket.send(Array($0[0..<n]), to: node) }) { transportFeedbackSent += 1 }
+        }
+    }
+
+    /// Writes the feedback for what was recorded into `out` (for tests: what `sendTransportFeedback` protects).
+    func writeTransportFeedback(now: MonoTime, into out: UnsafeMutableRawBufferPointer) -> Int? {
+        feedbackRecorder.writeFeedback(sender: rtcpSSRC, media: answeredSlots.first?.ssrc ?? 0, now: now, into: out)
+    }
+
+    /// Records one received packet's transport-wide sequence number, as `poll` does for each datagram (for
+    /// tests: a clear RTP header is enough).
+    func recordTransportSequence(_ packet: UnsafeRawBufferPointer, arrival: MonoTime) {
+        guard let id = transportCCExtensionID, let seq = TransportWideSequence.read(packet, id: id) else { return }
+        feedbackRecorder.record(sequence: seq, arrival: arrival)
+        transportSequencesRecorded += 1
     }
 
     /// Sends raw bytes from this client's validated address: what a broken or hostile client would do.

@@ -75,6 +75,23 @@ public enum MetricsText {
         return total
     }
 
+    /// The value of the first sample of `family`.
+    public static func value(_ text: String, _ family: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(family + "{") || line.hasPrefix(family + " ") {
+            return Double(line.split(separator: " ").last ?? "")
+        }
+        return nil
+    }
+
+    /// The value of label `name` on the first sample of `family` (`family{name="value",...} 1`).
+    public static func label(_ text: String, _ family: String, _ name: String) -> String? {
+        for line in text.split(separator: "\n") where line.hasPrefix(family + "{") {
+            guard let r = line.range(of: "\(name)=\""), let end = line[r.upperBound...].firstIndex(of: "\"") else { continue }
+            return String(line[r.upperBound..<end])
+        }
+        return nil
+    }
+
     /// `sfu_drops_total` by reason, summed over workers, non-zero only.
     public static func drops(_ text: String) -> [String: Double] {
         var out: [String: Double] = [:]

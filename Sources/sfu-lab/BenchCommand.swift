@@ -41,6 +41,9 @@ struct BenchCommand: AsyncParsableCommand {
             return
         }
         var plan = BenchPlan()
+        // Janus forwards without estimating a subscriber's downlink, and the load client answers its offers
+        // without transport-cc: the comparison is fair only with REMB subscribers on both servers.
+        if against != nil { plan.transportCC = false }
         do {
             if let scenario {
                 guard let text = try? String(contentsOfFile: scenario, encoding: .utf8) else { throw ValidationError("cannot read \(scenario)") }
@@ -53,6 +56,9 @@ struct BenchCommand: AsyncParsableCommand {
             }
         } catch let e as BenchPlan.Invalid {
             throw ValidationError(e.description)
+        }
+        if against != nil, plan.transportCC {
+            throw ValidationError("--against runs both servers with REMB subscribers (Janus does not estimate their downlinks): leave transport_cc false")
         }
         if against != nil, plan.maxActiveTalkers < plan.publishers {
             throw ValidationError("Janus forwards every publisher to every subscriber: set max_active_talkers (\(plan.maxActiveTalkers)) >= publishers (\(plan.publishers)) so both carry the same load")
@@ -111,10 +117,17 @@ struct BenchCommand: AsyncParsableCommand {
             }
         }
         if let sweepKey {
-            print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | loss %")
+            print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | packets out per core-second | loss % | median estimate Mbit/s | mean number_of_videos")
             for (r, run) in zip(reports, runs) {
-                print(String(format: "%@ | %.0f | %.2f | %.0f | %@ | %.3f", run.label, r.downstreamKbpsPerSubscriber, r.nodeCores, r.packetsOutPerSecond,
-                             r.cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-", r.lossFraction * 100))
+                let summary = r.subscriberSeries?.summary
+                let videos = summary.flatMap { s -> Double? in
+                    let n = s.videosAtEnd.values.reduce(0, +)
+                    return n > 0 ? Double(s.videosAtEnd.reduce(0) { $0 + $1.key * $1.value }) / Double(n) : nil
+                }
+                print(String(format: "%@ | %.0f | %.2f | %.0f | %@ | %@ | %.3f | %@ | %@", run.label, r.downstreamKbpsPerSubscriber, r.nodeCores,
+                             r.packetsOutPerSecond, r.cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
+                             r.packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-", r.lossFraction * 100,
+                             summary?.estimateMedian.map { String(format: "%.2f", $0 / 1e6) } ?? "-", videos.map { String(format: "%.2f", $0) } ?? "-"))
             }
             if let chart {
                 let svg = SweepChart.svg(key: sweepKey, values: runs.map(\.label), series: [

@@ -59,6 +59,9 @@ public struct Bench {
         var bytes: Int64 = 0
         var latencies: [Double] = []
         var videoSeen = 0
+        /// Packets on the video slots' RTX streams: with no NACKs from the bench, the node's probe padding.
+        var rtxPackets: Int64 = 0
+        var rtxBytes: Int64 = 0
         var measuring = false
         let sampleEvery: Int
         init(sampleEvery: Int) { self.sampleEvery = sampleEvery }
@@ -67,6 +70,8 @@ public struct Bench {
             streams.removeAll()
             latencies.removeAll()
             bytes = 0
+            rtxPackets = 0
+            rtxBytes = 0
             measuring = true
         }
 
@@ -74,7 +79,13 @@ public struct Bench {
             guard measuring, length >= 12 else { return }
             let seq = Int64(buffer[2]) << 8 | Int64(buffer[3])
             let ssrc = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
-            let video = buffer[1] & 0x7F == client.videoPayloadType
+            let pt = buffer[1] & 0x7F
+            if pt == client.rtxPayloadType {
+                rtxPackets += 1
+                rtxBytes += Int64(length)
+                return
+            }
+            let video = pt == client.videoPayloadType
             bytes += Int64(length)
             if var s = streams[ssrc] {
                 // Extend the 16-bit number around the highest seen (RFC 3550 appendix A.1).
@@ -205,7 +216,10 @@ public struct Bench {
                 }
                 if now >= rembTick {
                     rembTick = rembTick + .seconds(1)
-                    for m in subscribers where m.client.state == .connected { m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps) * 1000) }
+                    // Subscribers with transport-cc send its feedback instead (from `poll`, every 100 ms).
+                    for m in subscribers where m.client.state == .connected && m.client.transportCCExtensionID == nil {
+                        m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps) * 1000)
+                    }
                 }
                 for m in members where m.joinStartedAt != nil {
                     m.client.poll(now: MonoClock.now())
@@ -229,12 +243,27 @@ public struct Bench {
         }
         report.connected = members.filter { $0.client.state == .connected }.count
         report.joinMilliseconds = Percentiles(members.compactMap(\.joinedAfter))
+        if plan.settleSeconds > 0 { try await drive(until: MonoClock.now() + .seconds(plan.settleSeconds)) }
 
-        // Measure.
+        // Measure. The subscribers' estimates and number_of_videos are sampled now, then once a second from a
+        // task of its own (a request never holds up the media loop), and once more at the end.
+        let rooms = plan.rooms
+        let firstSample = await server.subscriberStats(rooms: rooms)
         let before = try await snapshot()
         let sentBefore = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent }
+        let feedbackBefore = subscribers.reduce(0) { $0 + $1.client.transportFeedbackSent }
         for m in subscribers { m.receiver?.reset() }
         let measureStart = MonoClock.now()
+        let recorder = SubscriberSeriesRecorder()
+        var poller: Task<Void, Never>?
+        if let first = firstSample {
+            recorder.series.withLock { $0.append(at: 0, first) }
+            let origin = measureStart
+            // The last sample is taken at the end, after the window: the poller stops half a second before.
+            poller = recorder.run(start: 0, until: plan.seconds - 0.5, clock: { (MonoClock.now() - origin).seconds }) { [server] in
+                await server.subscriberStats(rooms: rooms)
+            }
+        }
         if plan.churnPerSecond > 0 { nextChurn = measureStart + .seconds(1 / plan.churnPerSecond) }
         let measureWallMs = Int64(Date().timeIntervalSince1970 * 1000)
         try await drive(until: measureStart + .seconds(plan.seconds)) { elapsed in
@@ -246,6 +275,17 @@ public struct Bench {
         let after = try await snapshot()
         let sent = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent } - sentBefore
         let measured = (MonoClock.now() - measureStart).seconds
+        if let poller {
+            recorder.stop()
+            await poller.value
+            if let last = await server.subscriberStats(rooms: rooms) {
+                recorder.series.withLock { $0.append(at: (MonoClock.now() - measureStart).seconds, last) }
+            }
+            report.subscriberSeries = recorder.series.withLock { $0 }
+        }
+        report.transportFeedbackSent = subscribers.reduce(0) { $0 + $1.client.transportFeedbackSent } - feedbackBefore
+        report.probePacketsReceived = Double(subscribers.reduce(0) { $0 + ($1.receiver?.rtxPackets ?? 0) })
+        report.probeBytesReceived = Double(subscribers.reduce(0) { $0 + ($1.receiver?.rtxBytes ?? 0) })
         report.churned = churned
         report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
         report.measuredSeconds = measured
@@ -257,6 +297,10 @@ public struct Bench {
             report.packetsIn = a.packetsIn - b.packetsIn
             report.packetsOut = a.packetsOut - b.packetsOut
             report.bytesOut = a.bytesOut - b.bytesOut
+            report.datagramsOut = a.datagramsOut - b.datagramsOut
+            report.rtcpIn = a.rtcpIn - b.rtcpIn
+            report.srtpBackend = a.srtpBackend.map { backend in a.srtpVersion.map { "\(backend) (\($0))" } ?? backend }
+            report.srtpProtectNanoseconds = a.srtpProtectNanoseconds
             report.drops = a.drops.reduce(into: [:]) { acc, kv in
                 let d = kv.value - (b.drops[kv.key] ?? 0)
                 if d > 0 { acc[kv.key] = d }
@@ -271,6 +315,8 @@ public struct Bench {
         report.nodeMemoryBytes = after.rss
         report.nodeMemoryBeforeBytes = baselineRSS
         report.generatorCPUSeconds = (after.generatorCPU ?? 0) - (before.generatorCPU ?? 0)
+        if let a = after.nodeWait, let b = before.nodeWait { report.nodeRunQueueWaitSeconds = a - b }
+        if let a = after.generatorWait, let b = before.generatorWait { report.generatorRunQueueWaitSeconds = a - b }
         report.latencyMilliseconds = Percentiles(subscribers.flatMap { $0.receiver?.latencies ?? [] })
         report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, wallStart: wallStart, from: measureWallMs, seconds: measured))
         report.srtpProfile = members.lazy.compactMap { $0.client.srtpProfile?.description }.first
@@ -280,7 +326,8 @@ public struct Bench {
 
     /// A subscribe-only participant with the plan's slots, counting what it receives.
     func newSubscriber(room: Int, index: Int) throws -> Member {
-        let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0))
+        let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0,
+                                                                               transportCC: plan.transportCC))
         let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
         c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
         return Member(room: room, index: index, id: "sub\(index)", client: c, receiver: stats)
@@ -294,11 +341,14 @@ public struct Bench {
         var cpu: Double?
         var rss: Int?
         var generatorCPU: Double?
+        var nodeWait: Double?
+        var generatorWait: Double?
     }
 
     func snapshot() async throws -> Snapshot {
         Snapshot(counters: try await server.counters(), cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
-                 rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()))
+                 rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
+                 nodeWait: server.pid.flatMap(ProcessProbe.runQueueWaitSeconds(pid:)), generatorWait: ProcessProbe.runQueueWaitSeconds(pid: getpid()))
     }
 
     /// For each turn that started in the measured window: from the turn's start (the new speaker's first

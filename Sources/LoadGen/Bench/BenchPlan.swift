@@ -18,9 +18,16 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     public var levelExtension = true
     public var seconds = 20.0
     public var rampSeconds = 5.0
+    /// Seconds everyone runs after the ramp before the measured window: time for the estimates and
+    /// number_of_videos to settle (a transport-cc subscriber starts at one video; ABWD raises it after 3-5 s).
+    public var settleSeconds = 0.0
     /// Seconds each speaker talks before the next one takes over.
     public var turnSeconds = 4.0
-    /// What subscribers report in REMB, kbps (a cap exercises the video-count rule).
+    /// Subscribers offer transport-cc (and RTX on video slots), record the transport-wide sequence number of
+    /// every packet they receive and send transport-cc feedback every 100 ms, as browsers do: the node then
+    /// estimates their downlink with GCC and probes it. Without it they send REMB at `rembKbps`.
+    public var transportCC = true
+    /// What subscribers report in REMB, kbps (a cap exercises the video-count rule); only without transport-cc.
     public var rembKbps = 50_000
     /// Decrypt one video packet in this many for latency (audio: every packet).
     public var sampleEvery = 16
@@ -35,7 +42,10 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("video", "publishers also send VP8 (true/false)"), ("video_kbps", "VP8 bitrate"), ("fps", "VP8 frame rate"),
         ("width", "VP8 width"), ("height", "VP8 height"), ("level_extension", "send the audio level extension (true/false)"),
         ("seconds", "measured duration"), ("ramp_seconds", "time over which participants join"),
-        ("turn_seconds", "seconds per speaker turn"), ("remb_kbps", "subscribers' REMB"), ("sample_every", "decrypt 1 video packet in N"),
+        ("settle_seconds", "time after the ramp before measuring (estimates and video counts settle)"),
+        ("turn_seconds", "seconds per speaker turn"),
+        ("transport_cc", "subscribers negotiate transport-cc and send its feedback (true, default; false with --against) or send REMB (false)"),
+        ("remb_kbps", "subscribers' REMB when transport_cc is false"), ("sample_every", "decrypt 1 video packet in N"),
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
     ]
 
@@ -74,7 +84,9 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "level_extension": levelExtension = try bool()
         case "seconds": seconds = try double(1...3600)
         case "ramp_seconds": rampSeconds = try double(0...600)
+        case "settle_seconds": settleSeconds = try double(0...600)
         case "turn_seconds": turnSeconds = try double(0.5...600)
+        case "transport_cc": transportCC = try bool()
         case "remb_kbps": rembKbps = try int(10...1_000_000)
         case "sample_every": sampleEvery = try int(1...1000)
         case "churn_per_second": churnPerSecond = try double(0...100)

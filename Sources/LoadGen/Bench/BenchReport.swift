@@ -57,6 +57,23 @@ public struct BenchReport: Codable, Sendable {
     public var churned = 0
     /// The host's raw UDP send capacity per core at this run's mean packet size (`Baseline`).
     public var baseline: Baseline.Result?
+    /// Every datagram the node sent (forwarded RTP, RTCP, probe padding, ICE) and the RTCP it received.
+    public var datagramsOut: Double = 0
+    public var rtcpIn: Double = 0
+    /// The node's libsrtp backend ("openssl (libsrtp2 2.5.0 ...)") and its cost of one protect, ns.
+    public var srtpBackend: String?
+    public var srtpProtectNanoseconds: Double?
+    /// Transport-cc feedback packets the subscribers sent, and the probe padding (packets on the video
+    /// slots' RTX streams) they received, in the measured window.
+    public var transportFeedbackSent = 0
+    public var probePacketsReceived: Double = 0
+    public var probeBytesReceived: Double = 0
+    /// Seconds the node's and the generator's threads were ready but waited for a CPU, over the window: on a
+    /// shared machine, how much other work held them back (the node's queues grow meanwhile).
+    public var nodeRunQueueWaitSeconds: Double?
+    public var generatorRunQueueWaitSeconds: Double?
+    /// The subscribers' estimates and number_of_videos, one sample a second (servers that report them).
+    public var subscriberSeries: SubscriberSeries?
 
     public init(plan: BenchPlan) { self.plan = plan }
 
@@ -92,7 +109,10 @@ public struct BenchReport: Codable, Sendable {
     /// The report for people.
     public var text: String {
         var l: [String] = []
-        l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension")")
+        l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension"), \(plan.transportCC ? "transport-cc" : "REMB \(plan.rembKbps) kbps")")
+        if let backend = srtpBackend {
+            l.append("node SRTP        libsrtp on \(backend)" + (srtpProtectNanoseconds.map { String(format: ", %.0f ns per protect (1200 B, AEAD_AES_128_GCM)", $0) } ?? ""))
+        }
         l.append(String(format: "connected        %d / %d participants; join %@ ms%@", connected, participants, joinMilliseconds.text,
                         churned > 0 ? String(format: "; %d subscribers replaced while measuring", churned) : ""))
         l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)%@",
@@ -112,7 +132,20 @@ public struct BenchReport: Codable, Sendable {
             l.append(String(format: "node memory      %.1f MiB%@", Double(m) / 1_048_576,
                             memoryPerParticipantBytes.map { String(format: ", %.1f KiB per participant", $0 / 1024) } ?? ""))
         }
+        if datagramsOut > 0 {
+            l.append(String(format: "node datagrams   out %.0f/s (forwarded RTP plus RTCP, probes, ICE); RTCP in %.0f/s", rate(datagramsOut), rate(rtcpIn)))
+        }
+        if transportFeedbackSent > 0 || probePacketsReceived > 0 {
+            l.append(String(format: "transport-cc     subscribers sent %.0f feedback/s; received %.0f probe packets/s (%.0f kbit/s, %.1f kbit/s per subscriber)",
+                            rate(Double(transportFeedbackSent)), rate(probePacketsReceived), rate(probeBytesReceived * 8) / 1000,
+                            subscribers > 0 ? rate(probeBytesReceived * 8) / 1000 / Double(subscribers) : 0))
+        }
+        if let series = subscriberSeries { l += series.text }
         l.append("drops            " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.key)=\(Int($0.value))" }.joined(separator: " ")))
+        if let node = nodeRunQueueWaitSeconds {
+            l.append(String(format: "waiting for CPU  node %.0f ms/s, generator %@ (runnable but not running: other work on their cores)",
+                            rate(node) * 1000, generatorRunQueueWaitSeconds.map { String(format: "%.0f ms/s", rate($0) * 1000) } ?? "-"))
+        }
         l.append(String(format: "generator CPU    %.2f cores%@", rate(generatorCPUSeconds), generatorWasBottleneck ? " - THE GENERATOR WAS THE BOTTLENECK: the node was not loaded to its limit" : ""))
         return l.joined(separator: "\n")
     }
@@ -134,6 +167,12 @@ public struct BenchReport: Codable, Sendable {
         out["generator_was_bottleneck"] = generatorWasBottleneck
         out["mean_packet_bytes"] = meanPacketBytes
         out["share_of_baseline"] = shareOfBaseline ?? NSNull()
+        out["node_wait_ms_per_second"] = nodeRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()
+        out["generator_wait_ms_per_second"] = generatorRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()
+        if let series = subscriberSeries,
+           let summary = (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(series.summary))) {
+            out["subscriber_summary"] = summary
+        }
         return out
     }
 }

@@ -25,6 +25,9 @@ public protocol BenchServer: AnyObject, Sendable {
     func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async
     /// Deletes the rooms.
     func finish(rooms: Int) async
+    /// Each subscriber's downlink estimate and number_of_videos now, by "room/participant", when the server
+    /// reports them (this node's room stats); nil when it has no such figures (Janus).
+    func subscriberStats(rooms: Int) async -> [String: SubscriberSample]?
 }
 
 /// The server cannot take this participant yet (Janus: a subscription to a publisher whose PeerConnection
@@ -37,6 +40,14 @@ public struct ServerCounters: Sendable {
     public var packetsOut: Double
     public var bytesOut: Double
     public var drops: [String: Double]
+    /// Every datagram the server sent (forwarded RTP, RTCP, probe padding, STUN, DTLS) and RTCP it received.
+    public var datagramsOut: Double = 0
+    public var rtcpIn: Double = 0
+    /// Which crypto libsrtp runs on, its version, and what one protect costs the node (`sfu_srtp_backend`,
+    /// `sfu_srtp_protect_nanoseconds`).
+    public var srtpBackend: String?
+    public var srtpVersion: String?
+    public var srtpProtectNanoseconds: Double?
 }
 
 /// This project's node, through its control API (docs/openapi.yaml).
@@ -74,9 +85,35 @@ public final class NodeServer: BenchServer {
 
     public func counters() async throws -> ServerCounters? {
         let m = try await api.metrics()
-        return ServerCounters(packetsIn: MetricsText.sum(m, "sfu_rtp_packets_received_total"),
-                              packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
-                              bytesOut: MetricsText.sum(m, "sfu_rtp_bytes_forwarded_total"), drops: MetricsText.drops(m))
+        var c = ServerCounters(packetsIn: MetricsText.sum(m, "sfu_rtp_packets_received_total"),
+                               packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
+                               bytesOut: MetricsText.sum(m, "sfu_rtp_bytes_forwarded_total"), drops: MetricsText.drops(m))
+        c.datagramsOut = MetricsText.sum(m, "sfu_udp_datagrams_sent_total")
+        c.rtcpIn = MetricsText.sum(m, "sfu_rtcp_packets_received_total")
+        c.srtpBackend = MetricsText.label(m, "sfu_srtp_backend", "backend")
+        c.srtpVersion = MetricsText.label(m, "sfu_srtp_backend", "version")
+        c.srtpProtectNanoseconds = MetricsText.value(m, "sfu_srtp_protect_nanoseconds")
+        return c
+    }
+
+    public func subscriberStats(rooms: Int) async -> [String: SubscriberSample]? {
+        var out: [String: SubscriberSample] = [:]
+        for r in 0..<rooms {
+            guard let reply = try? await api.call("GET", "v1/rooms/\(Self.room(r))/stats"), reply.status == 200 else { continue }
+            out.merge(Self.subscriberSamples(reply.json, room: Self.room(r))) { a, _ in a }
+        }
+        return out
+    }
+
+    /// The bench's subscribers ("sub" ids) in a room stats reply.
+    static func subscriberSamples(_ json: [String: Any], room: String) -> [String: SubscriberSample] {
+        var out: [String: SubscriberSample] = [:]
+        for p in json["participants"] as? [[String: Any]] ?? [] {
+            guard let id = p["participant"] as? String, id.hasPrefix("sub") else { continue }
+            out["\(room)/\(id)"] = SubscriberSample(estimate: (p["bandwidth_estimate"] as? NSNumber)?.doubleValue,
+                                                     videos: (p["number_of_videos"] as? NSNumber)?.intValue)
+        }
+        return out
     }
 
     public func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async {

@@ -191,6 +191,9 @@ public final class JanusServer: BenchServer, @unchecked Sendable {
 
     public func counters() async throws -> ServerCounters? { nil }
 
+    /// Janus reports no per-subscriber estimate or video count.
+    public func subscriberStats(rooms: Int) async -> [String: SubscriberSample]? { nil }
+
     public func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async {}
 
     public func finish(rooms: Int) async {

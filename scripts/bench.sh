@@ -45,12 +45,12 @@ for r in pair:
     print(f"| {r['label']} | {r['receivedPackets'] / r['measuredSeconds']:.0f} | {r['node_cores']:.2f} | {r['delivered_per_core_second']:.0f} | {r['loss_fraction'] * 100:.3f} % | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['nodeMemoryBytes'] / 1048576:.0f} |")
 print(f"\nratio: {pair[0]['delivered_per_core_second'] / pair[1]['delivered_per_core_second']:.1f}x")
 print()
-print("| subscribers send | pkts out/s | node cores | CPU s per M pkts | pkts out per core-s | node datagrams out/s | RTCP in/s | probe kbit/s received | latency p50 / p99 ms | loss | estimate at the end, min / median / max Mbit/s | number_of_videos at the end | changes per subscriber, mean / max | node waited for a CPU, ms/s | generator-bound |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| subscribers send | pkts out/s | node cores | CPU s per M pkts | pkts out per core-s | pkts out per media-worker core-s | node datagrams out/s | RTCP in/s | probe kbit/s received | latency p50 / p99 ms | loss | estimate at the end, min / median / max Mbit/s | number_of_videos at the end | changes per subscriber, mean / max | node waited for a CPU, ms/s | generator-bound |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in json.load(open(os.path.join(out, "transport-cc.json"))):
     s, m, lat = r.get("subscriber_summary") or {}, r["measuredSeconds"], r["latencyMilliseconds"]
     mb = lambda v: f"{v / 1e6:.2f}" if isinstance(v, (int, float)) else "-"
     videos = ", ".join(f"{k} x {v}" for k, v in sorted((s.get("videosAtEnd") or {}).items(), key=lambda kv: -int(kv[0])))
     who = "transport-cc feedback" if r["plan"]["transportCC"] else f"REMB {r['plan']['rembKbps'] // 1000} Mbit/s"
-    print(f"| {who} | {r['packets_out_per_second']:.0f} | {r['node_cores']:.2f} | {r['cpu_seconds_per_million_packets']:.2f} | {r['packets_out_per_core_second']:.0f} | {r['datagramsOut'] / m:.0f} | {r['rtcpIn'] / m:.0f} | {r['probeBytesReceived'] * 8 / m / 1000:.0f} | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['loss_fraction'] * 100:.3f} % | {mb(s.get('estimateMin'))} / {mb(s.get('estimateMedian'))} / {mb(s.get('estimateMax'))} | {videos or '-'} | {s.get('changesMean', 0):.2f} / {s.get('changesMax', 0)} | {f(r.get('node_wait_ms_per_second'), '%.0f')} | {'yes' if r['generator_was_bottleneck'] else 'no'} |")
+    print(f"| {who} | {r['packets_out_per_second']:.0f} | {r['node_cores']:.2f} | {r['cpu_seconds_per_million_packets']:.2f} | {r['packets_out_per_core_second']:.0f} | {f(r.get('packets_out_per_worker_core_second'), '%.0f')} | {r['datagramsOut'] / m:.0f} | {r['rtcpIn'] / m:.0f} | {r['probeBytesReceived'] * 8 / m / 1000:.0f} | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['loss_fraction'] * 100:.3f} % | {mb(s.get('estimateMin'))} / {mb(s.get('estimateMedian'))} / {mb(s.get('estimateMax'))} | {videos or '-'} | {s.get('changesMean', 0):.2f} / {s.get('changesMax', 0)} | {f(r.get('node_wait_ms_per_second'), '%.0f')} | {'yes' if r['generator_was_bottleneck'] else 'no'} |")
 PY

@@ -18,25 +18,29 @@ public enum ProcessProbe {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// Seconds the process's threads were ready to run but waited for a CPU (the second field of each
-    /// `/proc/<pid>/task/<tid>/schedstat`). On a machine shared with other work this says how much that work
-    /// held this process back: a node pinned to a core someone else also uses queues its packets meanwhile.
-    public static func runQueueWaitSeconds(pid: Int32) -> Double? {
+    /// What the scheduler accounted to the process's threads whose name starts with `prefix` (every thread
+    /// for ""), from each `/proc/<pid>/task/<tid>/schedstat`: seconds on a CPU, and seconds ready to run but
+    /// waiting for one. The wait says how much other work on a shared machine held these threads back (a node
+    /// pinned to a core someone else uses queues its packets meanwhile); CPU by thread name separates the
+    /// node's media workers ("sfu-worker-N") from its control API. nil when no such thread was read.
+    public static func schedulerSeconds(pid: Int32, threadsNamed prefix: String = "") -> (cpu: Double, wait: Double)? {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
-        var total = 0.0
-        var read = false
+        var total: (cpu: Double, wait: Double)?
         for tid in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8),
-                  let ns = waitNanoseconds(schedstat: text) else { continue }
-            total += ns
-            read = true
+            let dir = "/proc/\(pid)/task/\(tid)"
+            if !prefix.isEmpty {
+                guard let name = try? String(contentsOfFile: dir + "/comm", encoding: .utf8), name.hasPrefix(prefix) else { continue }
+            }
+            guard let text = try? String(contentsOfFile: dir + "/schedstat", encoding: .utf8), let t = schedstat(text) else { continue }
+            total = ((total?.cpu ?? 0) + t.cpu, (total?.wait ?? 0) + t.wait)
         }
-        return read ? total / 1e9 : nil
+        return total
     }
 
-    /// The run-queue wait in one schedstat line ("<on-CPU ns> <waiting ns> <timeslices>").
-    static func waitNanoseconds(schedstat: String) -> Double? {
-        let fields = schedstat.split(whereSeparator: \.isWhitespace)
-        return fields.count >= 3 ? Double(fields[1]) : nil
+    /// One schedstat line ("<on-CPU ns> <waiting ns> <timeslices>") in seconds.
+    static func schedstat(_ text: String) -> (cpu: Double, wait: Double)? {
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        guard fields.count >= 3, let cpu = Double(fields[0]), let wait = Double(fields[1]) else { return nil }
+        return (cpu / 1e9, wait / 1e9)
     }
 }

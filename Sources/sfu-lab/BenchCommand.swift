@@ -117,16 +117,17 @@ struct BenchCommand: AsyncParsableCommand {
             }
         }
         if let sweepKey {
-            print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | packets out per core-second | loss % | median estimate Mbit/s | mean number_of_videos")
+            print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | packets out per core-second | per media-worker core-second | loss % | median estimate Mbit/s | mean number_of_videos")
             for (r, run) in zip(reports, runs) {
                 let summary = r.subscriberSeries?.summary
                 let videos = summary.flatMap { s -> Double? in
                     let n = s.videosAtEnd.values.reduce(0, +)
                     return n > 0 ? Double(s.videosAtEnd.reduce(0) { $0 + $1.key * $1.value }) / Double(n) : nil
                 }
-                print(String(format: "%@ | %.0f | %.2f | %.0f | %@ | %@ | %.3f | %@ | %@", run.label, r.downstreamKbpsPerSubscriber, r.nodeCores,
+                print(String(format: "%@ | %.0f | %.2f | %.0f | %@ | %@ | %@ | %.3f | %@ | %@", run.label, r.downstreamKbpsPerSubscriber, r.nodeCores,
                              r.packetsOutPerSecond, r.cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
-                             r.packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-", r.lossFraction * 100,
+                             r.packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-",
+                             r.packetsOutPerWorkerCoreSecond.map { String(format: "%.0f", $0) } ?? "-", r.lossFraction * 100,
                              summary?.estimateMedian.map { String(format: "%.2f", $0 / 1e6) } ?? "-", videos.map { String(format: "%.2f", $0) } ?? "-"))
             }
             if let chart {

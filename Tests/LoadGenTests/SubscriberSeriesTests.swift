@@ -70,8 +70,9 @@ import WebRTCEdge
     }
 
     @Test func theReportSaysHowLongTheNodeWaitedForACPU() {
-        #expect(ProcessProbe.waitNanoseconds(schedstat: "81234 5678 9\n") == 5678)
-        #expect(ProcessProbe.waitNanoseconds(schedstat: "81234") == nil)
+        let t = ProcessProbe.schedstat("8123400000 567800000 9\n")
+        #expect(t?.cpu == 8.1234 && t?.wait == 0.5678)
+        #expect(ProcessProbe.schedstat("81234") == nil)
         var r = BenchReport(plan: BenchPlan())
         r.measuredSeconds = 10
         #expect(!r.text.contains("waiting for CPU"), "nothing said when it was not measured")
@@ -79,6 +80,17 @@ import WebRTCEdge
         r.generatorRunQueueWaitSeconds = 0.2
         #expect(r.text.contains("waiting for CPU  node 150 ms/s, generator 20 ms/s"))
         #expect((r.json["node_wait_ms_per_second"] as? Double) == 150)
+    }
+
+    @Test func theMediaWorkersCostIsShownApartFromTheControlAPIs() {
+        var r = BenchReport(plan: BenchPlan())
+        r.measuredSeconds = 10
+        r.packetsOut = 1_000_000
+        r.nodeCPUSeconds = 5
+        #expect(!r.text.contains("media workers"), "a server without named worker threads (Janus) has no such line")
+        r.workerCPUSeconds = 4
+        #expect(r.text.contains("media workers    0.40 cores; 250000 packets out per worker core-second"))
+        #expect((r.json["packets_out_per_worker_core_second"] as? Double) == 250_000 && (r.json["packets_out_per_core_second"] as? Double) == 200_000)
     }
 
     @Test func metricsLabelsAndValuesAreRead() {

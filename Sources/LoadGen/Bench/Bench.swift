@@ -317,6 +317,7 @@ public struct Bench {
         report.generatorCPUSeconds = (after.generatorCPU ?? 0) - (before.generatorCPU ?? 0)
         if let a = after.nodeWait, let b = before.nodeWait { report.nodeRunQueueWaitSeconds = a - b }
         if let a = after.generatorWait, let b = before.generatorWait { report.generatorRunQueueWaitSeconds = a - b }
+        if let a = after.workerCPU, let b = before.workerCPU { report.workerCPUSeconds = a - b }
         report.latencyMilliseconds = Percentiles(subscribers.flatMap { $0.receiver?.latencies ?? [] })
         report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, wallStart: wallStart, from: measureWallMs, seconds: measured))
         report.srtpProfile = members.lazy.compactMap { $0.client.srtpProfile?.description }.first
@@ -343,12 +344,16 @@ public struct Bench {
         var generatorCPU: Double?
         var nodeWait: Double?
         var generatorWait: Double?
+        /// CPU seconds of the node's media worker threads alone (the control API's share left out).
+        var workerCPU: Double?
     }
 
     func snapshot() async throws -> Snapshot {
         Snapshot(counters: try await server.counters(), cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
                  rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
-                 nodeWait: server.pid.flatMap(ProcessProbe.runQueueWaitSeconds(pid:)), generatorWait: ProcessProbe.runQueueWaitSeconds(pid: getpid()))
+                 nodeWait: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0)?.wait },
+                 generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
+                 workerCPU: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
     }
 
     /// For each turn that started in the measured window: from the turn's start (the new speaker's first

@@ -72,6 +72,9 @@ public struct BenchReport: Codable, Sendable {
     /// shared machine, how much other work held them back (the node's queues grow meanwhile).
     public var nodeRunQueueWaitSeconds: Double?
     public var generatorRunQueueWaitSeconds: Double?
+    /// CPU seconds of the node's media worker threads alone: the forwarding path without the control API,
+    /// which here also answers the bench's once-a-second stats requests.
+    public var workerCPUSeconds: Double?
     /// The subscribers' estimates and number_of_videos, one sample a second (servers that report them).
     public var subscriberSeries: SubscriberSeries?
 
@@ -92,6 +95,8 @@ public struct BenchReport: Codable, Sendable {
     /// Node CPU seconds per million forwarded packets.
     public var cpuSecondsPerMillionPackets: Double? { packetsOut > 0 ? nodeCPUSeconds / packetsOut * 1e6 : nil }
     public var packetsOutPerCoreSecond: Double? { nodeCPUSeconds > 0 ? packetsOut / nodeCPUSeconds : nil }
+    /// Forwarded packets per CPU-second of the media workers alone.
+    public var packetsOutPerWorkerCoreSecond: Double? { workerCPUSeconds.flatMap { $0 > 0 ? packetsOut / $0 : nil } }
     /// Packets the subscribers received per server CPU-second: the figure that compares servers, counted the
     /// same way whatever the server says about itself.
     public var deliveredPerCoreSecond: Double? { nodeCPUSeconds > 0 ? receivedPackets / nodeCPUSeconds : nil }
@@ -121,6 +126,9 @@ public struct BenchReport: Codable, Sendable {
         l.append(String(format: "node CPU         %.2f cores; %@ s per million forwarded packets; %@ packets out per core-second",
                         nodeCores, cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
                         packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-"))
+        if let worker = workerCPUSeconds, let perCore = packetsOutPerWorkerCoreSecond {
+            l.append(String(format: "media workers    %.2f cores; %.0f packets out per worker core-second (without the control API)", rate(worker), perCore))
+        }
         if let b = baseline, let share = shareOfBaseline {
             l.append(String(format: "vs raw UDP       %.0f %% of the host's %.0f sends per core-second at %d bytes (sendmmsg)", share * 100,
                             b.sentPerCoreSecond, b.packetSize))
@@ -167,6 +175,8 @@ public struct BenchReport: Codable, Sendable {
         out["generator_was_bottleneck"] = generatorWasBottleneck
         out["mean_packet_bytes"] = meanPacketBytes
         out["share_of_baseline"] = shareOfBaseline ?? NSNull()
+        out["worker_cores"] = workerCPUSeconds.map { rate($0) } ?? NSNull()
+        out["packets_out_per_worker_core_second"] = packetsOutPerWorkerCoreSecond ?? NSNull()
         out["node_wait_ms_per_second"] = nodeRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()
         out["generator_wait_ms_per_second"] = generatorRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()
         if let series = subscriberSeries,

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -186,4 +187,8 @@ int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms) {
     int r = poll(p, 2, timeout_ms);
     if (r <= 0) return 0;
     return ((p[0].revents & POLLIN) ? 1 : 0) | ((p[1].revents & POLLIN) ? 2 : 0);
+}
+
+int sfu_name_this_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
 }

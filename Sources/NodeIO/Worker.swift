@@ -125,7 +125,9 @@ public final class Worker: @unchecked Sendable {
 
     public func start() {
         let t = Thread { [self] in
-            Thread.current.name = "sfu-worker-\(index)"  // set from the thread itself so the OS sees it
+            // Named for the OS (top -H, perf, the bench's per-thread CPU) directly: Foundation's Thread.name set
+            // here was lost in 2 of 3 two-worker nodes, leaving the name inherited from the starting thread.
+            _ = sfu_name_this_thread("sfu-worker-\(index)")
             loopThread.withLock { $0 = pthread_self() }
             loop()
         }

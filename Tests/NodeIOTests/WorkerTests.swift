@@ -122,6 +122,22 @@ final class UDPClient {
         }
     }
 
+    /// top -H, perf and the bench's per-thread CPU find the media path by this name. Sixteen workers: the name
+    /// set through Foundation's Thread.name was lost in some starts from a dispatch thread.
+    @Test func eachWorkerThreadCarriesItsNameForTheOS() throws {
+        for index in 40..<56 {
+            let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+            let worker = try Worker(index: index, socket: socket, certificate: Self.cert)
+            // Started from a dispatch thread, as the node starts its workers from async code.
+            let started = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async { worker.start(); started.signal() }
+            started.wait()
+            defer { worker.stop() }
+            let name = try worker.performAndWait { _, _ in try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+            #expect(name == "sfu-worker-\(index)\n")
+        }
+    }
+
     @Test func destroyingARoomTellsEveryParticipantAndClosesItsConnections() throws {
         let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         let worker = try Worker(index: 0, socket: socket, certificate: Self.cert)

@@ -48,3 +48,10 @@ void sfu_wake_drain(int wake_fd);
 /// Returns a bit set: 1 socket readable, 2 woken; 0 on timeout.
 int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms);
 #endif
+
+#ifndef SFU_CNODEIO_THREAD_NAME
+#define SFU_CNODEIO_THREAD_NAME
+/// Names the calling thread for the OS (at most 15 characters are kept): pthread_setname_np, which Swift's
+/// Glibc module does not export. Returns 0 or an errno.
+int sfu_name_this_thread(const char *name);
+#endif

@@ -2,10 +2,11 @@
 # Regenerates the load-generator results of Benchmarks/README.md on this machine: a raw UDP baseline, a video
 # conference, a 1,000-publisher audio room without the level extension, a room of 100 video publishers, and
 # the max_active_talkers sweep with its chart, the video conference through this node and through Janus
-# VideoRoom (needs root), and the video conference with subscribers sending REMB and then transport-cc feedback
-# (the cost of transport-cc, GCC and probing). Each server runs pinned to core 1, the generator to core 0.
+# VideoRoom (needs root), and the video conference (two rooms, then one) with subscribers sending REMB and
+# transport-cc feedback in alternate runs (the cost of transport-cc, GCC and probing). Each server runs pinned
+# to core 1, the generator to core 0.
 # These runs keep REMB (transport_cc=false) as they were first measured, except the transport-cc sweep.
-# Writes Benchmarks/results/*.json and docs/bench-sweep.svg and prints the Markdown tables. About 9 minutes.
+# Writes Benchmarks/results/*.json and docs/bench-sweep.svg and prints the Markdown tables. About 11 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -22,6 +23,8 @@ run sweep-max-active-talkers --set transport_cc=false --set video=true --set pub
 run against-janus --against janus --set transport_cc=false --set video=true --set rooms=2 --set publishers=4 --set max_active_talkers=4 --set subscribers=60 \
   --set seconds=15 --set ramp_seconds=5
 run transport-cc --set video=true --set rooms=2 --set publishers=4 --set subscribers=60 --set seconds=10 --set ramp_seconds=5 \
+  --set settle_seconds=8 --sweep transport_cc=false,true,false,true
+run transport-cc-1-room --set video=true --set rooms=1 --set publishers=4 --set subscribers=60 --set seconds=10 --set ramp_seconds=5 \
   --set settle_seconds=8 --sweep transport_cc=false,true,false,true
 python3 - "$out" <<'PY'
 import json, sys, os
@@ -44,13 +47,24 @@ for r in pair:
     lat = r["latencyMilliseconds"]
     print(f"| {r['label']} | {r['receivedPackets'] / r['measuredSeconds']:.0f} | {r['node_cores']:.2f} | {r['delivered_per_core_second']:.0f} | {r['loss_fraction'] * 100:.3f} % | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['nodeMemoryBytes'] / 1048576:.0f} |")
 print(f"\nratio: {pair[0]['delivered_per_core_second'] / pair[1]['delivered_per_core_second']:.1f}x")
-print()
-print("| subscribers send | pkts out/s | node cores | CPU s per M pkts | pkts out per core-s | pkts out per media-worker core-s | node datagrams out/s | RTCP in/s | probe kbit/s received | latency p50 / p99 ms | loss | estimate at the end, min / median / max Mbit/s | number_of_videos at the end | changes per subscriber, mean / max | node waited for a CPU, ms/s | generator-bound |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for r in json.load(open(os.path.join(out, "transport-cc.json"))):
-    s, m, lat = r.get("subscriber_summary") or {}, r["measuredSeconds"], r["latencyMilliseconds"]
-    mb = lambda v: f"{v / 1e6:.2f}" if isinstance(v, (int, float)) else "-"
-    videos = ", ".join(f"{k} x {v}" for k, v in sorted((s.get("videosAtEnd") or {}).items(), key=lambda kv: -int(kv[0])))
-    who = "transport-cc feedback" if r["plan"]["transportCC"] else f"REMB {r['plan']['rembKbps'] // 1000} Mbit/s"
-    print(f"| {who} | {r['packets_out_per_second']:.0f} | {r['node_cores']:.2f} | {r['cpu_seconds_per_million_packets']:.2f} | {r['packets_out_per_core_second']:.0f} | {f(r.get('packets_out_per_worker_core_second'), '%.0f')} | {r['datagramsOut'] / m:.0f} | {r['rtcpIn'] / m:.0f} | {r['probeBytesReceived'] * 8 / m / 1000:.0f} | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['loss_fraction'] * 100:.3f} % | {mb(s.get('estimateMin'))} / {mb(s.get('estimateMedian'))} / {mb(s.get('estimateMax'))} | {videos or '-'} | {s.get('changesMean', 0):.2f} / {s.get('changesMax', 0)} | {f(r.get('node_wait_ms_per_second'), '%.0f')} | {'yes' if r['generator_was_bottleneck'] else 'no'} |")
+header = ("| subscribers send | pkts out/s | node cores | CPU s per M pkts | pkts out per core-s | pkts out per media-worker core-s"
+          " | node datagrams out/s | RTCP in/s | probe kbit/s received | latency p50 / p99 ms | loss"
+          " | estimate at the end, min / median / max Mbit/s | number_of_videos at the end | changes per subscriber, mean / max"
+          " | node waited for a CPU, ms/s | generator-bound |")
+mb = lambda v: f"{v / 1e6:.2f}" if isinstance(v, (int, float)) else "-"
+for name in ["transport-cc", "transport-cc-1-room"]:
+    print(f"\n{name}:\n")
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for r in json.load(open(os.path.join(out, name + ".json"))):
+        s, m, lat = r.get("subscriber_summary") or {}, r["measuredSeconds"], r["latencyMilliseconds"]
+        videos = ", ".join(f"{k} x {v}" for k, v in sorted((s.get("videosAtEnd") or {}).items(), key=lambda kv: -int(kv[0])))
+        who = "transport-cc feedback" if r["plan"]["transportCC"] else f"REMB {r['plan']['rembKbps'] // 1000} Mbit/s"
+        print(f"| {who} | {r['packets_out_per_second']:.0f} | {r['node_cores']:.2f} | {r['cpu_seconds_per_million_packets']:.2f}"
+              f" | {r['packets_out_per_core_second']:.0f} | {f(r.get('packets_out_per_worker_core_second'), '%.0f')}"
+              f" | {r['datagramsOut'] / m:.0f} | {r['rtcpIn'] / m:.0f} | {r['probeBytesReceived'] * 8 / m / 1000:.0f}"
+              f" | {lat['p50']:.1f} / {lat['p99']:.1f} | {r['loss_fraction'] * 100:.3f} %"
+              f" | {mb(s.get('estimateMin'))} / {mb(s.get('estimateMedian'))} / {mb(s.get('estimateMax'))} | {videos or '-'}"
+              f" | {s.get('changesMean', 0):.2f} / {s.get('changesMax', 0)} | {f(r.get('node_wait_ms_per_second'), '%.0f')}"
+              f" | {'yes' if r['generator_was_bottleneck'] else 'no'} |")
 PY

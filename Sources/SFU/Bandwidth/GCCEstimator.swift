@@ -10,20 +10,21 @@ public struct GCCEstimator: DownlinkEstimator {
     public private(set) var loss: LossBasedControl
     private var probes = ProbeMeasurement()
     private var started = false
-    /// The last `ackWindowPackets` acknowledged media packets (send time, arrival micros, bytes), newest last.
-    private var acked: [(send: MonoTime, arrival: Int64, size: Int)] = []
+    /// Acknowledged packets (arrival micros, bytes), newest last, for the acknowledged rate.
+    private var acked: [(arrival: Int64, size: Int)] = []
     private var highestSequence: Int64 = -1
     public private(set) var acknowledgedBitrate: Double?
     public private(set) var lastProbeResult: Double?
-    /// The acknowledged rate is measured over this many packets, not over a fixed time: when a sender that
-    /// sent little (audio only, after a cap) steps up and its first keyframes queue at the bottleneck, the
-    /// over-use decrease must take what the link carried while the queue built, not the quiet second before.
-    public static let ackWindowPackets = 20
-    /// The acknowledged rates of the last `peakWindowMicros` of arrivals (arrival micros, bits/s). Over-use
-    /// is judged on a smoothed delay trend and may be called only once the queue that caused it has drained
-    /// and the sender sends less again (keyframes, then frames): the decrease starts from the highest rate the
-    /// path delivered meanwhile, which is what it can carry.
-    private var recentRates: [(arrival: Int64, bps: Double)] = []
+    public static let ackWindowMicros: Int64 = 500_000
+    /// The last `deliveryWindowPackets` acknowledged media packets (send time, arrival micros, bytes), newest
+    /// last, and the rates they gave over the last `peakWindowMicros` of arrivals (arrival micros, bits/s).
+    /// Over-use is judged on a smoothed delay trend and may be called only once the queue that caused it has
+    /// drained and the sender sends less again - keyframes of videos coming back after a quiet spell, then
+    /// frames: the decrease starts from the highest rate the path delivered meanwhile, which is what it can
+    /// carry, not from the acknowledged rate of the quiet second before.
+    private var delivered: [(send: MonoTime, arrival: Int64, size: Int)] = []
+    private var deliveryRates: [(arrival: Int64, bps: Double)] = []
+    public static let deliveryWindowPackets = 20
     public static let peakWindowMicros: Int64 = 500_000
 
     public init(startBitrate: Double = 500_000) {
@@ -51,40 +52,54 @@ public struct GCCEstimator: DownlinkEstimator {
         for p in results where p.sequence > highestSequence {
             highestSequence = p.sequence
             newestSend = max(newestSend, p.sendTime)
-            if p.arrivalMicros != nil { started = true }
             // Probe clusters go out faster than the path may carry, by design: they measure the path through
-            // `ProbeMeasurement` and must not read as self-inflicted congestion, loss or throughput.
-            if p.probeCluster != nil { probes.add(p); continue }
-            total += 1
-            guard let arrival = p.arrivalMicros else { lost += 1; continue }
-            acked.append((p.sendTime, arrival, p.size))
-            if acked.count > Self.ackWindowPackets { acked.removeFirst() }
-            delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
+            // `ProbeMeasurement` and must not read as self-inflicted congestion or loss.
+            let probe = p.probeCluster != nil
+            if probe { probes.add(p) } else { total += 1 }
+            guard let arrival = p.arrivalMicros else { if !probe { lost += 1 }; continue }
+            started = true
+            acked.append((arrival, p.size))
+            if !probe {
+                delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
+                delivered.append((p.sendTime, arrival, p.size))
+                if delivered.count > Self.deliveryWindowPackets { delivered.removeFirst() }
+            }
         }
         guard started else { return }
         acknowledgedBitrate = ackedRate()
-        if let bps = acknowledgedBitrate, let newest = acked.last?.arrival {
-            recentRates.append((newest, bps))
-            recentRates.removeAll { $0.arrival < newest - Self.peakWindowMicros }
+        if let bps = deliveryRate(), let newest = delivered.last?.arrival {
+            deliveryRates.append((newest, bps))
+            deliveryRates.removeAll { $0.arrival < newest - Self.peakWindowMicros }
         }
         if let r = probes.measureCompleted(reportedUpTo: newestSend).max() {
             lastProbeResult = r
             if r > delay.bitrate { delay.setEstimate(r, now: now) }
             if r > loss.bitrate { loss.reset(to: r) }
         }
-        let peak = recentRates.map(\.bps).max() ?? acknowledgedBitrate
-        delay.update(delayTrend.usage, acknowledged: delayTrend.usage == .overusing ? peak : acknowledgedBitrate, now: now)
+        let overusing = delayTrend.usage == .overusing
+        delay.update(delayTrend.usage, acknowledged: overusing ? deliveryRates.map(\.bps).max() ?? acknowledgedBitrate : acknowledgedBitrate,
+                     now: now)
         loss.update(lost: lost, total: total, ceiling: delay.bitrate, now: now)
     }
 
-    /// The bytes of the last `ackWindowPackets` acknowledged packets (but the first) over the longer of the
-    /// time they took to send and to arrive, as bits per second: packets sent in a burst count at the rate
-    /// the path spread them to, packets a queue released at once at the rate they were sent.
-    private func ackedRate() -> Double? {
-        guard acked.count >= Self.ackWindowPackets, let first = acked.first, let last = acked.last,
-              let earliest = acked.map(\.arrival).min(), let latest = acked.map(\.arrival).max() else { return acknowledgedBitrate }
+    /// Bytes acknowledged over the last `ackWindowMicros` of arrival time, as bits per second.
+    private mutating func ackedRate() -> Double? {
+        guard let newest = acked.last?.arrival else { return acknowledgedBitrate }
+        let from = newest - Self.ackWindowMicros
+        if let firstKept = acked.firstIndex(where: { $0.arrival >= from }), firstKept > 0 { acked.removeFirst(firstKept) }
+        guard let oldest = acked.first?.arrival, newest - oldest >= Self.ackWindowMicros / 2 else { return acknowledgedBitrate }
+        let bytes = acked.reduce(0) { $0 + $1.size }
+        return Double(bytes) * 8 / (Double(newest - oldest) / 1e6)
+    }
+
+    /// The bytes of the last `deliveryWindowPackets` media packets (but the first) over the longer of the time
+    /// they took to send and to arrive, as bits per second: packets sent in a burst count at the rate the path
+    /// spread them to, packets a queue released at once at the rate they were sent.
+    private func deliveryRate() -> Double? {
+        guard delivered.count >= Self.deliveryWindowPackets, let first = delivered.first, let last = delivered.last,
+              let earliest = delivered.map(\.arrival).min(), let latest = delivered.map(\.arrival).max() else { return nil }
         let seconds = max((last.send - first.send).seconds, Double(latest - earliest) / 1e6)
-        guard seconds > 0 else { return acknowledgedBitrate }
-        return Double(acked.dropFirst().reduce(0) { $0 + $1.size }) * 8 / seconds
+        guard seconds > 0 else { return nil }
+        return Double(delivered.dropFirst().reduce(0) { $0 + $1.size }) * 8 / seconds
     }
 }

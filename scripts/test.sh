@@ -4,10 +4,11 @@
 # and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), attacks a node with
 # hostile clients while a victim room talks (`sfu hostile`; SFU_HOSTILE=0 skips it), fuzzes the control API
 # against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
-# Chromium browsers (SFU_BROWSER=0 skips it), runs a short `sfu bench --against janus` to check the load
-# generator against both servers (SFU_JANUS=0 skips it), then fuzzes each parser, the room, the ICE agent and
-# the worker core's datagrams and sessions for a bounded time (SFU_FUZZ_SECONDS per target, 20 by default; 0
-# skips fuzzing).
+# Chromium browsers (SFU_BROWSER=0 skips it), runs Chromium publishers and a subscriber over shaped links (each
+# in a network namespace of its own: a capped downlink, a lossy uplink; SFU_SHAPED=0 skips it), runs a short
+# `sfu bench --against janus` to check the load generator against both servers (SFU_JANUS=0 skips it), then
+# fuzzes each parser, the room, the ICE agent and the worker core's datagrams and sessions for a bounded time
+# (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -40,6 +41,10 @@ browser_status=0
 if [ "${SFU_BROWSER:-1}" != "0" ]; then
   scripts/browser-test.sh || browser_status=$?
 fi
+shaped_status=0
+if [ "${SFU_SHAPED:-1}" != "0" ]; then
+  scripts/shaped-test.sh || shaped_status=$?
+fi
 janus_status=0
 if [ "${SFU_JANUS:-1}" != "0" ]; then
   scripts/bench-check.sh || janus_status=$?
@@ -56,4 +61,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$janus_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$shaped_status" -eq 0 ] && [ "$janus_status" -eq 0 ]

@@ -143,9 +143,17 @@ public final class UDPSocket {
             pending += 1
             if pending == maxBatch { flush() }
         }
+        // Grouped, a destination's datagrams are adjacent: its address is looked up once per run of them.
+        var lastID: ConnectionID?
+        var lastTo: TransportAddress?
         var i = 0
         while i < batch.count {
-            guard let to = destination(batch.destination(at: at(i))) else { sendDrops += 1; i += 1; continue }
+            let id = batch.destination(at: at(i))
+            if id != lastID {
+                lastID = id
+                lastTo = destination(id)
+            }
+            guard let to = lastTo else { sendDrops += 1; i += 1; continue }
             let d = batch.datagram(at: at(i))
             if gso && gsoWorks {
                 var run = 1

@@ -19,6 +19,8 @@ public final class WorkerCore {
     public private(set) var rooms: [String: Room] = [:]
     var transports: [ConnectionID: Transport] = [:]
     var sessions: [SessionKey: ConnectionID] = [:]
+    /// Transports that have not both finished DTLS and been nominated: the handshake deadline watches them.
+    private var unsettled: Set<ConnectionID> = []
     /// Media the rooms produced, each to a connection.
     public let batch: DatagramBatch
     public private(set) var transportCounters = TransportCounters()
@@ -46,13 +48,15 @@ public final class WorkerCore {
     /// the media path.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: TransportAddress, now: MonoTime) {
         let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
-        if PacketClass(datagram) == .rtp {
-            guard let conn = edge.mediaConnection(datagram, from: source, now: now) else { return }  // counted by the edge
-            guard let t = transports[conn] else { ingressDrops &+= 1; return }
-            t.room.receive(buffer, length: length, from: conn, now: now, into: batch)
+        let kind = PacketClass(datagram)
+        if kind == .rtp {
+            // One lookup: the source address finds the transport's row, which holds its room connection.
+            guard let record = edge.mediaRecord(from: source, now: now) else { return }  // counted by the edge
+            guard let sink = record.sink else { ingressDrops &+= 1; return }
+            sink.room.receive(buffer, length: length, from: sink.connection, now: now, into: batch)
             return
         }
-        handle(edge.receive(datagram, from: source, now: now), now: now)
+        handle(edge.receive(datagram, kind, from: source, now: now), now: now)
     }
 
     /// Runs what is due: room timers, ICE consent and DTLS retransmissions, handshake deadlines.
@@ -66,9 +70,12 @@ public final class WorkerCore {
     }
 
     /// When `tick` has something to do; `.never` for an idle worker.
+    /// The worker asks after every wakeup, so this visits rooms (each caches its own) and never the
+    /// transports: those still handshaking are kept in `unsettled` as they change.
     public var nextDeadline: MonoTime {
-        var t = rooms.values.reduce(edge.nextDeadline) { min($0, $1.nextDeadline) }
-        if transports.values.contains(where: { !$0.established || !$0.nominated }) { t = min(t, nextLivenessCheck) }
+        var t = edge.nextDeadline
+        for room in rooms.values { t = min(t, room.nextDeadline) }
+        if !unsettled.isEmpty { t = min(t, nextLivenessCheck) }
         return t
     }
 
@@ -161,6 +168,7 @@ public final class WorkerCore {
             }
             t.local = local
             t.remote = remote
+            route(t)
             return SessionAnswer(sdp: sdp, change: restart ? .iceRestarted : .renegotiated, connection: t.id)
         }
         guard edge.pendingHandshakes < limits.pendingHandshakes else {
@@ -182,6 +190,8 @@ public final class WorkerCore {
         }
         transports[id] = t
         sessions[key] = id
+        unsettled.insert(id)
+        route(t)
         if let old = existing {
             forget(old, notify: true)  // the room already let go of it when the new one bound
             transportCounters.replaced &+= 1
@@ -225,13 +235,16 @@ public final class WorkerCore {
             case .send(let bytes, let to):
                 control.append((bytes, to))
             case .selected(let conn, _):
-                transports[conn]?.nominated = true
+                guard let t = transports[conn] else { continue }
+                t.nominated = true
+                settle(t)
             case .keys(let conn, let keys):
                 guard let t = transports[conn] else { continue }
                 transportCounters.dtlsHandshakes &+= 1
                 do {
                     try t.room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
                     t.established = true
+                    settle(t)
                 } catch {
                     transportCounters.srtpSetupFailures &+= 1
                     close(t, reason: "SRTP setup failed: \(error)", notify: true, now: now)
@@ -259,7 +272,7 @@ public final class WorkerCore {
 
     /// Transports that have not finished ICE (a nomination) and DTLS in time: closed, and the room says why.
     private func closeStalledHandshakes(now: MonoTime) {
-        let stalled = transports.values.filter {
+        let stalled = unsettled.compactMap { transports[$0] }.filter {
             (!$0.established || !$0.nominated) && now - $0.createdAt >= limits.handshakeTimeout
         }
         for t in stalled {
@@ -281,6 +294,17 @@ public final class WorkerCore {
     private func forget(_ t: Transport, notify: Bool) {
         for o in edge.remove(t.id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
         transports[t.id] = nil
+        unsettled.remove(t.id)
         if sessions[t.key] == t.id { sessions[t.key] = nil }
+    }
+
+    /// Points the transport's edge row at its room connection: where its media goes from now on.
+    private func route(_ t: Transport) {
+        guard let record = edge.router.record(t.id), let c = t.room.connection(t.id) else { return }
+        record.sink = (t.room, c)
+    }
+
+    private func settle(_ t: Transport) {
+        if t.established && t.nominated { unsettled.remove(t.id) }
     }
 }

@@ -79,12 +79,18 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
         let old = a.member
+        let held = try #require(h.room.connection(old.publish.connection), "the worker's table holds the room's side")
         a.member = try h.republish(old, video: false, newConnection: true)
+        #expect(!held.attached, "the room let go of the replaced connection; whoever holds it must stop feeding it")
         #expect(h.room.connections(of: "A").sorted { $0.raw < $1.raw } == [a.member.subscribe.connection, a.member.publish.connection].sorted { $0.raw < $1.raw })
         h.clearReceived()
         var stale = old
         h.send(stale.audio.packet([0xF8, 0xFF, 0xFE], level: 20), from: old.publish)
         #expect(h.room.counters.drops[.unknownConnection] == 1, "the replaced connection no longer routes")
+        var datagram = try #require(stale.publish.tryProtect(stale.audio.packet([0xF8, 0xFF, 0xFE], level: 20)))
+        datagram += [UInt8](repeating: 0, count: SRTPSession.maxOverhead)
+        datagram.withUnsafeMutableBytes { h.room.receive($0, length: $0.count - SRTPSession.maxOverhead, from: held, now: h.now, into: h.batch) }
+        #expect(h.room.counters.drops[.unknownConnection] == 2, "nor does a datagram handed over with the held connection")
         h.run([a, b], from: 2, seconds: 2)
         #expect(h.audio(to: b.member, from: a, slots: 1).count > 80, "the new connection's track feeds B's slot")
         #expect(!h.events.contains { if case .participantState("A", .disconnected, _) = $0.1 { true } else { false } })

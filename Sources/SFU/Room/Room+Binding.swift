@@ -100,6 +100,7 @@ extension Room {
         }
         p.subscriber = s
         p.subscribeConnection = connection
+        s.connection = conn
         attachAllSinks(of: p, s)
         conn.slotsBySSRC.removeAll()
         for (i, slot) in s.audioSlots.enumerated() { conn.slotsBySSRC[slot.description.ssrc] = SlotRef(subscriber: p.index, kind: .audio, index: i) }
@@ -129,6 +130,7 @@ extension Room {
     /// given, is reported as the participant's `disconnected` state.
     public func detachConnection(_ id: ConnectionID, reason: String?, now: MonoTime? = nil, into out: DatagramBatch? = nil) {
         guard let c = connections.removeValue(forKey: id) else { return }
+        c.attached = false
         guard let p = participants[c.participant] else { return }
         p.retiredDrops.add(c.drops)
         if p.publishConnection == id {
@@ -154,6 +156,7 @@ extension Room {
 
     private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
         if let c = connections[id], c.participant == p.index { return c }
+        connections[id]?.attached = false
         let c = Connection(id: id, participant: p.index)
         connections[id] = c
         return c

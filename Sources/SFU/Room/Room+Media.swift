@@ -12,10 +12,21 @@ extension Room {
     /// in place in `buffer`. Anything wrong with it becomes a counted drop.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from id: ConnectionID,
                         now: MonoTime, into out: DatagramBatch) {
+        guard let conn = connections[id] else {
+            counters.packetsIn &+= 1
+            counters.bytesIn &+= UInt64(length)
+            return drop(.unknownConnection)
+        }
+        receive(buffer, length: length, from: conn, now: now, into: out)
+    }
+
+    /// `receive` for a caller that holds the connection (the worker's connection table): no lookup.
+    public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from conn: Connection,
+                        now: MonoTime, into out: DatagramBatch) {
         counters.packetsIn &+= 1
         counters.bytesIn &+= UInt64(length)
         guard length <= buffer.count else { return drop(.badLength) }
-        guard let conn = connections[id] else { return drop(.unknownConnection) }
+        guard conn.attached else { return drop(.unknownConnection) }
         let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         if isRTCP(packet) { return receiveRTCP(buffer, length: length, conn: conn, now: now, into: out) }
         guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated, conn) }
@@ -196,7 +207,7 @@ extension Room {
             let ref = track.sinks[i]
             i += 1
             guard let sub = participants[ref.subscriber], let s = sub.subscriber, s.has(ref),
-                  let cid = sub.subscribeConnection, let conn = connections[cid], conn.outbound != nil else { continue }
+                  let conn = s.connection, conn.outbound != nil else { continue }
             if ref.kind == .video {
                 // Fields are read in place: a copy of the slot would make the send log below copy on write.
                 if s.videoSlots[ref.index].pending == t {
@@ -224,7 +235,7 @@ extension Room {
                 else { drop(.staleAfterSwitch); continue }
                 // RED to subscribers that take it (block payload types rewritten to theirs), the primary Opus
                 // block to the others. RFC 3551 section 4.1: the marker flags the first packet after silence.
-                let d = s.audioSlots[ref.index].description
+                let d = s.audioSlots[ref.index].wire
                 let keepRED = red != nil && d.redPayloadType != nil
                 _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, payload: keepRED ? header.payloadRange : primary,
                          payloadType: keepRED ? d.redPayloadType : d.payloadType, red: keepRED ? red : nil, vp8: nil, rewrite: rw,
@@ -244,7 +255,7 @@ extension Room {
               retransmission: Bool = false, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
-        let d = slot.description
+        let d = slot.wire
         var h: OutgoingRTP
         if retransmission, let rtxPT = d.rtxPayloadType, let rtxSSRC = d.rtxSSRC {
             h = OutgoingRTP(payloadType: rtxPT, sequenceNumber: slot.rtxSequence, timestamp: rw.timestamp, ssrc: rtxSSRC, marker: marker)

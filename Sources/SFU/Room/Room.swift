@@ -140,7 +140,7 @@ public final class Room {
         let p = try participant(id)
         unpublish(p)
         unsubscribe(p)
-        for c in [p.publishConnection, p.subscribeConnection].compactMap({ $0 }) { connections[c] = nil }
+        for c in [p.publishConnection, p.subscribeConnection].compactMap({ $0 }) { connections.removeValue(forKey: c)?.attached = false }
         p.publishConnection = nil
         p.subscribeConnection = nil
         participants[p.index] = nil
@@ -164,6 +164,7 @@ public final class Room {
         participants.removeAll()
         participantsByID.removeAll()
         tracks.removeAll()
+        for c in connections.values { c.attached = false }
         connections.removeAll()
         recency.removeAll()
         pins.removeAll()
@@ -178,6 +179,9 @@ public final class Room {
     }
 
     public var allConnections: [ConnectionID] { Array(connections.keys) }
+
+    /// The room's side of a transport, for a caller that routes many datagrams to it (see `Connection.attached`).
+    public func connection(_ id: ConnectionID) -> Connection? { connections[id] }
 
     // MARK: Settings
 

@@ -32,6 +32,8 @@ final class Participant {
 
 /// A subscriber's slots, talker list and downlink estimate.
 final class SubscriberState {
+    /// The subscribing connection, held so fan-out reaches it without a table lookup per sink.
+    var connection: Connection?
     var audioSlots: [Slot]
     var videoSlots: [Slot]
     var talkers: [TalkerEntry] = []
@@ -81,6 +83,8 @@ struct EgressRate {
 /// A slot: fixed SSRC and mid towards the subscriber, fed by at most one source at a time.
 struct Slot {
     let description: SlotDescription
+    /// What each packet of the slot is written with, copied out of `description` as plain values.
+    let wire: SlotWire
     /// The participant the rules placed here (what the slot map reports).
     var assigned: Int?
     /// The source track currently forwarded.
@@ -104,8 +108,33 @@ struct Slot {
 
     init(_ d: SlotDescription) {
         description = d
+        wire = SlotWire(d)
         rewriter = SlotRewriter(clockRate: d.codec.clockRate, framesSpanPackets: d.codec.kind == .video)
         sendLog = d.codec.kind == .video ? SlotSendLog() : nil
+    }
+}
+
+/// The fields of a slot's description that go into its packets, as plain values: reading them per packet
+/// retains and releases nothing (the description's codec name and mid are strings).
+struct SlotWire {
+    let ssrc: UInt32
+    let payloadType: UInt8
+    let audioLevelExtensionID: UInt8?
+    let absSendTimeExtensionID: UInt8?
+    let transportCCExtensionID: UInt8?
+    let rtxPayloadType: UInt8?
+    let rtxSSRC: UInt32?
+    let redPayloadType: UInt8?
+
+    init(_ d: SlotDescription) {
+        ssrc = d.ssrc
+        payloadType = d.payloadType
+        audioLevelExtensionID = d.audioLevelExtensionID
+        absSendTimeExtensionID = d.absSendTimeExtensionID
+        transportCCExtensionID = d.transportCCExtensionID
+        rtxPayloadType = d.rtxPayloadType
+        rtxSSRC = d.rtxSSRC
+        redPayloadType = d.redPayloadType
     }
 }
 
@@ -168,9 +197,12 @@ final class SourceTrack {
 }
 
 /// A client transport bound to a participant, with its SRTP contexts and SSRC routing.
-final class Connection {
-    let id: ConnectionID
+public final class Connection {
+    public let id: ConnectionID
     let participant: Int
+    /// False once the room let go of it (participant left, transport detached, room destroyed): a holder of
+    /// the reference (the worker's connection table) must not feed it any more.
+    public internal(set) var attached = true
     var inbound: SRTPSession?
     var outbound: SRTPSession?
     /// What this connection sent that the room dropped (its participant's share of `RoomCounters.drops`).

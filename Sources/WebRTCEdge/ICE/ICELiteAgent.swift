@@ -63,6 +63,9 @@ public final class ICELiteAgent {
     public private(set) var state: ICEState = .new
     public private(set) var selected: TransportAddress?
     private var lastCheck: [TransportAddress: MonoTime] = [:]
+    /// The latest valid check, kept beside `lastCheck`: media nearly always comes from the address that
+    /// checked last, so the media path's test skips the table.
+    private var latestCheck: (address: TransportAddress, at: MonoTime)?
     private var events: [Event] = []
     public private(set) var checksAnswered = 0
     public private(set) var checksRefused = 0
@@ -83,7 +86,9 @@ public final class ICELiteAgent {
 
     /// Whether media and DTLS from `address` may be accepted: it passed a check and its consent is fresh.
     public func isValidated(_ address: TransportAddress, now: MonoTime) -> Bool {
-        guard state != .failed, state != .closed, let t = lastCheck[address] else { return false }
+        guard state != .failed, state != .closed else { return false }
+        if let l = latestCheck, l.address == address { return now - l.at < consentTimeout }
+        guard let t = lastCheck[address] else { return false }
         return now - t < consentTimeout
     }
 
@@ -122,6 +127,7 @@ public final class ICELiteAgent {
             remember(id, from: from)
         }
         lastCheck[from] = now
+        latestCheck = (from, now)
         checksAnswered += 1
         if m.useCandidate, selected != from {
             selected = from

@@ -14,37 +14,50 @@ public final class EdgeRouter {
         case dropped(EdgeDropReason)
     }
 
-    private var byUfrag: [String: ConnectionID] = [:]
-    private var agents: [ConnectionID: ICELiteAgent] = [:]
-    private var byAddress: [TransportAddress: ConnectionID] = [:]
+    private var byUfrag: [String: EdgeConnection] = [:]
+    private var records: [ConnectionID: EdgeConnection] = [:]
+    /// Validated source address -> its transport: the one lookup of the media path.
+    private var byAddress: [TransportAddress: EdgeConnection] = [:]
     public private(set) var drops = [Int](repeating: 0, count: EdgeDropReason.allCases.count)
 
     public init() {}
 
-    public func add(_ connection: ConnectionID, agent: ICELiteAgent) {
-        agents[connection] = agent
-        byUfrag[agent.local.ufrag] = connection
+    /// Routes a new transport's checks to `agent`; returns its row.
+    @discardableResult
+    public func add(_ connection: ConnectionID, agent: ICELiteAgent) -> EdgeConnection {
+        let record = EdgeConnection(id: connection, agent: agent)
+        records[connection] = record
+        byUfrag[agent.local.ufrag] = record
+        return record
     }
 
     public func remove(_ connection: ConnectionID) {
-        guard let agent = agents.removeValue(forKey: connection) else { return }
-        byUfrag[agent.local.ufrag] = nil
-        for a in agent.validatedAddresses where byAddress[a] == connection { byAddress[a] = nil }
-        agent.close()
+        guard let record = records.removeValue(forKey: connection) else { return }
+        byUfrag[record.agent.local.ufrag] = nil
+        for a in record.agent.validatedAddresses where byAddress[a] === record { byAddress[a] = nil }
+        record.agent.close()
+        record.sink = nil
+        record.keyed = false
     }
 
-    public func agent(_ connection: ConnectionID) -> ICELiteAgent? { agents[connection] }
+    public func agent(_ connection: ConnectionID) -> ICELiteAgent? { records[connection]?.agent }
+
+    /// Every row (timers and metrics).
+    public var connections: Dictionary<ConnectionID, EdgeConnection>.Values { records.values }
+
+    /// The row of a connection (control paths; the media path finds it by address).
+    public func record(_ connection: ConnectionID) -> EdgeConnection? { records[connection] }
 
     /// New credentials for an agent (ICE restart): its checks are found by the new ufrag from now on.
     public func restart(_ connection: ConnectionID, local: ICECredentials, remoteUfrag: String) {
-        guard let agent = agents[connection] else { return }
-        byUfrag[agent.local.ufrag] = nil
-        agent.restart(local: local, remoteUfrag: remoteUfrag)
-        byUfrag[local.ufrag] = connection
+        guard let record = records[connection] else { return }
+        byUfrag[record.agent.local.ufrag] = nil
+        record.agent.restart(local: local, remoteUfrag: remoteUfrag)
+        byUfrag[local.ufrag] = record
     }
 
     /// Connections routed here.
-    public var count: Int { agents.count }
+    public var count: Int { records.count }
 
     public func drops(_ r: EdgeDropReason) -> Int { drops[r.rawValue] }
 
@@ -54,35 +67,53 @@ public final class EdgeRouter {
     }
 
     public func route(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> Route {
-        switch PacketClass(datagram) {
+        route(datagram, PacketClass(datagram), from: from, now: now)
+    }
+
+    /// `route` for a datagram the caller has classified already (RFC 7983: classified once per datagram).
+    public func route(_ datagram: UnsafeRawBufferPointer, _ kind: PacketClass, from: TransportAddress, now: MonoTime) -> Route {
+        switch kind {
         case .stun:
             let m: STUNMessage
             switch STUNMessage.parse(datagram) {
             case .success(let parsed): m = parsed
             case .failure(let r): return drop(r)
             }
-            let owner: ConnectionID? = {
+            let owner: EdgeConnection? = {
                 if let u = m.usernameString(in: datagram), let colon = u.firstIndex(of: ":") {
                     return byUfrag[String(u[..<colon])]
                 }
                 return byAddress[from]
             }()
-            guard let conn = owner, let agent = agents[conn] else { return drop(.stunUnknownUsername) }
-            switch agent.handle(m, datagram, from: from, now: now) {
+            guard let record = owner else { return drop(.stunUnknownUsername) }
+            switch record.agent.handle(m, datagram, from: from, now: now) {
             case .success(let response):
-                if agent.isValidated(from, now: now) { byAddress[from] = conn }
-                return .reply(response, connection: conn)
+                if record.agent.isValidated(from, now: now) { byAddress[from] = record }
+                return .reply(response, connection: record.id)
             case .failure(let r):
                 return drop(r)
             }
         case .dtls, .rtp:
-            guard let conn = byAddress[from], let agent = agents[conn], agent.isValidated(from, now: now) else {
-                return drop(.unvalidatedAddress)
-            }
-            return PacketClass(datagram) == .dtls ? .dtls(conn) : .media(conn)
+            guard let record = validated(from, now: now) else { return drop(.unvalidatedAddress) }
+            return kind == .dtls ? .dtls(record.id) : .media(record.id)
         case .unknown:
             return drop(.unknownPacketClass)
         }
+    }
+
+    /// The media path: the row of the transport whose validated address sent an RTP/RTCP datagram, or nil,
+    /// counted as `unvalidatedAddress`. One table lookup; allocates nothing.
+    public func mediaRecord(from: TransportAddress, now: MonoTime) -> EdgeConnection? {
+        guard let record = validated(from, now: now) else {
+            drops[EdgeDropReason.unvalidatedAddress.rawValue] += 1
+            return nil
+        }
+        return record
+    }
+
+    private func validated(_ from: TransportAddress, now: MonoTime) -> EdgeConnection? {
+        guard let record = byAddress[from], record.agent.isValidated(from, now: now) else { return nil }
+        return record
     }
 
     /// Runs every agent's consent bookkeeping; forgets the addresses of failed connections.
@@ -93,14 +124,14 @@ public final class EdgeRouter {
 
     public func tick(now: MonoTime) {
         nextTick = now + tickInterval
-        for (conn, agent) in agents {
-            agent.tick(now: now)
-            if agent.state == .failed {
-                for a in agent.validatedAddresses where byAddress[a] == conn { byAddress[a] = nil }
+        for record in records.values {
+            record.agent.tick(now: now)
+            if record.agent.state == .failed {
+                for a in record.agent.validatedAddresses where byAddress[a] === record { byAddress[a] = nil }
             }
         }
-        for (a, conn) in byAddress where agents[conn]?.isValidated(a, now: now) != true { byAddress[a] = nil }
+        for (a, record) in byAddress where !record.agent.isValidated(a, now: now) { byAddress[a] = nil }
     }
 
-    public var nextDeadline: MonoTime { agents.isEmpty ? .never : nextTick }
+    public var nextDeadline: MonoTime { records.isEmpty ? .never : nextTick }
 }

@@ -29,7 +29,6 @@ public final class WorkerEdge {
     /// 10 s, or a third of a shorter consent lifetime.
     public var disconnectedAfter: MonoTime.Interval { min(.seconds(10), .init(nanoseconds: consentTimeout.nanoseconds / 3)) }
     public let router = EdgeRouter()
-    private var dtls: [ConnectionID: DTLSEndpoint] = [:]
     private var pending: [ConnectionID: ICELiteAgent] = [:]
     /// Connections whose DTLS handshake is under way: the only ones with retransmission timers.
     private var handshaking: Set<ConnectionID> = []
@@ -62,10 +61,10 @@ public final class WorkerEdge {
             throw DTLSError.setup("connection \(connection) was not prepared")
         }
         agent.remoteUfrag = remote.ufrag
-        router.add(connection, agent: agent)
+        let record = router.add(connection, agent: agent)
         do {
-            dtls[connection] = try DTLSEndpoint(context: dtlsContext, remoteFingerprint: remote.fingerprint,
-                                                initialRetransmitTimeout: dtlsInitialTimeout)
+            record.dtls = try DTLSEndpoint(context: dtlsContext, remoteFingerprint: remote.fingerprint,
+                                           initialRetransmitTimeout: dtlsInitialTimeout)
         } catch {
             router.remove(connection)
             throw error
@@ -81,7 +80,8 @@ public final class WorkerEdge {
 
     /// Whether ICE has a nominated address and DTLS has finished: the connection carries media.
     public func isEstablished(_ connection: ConnectionID) -> Bool {
-        dtls[connection]?.state == .connected && router.agent(connection)?.selected != nil
+        guard let r = router.record(connection) else { return false }
+        return r.keyed && r.agent.selected != nil
     }
 
     /// Whether the client ever passed a connectivity check (to tell why a handshake never finished).
@@ -93,8 +93,9 @@ public final class WorkerEdge {
     /// if it was up and `notify` (not to a client whose consent expired: RFC 7675 section 5.1 says stop).
     public func remove(_ connection: ConnectionID, notify: Bool = true) -> [Output] {
         var out: [Output] = []
-        if let d = dtls.removeValue(forKey: connection), notify, let to = destination(of: connection) {
-            out += d.close().map { .send($0, to: to) }
+        if let r = router.record(connection), let d = r.dtls {
+            r.dtls = nil
+            if notify, let to = destination(of: connection) { out += d.close().map { .send($0, to: to) } }
         }
         router.remove(connection)
         pending[connection] = nil
@@ -109,15 +110,15 @@ public final class WorkerEdge {
         return agent.selected
     }
 
-    /// The hot path: the connection an RTP/RTCP datagram belongs to, if its source passed ICE and its DTLS is
-    /// done; nil (counted by the router) otherwise. Allocates nothing. Other datagrams go to `receive`.
-    public func mediaConnection(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> ConnectionID? {
-        guard case .media(let conn) = router.route(datagram, from: from, now: now) else { return nil }
-        guard dtls[conn]?.state == .connected else {
+    /// The hot path: the row of the transport an RTP/RTCP datagram belongs to, if its source passed ICE and
+    /// its DTLS is done; nil (counted) otherwise. One lookup; allocates nothing. Other datagrams go to `receive`.
+    public func mediaRecord(from: TransportAddress, now: MonoTime) -> EdgeConnection? {
+        guard let record = router.mediaRecord(from: from, now: now) else { return nil }
+        guard record.keyed else {
             mediaBeforeKeys += 1
             return nil
         }
-        return conn
+        return record
     }
 
     /// Datagrams the edge dropped, by reason (the router's, plus media that arrived before DTLS was done).
@@ -128,18 +129,23 @@ public final class WorkerEdge {
     private var mediaBeforeKeys = 0
 
     public func receive(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: MonoTime) -> [Output] {
+        receive(datagram, PacketClass(datagram), from: from, now: now)
+    }
+
+    /// `receive` for a datagram the caller has classified already.
+    public func receive(_ datagram: UnsafeRawBufferPointer, _ kind: PacketClass, from: TransportAddress, now: MonoTime) -> [Output] {
         var out: [Output] = []
-        switch router.route(datagram, from: from, now: now) {
+        switch router.route(datagram, kind, from: from, now: now) {
         case .reply(let bytes, let conn):
             out.append(.send(bytes, to: from))
             out += agentEvents(conn)
         case .dtls(let conn):
-            guard let d = dtls[conn] else { break }
-            let wasConnected = d.state == .connected
+            guard let r = router.record(conn), let d = r.dtls else { break }
+            let wasConnected = r.keyed
             out += d.receive(datagram, now: now).map { .send($0, to: from) }
-            out += dtlsOutcome(conn, d, wasConnected: wasConnected)
+            out += dtlsOutcome(r, d, wasConnected: wasConnected)
         case .media(let conn):
-            if dtls[conn]?.state == .connected { out.append(.media(conn)) } else { mediaBeforeKeys += 1 }
+            if router.record(conn)?.keyed == true { out.append(.media(conn)) } else { mediaBeforeKeys += 1 }
         case .dropped:
             break  // counted by the router
         }
@@ -150,19 +156,19 @@ public final class WorkerEdge {
         var out: [Output] = []
         if now >= router.nextDeadline {
             router.tick(now: now)
-            for conn in dtls.keys { out += agentEvents(conn) }
+            for r in router.connections where r.dtls != nil { out += agentEvents(r.id) }
         }
         for conn in handshaking {
-            guard let d = dtls[conn], now >= d.nextDeadline,
-                  let to = router.agent(conn)?.selected ?? router.agent(conn)?.validatedAddresses.first else { continue }
+            guard let r = router.record(conn), let d = r.dtls, now >= d.nextDeadline,
+                  let to = r.agent.selected ?? r.agent.validatedAddresses.first else { continue }
             out += d.tick(now: now).map { .send($0, to: to) }
-            out += dtlsOutcome(conn, d, wasConnected: false)
+            out += dtlsOutcome(r, d, wasConnected: false)
         }
         return out
     }
 
     public var nextDeadline: MonoTime {
-        handshaking.reduce(router.nextDeadline) { m, conn in min(m, dtls[conn]?.nextDeadline ?? .never) }
+        handshaking.reduce(router.nextDeadline) { m, conn in min(m, router.record(conn)?.dtls?.nextDeadline ?? .never) }
     }
 
     private func agentEvents(_ conn: ConnectionID) -> [Output] {
@@ -174,11 +180,13 @@ public final class WorkerEdge {
         }
     }
 
-    private func dtlsOutcome(_ conn: ConnectionID, _ d: DTLSEndpoint, wasConnected: Bool) -> [Output] {
+    private func dtlsOutcome(_ r: EdgeConnection, _ d: DTLSEndpoint, wasConnected: Bool) -> [Output] {
+        let conn = r.id
         if d.state != .handshaking && d.state != .new { handshaking.remove(conn) }
+        r.updateKeyed()
         switch d.state {
         case .connected where !wasConnected: return d.keys.map { [.keys(conn, $0)] } ?? []
-        case .failed(let reason): dtls[conn] = nil; return [.failed(conn, reason)]
+        case .failed(let reason): r.dtls = nil; r.keyed = false; return [.failed(conn, reason)]
         case .closed: return [.closed(conn)]
         default: return []
         }

@@ -145,23 +145,11 @@ extension Room {
         }
     }
 
-    /// Packet counts and interarrival jitter for receiver reports (RFC 3550 appendix A.8).
+    /// Reception statistics for receiver reports, and what the stream costs on the wire (roughly: 40 bytes
+    /// of IP, UDP and RTP headers per packet) for ABWD and the publisher's caps.
     private func noteReception(_ t: SourceTrack, header: RTPHeader, extendedSequence ext: Int64, now: MonoTime) {
-        t.packets &+= 1
-        t.bytes &+= UInt64(header.payloadLength)
-        t.rate.add(bytes: header.payloadLength + 40, now: now)  // what the stream costs on the wire, roughly
-        t.lastPacketAt = now
-        if t.baseSequence == nil { t.baseSequence = ext }
-        // Arrival in RTP units, modulo 2^32 like the timestamps it is compared with (32-bit arithmetic as in
-        // appendix A.8, so uptime never overflows it).
-        let clock = Double(t.description.codec.clockRate)
-        let arrival = UInt32(truncatingIfNeeded: Int64((Double(now.nanoseconds) * clock / 1e9).rounded(.down)))
-        let transit = Int32(bitPattern: arrival &- header.timestamp)
-        if let last = t.lastTransit {
-            let d = Double(abs(Int64(transit &- last)))
-            t.jitter += (d - t.jitter) / 16
-        }
-        t.lastTransit = transit
+        t.reception.record(extendedSequence: ext, timestamp: header.timestamp, payloadBytes: header.payloadLength, now: now)
+        t.rate.add(bytes: header.payloadLength + 40, now: now)
     }
 
     /// Feeds the detector one sample per 20 ms of RTP time: a timestamp jump over contiguous sequence numbers
@@ -181,21 +169,8 @@ extension Room {
         }
         guard let level else { return }
         t.lastLevel = level
-        var samples = 1
-        if let last = t.detectorLastSeq {
-            guard ext > last else { return }  // reordered or duplicate: already counted
-            if ext == last + 1 {
-                t.detectorTsCarry += Int64(header.timestamp &- t.detectorLastTs)
-                samples = Int(t.detectorTsCarry / 960)
-                t.detectorTsCarry %= 960
-                guard samples > 0 else { t.detectorLastSeq = ext; t.detectorLastTs = header.timestamp; return }
-            } else {
-                t.detectorTsCarry = 0
-            }
-        }
-        t.detectorLastSeq = ext
-        t.detectorLastTs = header.timestamp
-        detector.push(owner.index, level: level, count: samples, now: now)
+        let samples = t.levelSamples.samples(extendedSequence: ext, timestamp: header.timestamp)
+        if samples > 0 { detector.push(owner.index, level: level, count: samples, now: now) }
     }
 
     private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, primary: Range<Int>,

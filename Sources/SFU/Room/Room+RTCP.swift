@@ -187,20 +187,13 @@ extension Room {
             conn.nextReceiverReport = now + configuration.receiverReportInterval
             var blocks: [ReportBlock] = []
             for (ssrc, route) in conn.tracksBySSRC where !route.rtx {
-                guard let t = tracks[route.track], let base = t.baseSequence, let highest = t.unwrapper.highest else { continue }
-                let expected = highest - base + 1
-                let lost = max(0, expected - Int64(t.packets))
-                let expectedInterval = expected - t.expectedPrior
-                let receivedInterval = Int64(t.packets) - Int64(t.receivedPrior)
-                t.expectedPrior = expected
-                t.receivedPrior = t.packets
-                let lostInterval = expectedInterval - receivedInterval
-                let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
+                guard let t = tracks[route.track], let highest = t.unwrapper.highest,
+                      let loss = t.reception.nextReport(highest: highest) else { continue }
                 // DLSR in 1/65536 s (RFC 3550 section 6.4.1), clamped to its 32 bits (about 18 hours).
                 let dlsr = t.lastSRArrival.map { UInt32(min(0xFFFF_FFFF, (now - $0).nanoseconds / 15_259)) } ?? 0
-                blocks.append(ReportBlock(ssrc: ssrc, fractionLost: fraction, cumulativeLost: Int32(min(lost, 0x7FFFFF)),
+                blocks.append(ReportBlock(ssrc: ssrc, fractionLost: loss.fractionLost, cumulativeLost: loss.cumulativeLost,
                                           extendedHighestSequence: UInt32(truncatingIfNeeded: highest),
-                                          jitter: UInt32(t.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,
+                                          jitter: UInt32(t.reception.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,
                                           delaySinceLastSenderReport: t.lastSR == nil ? 0 : dlsr))
             }
             guard !blocks.isEmpty, conn.outbound != nil else { continue }

@@ -228,7 +228,7 @@ extension Room {
 
     func updateVideoLiveness(now: MonoTime) {
         for t in tracks.values where t.kind == .video {
-            let live = t.lastPacketAt.map { now - $0 < configuration.videoStaleAfter } ?? false
+            let live = t.reception.lastPacketAt.map { now - $0 < configuration.videoStaleAfter } ?? false
             if live != t.live { t.live = live; listsDirty = true }
         }
     }

@@ -70,8 +70,8 @@ extension Room {
             let published = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0] }
             let s = p.subscriber
             return ParticipantStats(
-                participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.packets },
-                bytesReceived: published.reduce(0) { $0 + $1.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
+                participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.reception.packets },
+                bytesReceived: published.reduce(0) { $0 + $1.reception.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
                 numberOfVideos: s?.videoCount.numberOfVideos,
                 slots: ((s?.audioSlots ?? []) + (s?.videoSlots ?? [])).map {
                     ParticipantStats.SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind,

@@ -154,17 +154,14 @@ final class SourceTrack {
     var ssrc: UInt32?
     var rtxSSRC: UInt32?
     var unwrapper = SequenceUnwrapper()
-    var packets: UInt64 = 0
-    var bytes: UInt64 = 0
-    var lastPacketAt: MonoTime?
+    /// What arrived, for receiver reports and stats.
+    var reception: ReceptionStatistics
     /// Slots fed by this track now or waiting for its keyframe.
     var sinks: [SlotRef] = []
     // Audio
     var meter: LevelMeter
     var lastLevel: UInt8 = LevelMath.silence
-    var detectorLastSeq: Int64?
-    var detectorTsCarry: Int64 = 0
-    var detectorLastTs: UInt32 = 0
+    var levelSamples = LevelSampler()
     // Video
     let history: PacketHistory?
     var keyframes = KeyframeRequester()
@@ -173,12 +170,6 @@ final class SourceTrack {
     var nacks = NackGenerator()
     /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.
     var rate = RateMeter()
-    // Reception statistics for receiver reports (RFC 3550 appendix A.3 and A.8).
-    var baseSequence: Int64?
-    var expectedPrior: Int64 = 0
-    var receivedPrior: UInt64 = 0
-    var jitter: Double = 0
-    var lastTransit: Int32?
     var lastSRMiddle: UInt32 = 0
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?
@@ -190,6 +181,7 @@ final class SourceTrack {
         ssrc = description.ssrc
         rtxSSRC = description.rtxSSRC
         meter = LevelMeter(source: levelSource)
+        reception = ReceptionStatistics(clockRate: description.codec.clockRate)
         history = description.codec == .vp8 ? PacketHistory() : nil
     }
 

@@ -94,7 +94,7 @@ let package = Package(
         ]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
-            "SFUNode", "SFU", "WebRTCEdge", "NodeIO",
+            "SFUNode", "SFU", "WebRTCEdge", "NodeIO", "SFUClient",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -27,16 +27,24 @@ public struct NodeEvent: @unchecked Sendable {
 /// Follows the node's event stream over a WebSocket, reconnecting after a drop and resuming after the last
 /// event it saw (`since=<seq>`), so a restart of the signaling server's connection loses nothing the node
 /// still keeps.
+///
+/// A connection that goes quiet is checked with pings (RFC 6455 section 5.5.2): one left unanswered for
+/// `pingInterval` ends it and the stream reconnects. Without them a dead path (a node killed without a FIN,
+/// a NAT that forgot the flow) or bytes lost behind the upgrade response (swift-nio's client upgrade can
+/// drop frames and the FIN that arrive in the same read as the 101) left the stream waiting forever.
 public struct EventStream: Sendable {
     public let api: URL
     public let key: String?
     public let room: String?
+    public let pingInterval: Duration
     let logger: Logger
 
-    public init(api: URL, key: String? = nil, room: String? = nil, logger: Logger = Logger(label: "events")) {
+    public init(api: URL, key: String? = nil, room: String? = nil, pingInterval: Duration = .seconds(15),
+                logger: Logger = Logger(label: "events")) {
         self.api = api
         self.key = key
         self.room = room
+        self.pingInterval = pingInterval
         self.logger = logger
     }
 
@@ -50,7 +58,7 @@ public struct EventStream: Sendable {
             if let room { query.append(URLQueryItem(name: "room", value: room)) }
             if let seq = await lastSeq.value { query.append(URLQueryItem(name: "since", value: String(seq))) }
             components.queryItems = query.isEmpty ? nil : query
-            var configuration = WebSocketClientConfiguration()
+            var configuration = WebSocketClientConfiguration(autoPing: .enabled(timePeriod: pingInterval))
             if let key { configuration.additionalHeaders[.authorization] = "Bearer \(key)" }
             do {
                 try await WebSocketClient.connect(url: components.string!, configuration: configuration, logger: logger) { inbound, _, _ in

@@ -96,7 +96,7 @@ final class FuzzNetwork {
     /// A check from the client at `address` (its own by default). A nominating check that is answered moves
     /// the client there (roaming) and adds the address to those it nominated.
     func check(_ c: FuzzClient, nominate: Bool, from address: TransportAddress? = nil, transactionID: [UInt8]? = nil) {
-        guard let bytes = c.check(nominate: nominate, transactionID: transactionID) else { return }
+        guard let bytes = c.bindingRequest(nominate: nominate, transactionID: transactionID) else { return }
         let home = c.address
         c.address = address ?? home
         send(bytes, from: c.address)

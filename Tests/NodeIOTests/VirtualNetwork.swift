@@ -8,28 +8,21 @@ import WebRTCEdge
 /// A client on a simulated network: its own ICE credentials and DTLS certificate (kept across offers, as a
 /// browser's RTCPeerConnection keeps them), an SDP offer, ICE checks, DTLS client, SRTP. Datagrams travel
 /// through `VirtualNetwork`, never a socket.
-final class VirtualClient {
-    var address: TransportAddress
-    var ice = ICECredentials.random()
+final class VirtualClient: VirtualTransportClient {
     var cert = try! DTLSCertificate(commonName: "client")
-    var checks: ICEControllingClient?
-    var dtls: DTLSEndpoint?
-    var tx: SRTPSession?
-    var rx: SRTPSession?
-    var lastCheck: [UInt8]?
-    var lastCheckTransaction: [UInt8]?
-    var checkAnswered = false
-    /// Decrypted RTP and RTCP the node sent this client, and datagrams it could not read.
+    /// Decrypted RTP and RTCP the node sent this client.
     var rtp: [[UInt8]] = []
     var rtcp: [[UInt8]] = []
-    var datagramsReceived = 0
     let ssrc = UInt32.random(in: 1...0x0FFF_FFFF)
     var writer: RTPStreamWriter
 
     init(_ address: String) {
-        self.address = TransportAddress(address)!
         writer = RTPStreamWriter(ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1)
+        super.init(address: TransportAddress(address)!, ice: .random())
     }
+
+    override func received(rtp plain: UnsafeRawBufferPointer) { rtp.append(Array(plain)) }
+    override func received(rtcp plain: UnsafeRawBufferPointer) { rtcp.append(Array(plain)) }
 
     /// A publish offer (one Opus track) or a subscribe offer with `slots` audio slots (mids 0...).
     func offer(publish: Bool, slots: Int = 1) -> String {
@@ -63,49 +56,13 @@ final class VirtualClient {
         dtls = nil
     }
 
-    func check(nominate: Bool = true) -> [UInt8] {
-        let tid = ICEControllingClient.randomTransactionID()
-        lastCheckTransaction = tid
-        let c = checks!.bindingRequest(nominate: nominate, transactionID: tid)
-        lastCheck = c
-        checkAnswered = false
-        return c
-    }
-
-    /// What the node sent: STUN answers, DTLS (fed to the client's endpoint; replies returned), SRTP.
-    func receive(_ d: [UInt8], now: MonoTime) -> [[UInt8]] {
-        datagramsReceived += 1
-        switch PacketClass(firstByte: d[0]) {
-        case .stun:
-            if let tid = lastCheckTransaction, case .success = checks?.check(response: d, transactionID: tid) { checkAnswered = true }
-            return []
-        case .dtls:
-            guard let dtls else { return [] }
-            let replies = d.withUnsafeBytes { dtls.receive($0, now: now) }
-            if tx == nil, dtls.state == .connected, let k = dtls.keys {
-                tx = try? SRTPSession(keys: k.outbound, direction: .outbound)
-                rx = try? SRTPSession(keys: k.inbound, direction: .inbound)
-            }
-            return replies
-        case .rtp:
-            guard let rx else { return [] }
-            var buf = d + [UInt8](repeating: 0, count: 16)
-            let control = d.withUnsafeBytes { isRTCP($0) }
-            let r = buf.withUnsafeMutableBytes { control ? rx.unprotectRTCP($0, length: d.count) : rx.unprotectRTP($0, length: d.count) }
-            if case .success(let n) = r { if control { rtcp.append(Array(buf[0..<n])) } else { rtp.append(Array(buf[0..<n])) } }
-            return []
-        default:
-            return []
-        }
-    }
+    func check(nominate: Bool = true) -> [UInt8] { bindingRequest(nominate: nominate)! }
 
     /// One Opus packet of speech level, protected.
     func audioPacket() -> [UInt8] {
         let plain = writer.packet([0x78, 0x80, 0x11, 0x22, 0x33, 0x44], level: 20)
         writer.timestamp &+= 960
-        var buf = plain + [UInt8](repeating: 0, count: SRTPSession.maxOverhead)
-        let n = try! buf.withUnsafeMutableBytes { try tx!.protectRTP($0, length: plain.count).get() }
-        return Array(buf[0..<n])
+        return protect(plain)!
     }
 }
 

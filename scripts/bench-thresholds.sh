@@ -8,8 +8,9 @@
 #        scripts/bench-thresholds.sh --update   store the counts of this build (after a change that
 #                                               legitimately alters them; commit the files with the reason)
 # Always on libsrtp2 built on OpenSSL, as the node runs: the stored counts are that backend's (Debian's NSS one
-# allocates in every SRTP call), and the benchmarks stop if they linked another one. About 4 minutes on a
-# fresh 2-core machine (release build of the benchmark package), 40 s once built.
+# allocates in every SRTP call), and the benchmarks stop if they linked another one. From a fresh clone: a
+# release build of the benchmark package (about 200 CPU-seconds) and the run (about 40 s); 6.4 minutes of wall
+# time on a 2-core machine that other builds were loading, 40 s once built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh

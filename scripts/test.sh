@@ -8,7 +8,9 @@
 # in a network namespace of its own: a capped downlink, a lossy uplink; SFU_SHAPED=0 skips it), runs a short
 # `sfu bench --against janus` to check the load generator against both servers (SFU_JANUS=0 skips it), then
 # fuzzes each parser, the room, the ICE agent and the worker core's datagrams and sessions for a bounded time
-# (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing).
+# (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing). Before the real clients, it checks the malloc
+# counts of the per-packet benchmarks against Benchmarks/Thresholds (scripts/bench-thresholds.sh, a release
+# build of the benchmark package; SFU_BENCH_THRESHOLDS=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -21,6 +23,10 @@ status=${PIPESTATUS[0]}
 set -e
 summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1)
 failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
+bench_status=0
+if [ "${SFU_BENCH_THRESHOLDS:-1}" != "0" ]; then
+  scripts/bench-thresholds.sh || bench_status=$?
+fi
 interop_status=0
 if [ "${SFU_INTEROP:-1}" != "0" ]; then
   scripts/interop.sh || interop_status=$?
@@ -61,4 +67,4 @@ echo "$summary"
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
 passed=$(( status == 0 ? total : total - failed ))
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$shaped_status" -eq 0 ] && [ "$janus_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$bench_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$shaped_status" -eq 0 ] && [ "$janus_status" -eq 0 ]

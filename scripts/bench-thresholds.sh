@@ -70,9 +70,10 @@ status=$?
 set -e
 grep -vE "^\[[0-9]+/[0-9]+\]|^(Compiling|Building|Write|Linking|Emitting|Wrapping|Fetch|Creating|Working) |Warning: running with the Swift runtime interposer|skipping LD_PRELOAD|^\s*$" "$log" || true
 if [ "$status" -ne 0 ]; then
-  echo "!! malloc counts differ from Benchmarks/Thresholds (exit $status). A rise on the forwarding path is a" >&2
-  echo "   regression (Benchmarks/README.md: find it with --allocation-stacks); a legitimate change is stored with" >&2
-  echo "   scripts/bench-thresholds.sh --update and committed with the reason." >&2
+  echo "!! thresholds check failed (exit $status): a benchmark crashed, or malloc counts differ from" >&2
+  echo "   Benchmarks/Thresholds (above). A rise on the forwarding path is a regression (Benchmarks/README.md: find" >&2
+  echo "   it with --allocation-stacks); a legitimate change is stored with scripts/bench-thresholds.sh --update" >&2
+  echo "   and committed with the reason." >&2
   exit 1
 fi
 grep -q "EQUAL to the defined thresholds" "$log" || { echo "!! the check passed without saying the counts were equal" >&2; exit 1; }

@@ -110,6 +110,9 @@ public final class Worker: @unchecked Sendable {
         edge.dtlsInitialTimeout = dtlsInitialTimeout
         edge.consentTimeout = consentTimeout
         core = WorkerCore(edge: edge, index: index, limits: limits)
+        // Kernel receive stamps: publishers' estimators are told when their packets arrived, not when a busy
+        // worker got to them. Without them (an old kernel) the worker's own time is used.
+        try? socket.enableReceiveTimestamps()
         let fd = sfu_wake_open()
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
         wakeFD = fd
@@ -285,7 +288,7 @@ public final class Worker: @unchecked Sendable {
 
     private func process(_ rx: ReceiveBatch, _ i: Int, _ core: WorkerCore, now: MonoTime) {
         guard !rx.isTruncated(i) else { oversizedDrops += 1; return }
-        core.receive(rx.buffer(i), length: rx.length(i), from: rx.source(i), now: now)
+        core.receive(rx.buffer(i), length: rx.length(i), from: rx.source(i), now: now, arrival: rx.arrival(i))
         if core.batch.count > core.batch.capacity / 2 { flush(core) }
     }
 

@@ -45,15 +45,16 @@ public final class WorkerCore {
     // MARK: Inputs
 
     /// One datagram from the worker's socket, decrypted in place when it is media. Allocates nothing on
-    /// the media path.
-    public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: TransportAddress, now: MonoTime) {
+    /// the media path. `arrival` is the kernel's receive stamp when the socket has them (see `Room.receive`).
+    public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from source: TransportAddress, now: MonoTime,
+                        arrival: MonoTime? = nil) {
         let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         let kind = PacketClass(datagram)
         if kind == .rtp {
             // One lookup: the source address finds the transport's row, which holds its room connection.
             guard let record = edge.mediaRecord(from: source, now: now) else { return }  // counted by the edge
             guard let sink = record.sink else { ingressDrops &+= 1; return }
-            sink.room.receive(buffer, length: length, from: sink.connection, now: now, into: batch)
+            sink.room.receive(buffer, length: length, from: sink.connection, now: now, arrival: arrival, into: batch)
             return
         }
         handle(edge.receive(datagram, kind, from: source, now: now), now: now)

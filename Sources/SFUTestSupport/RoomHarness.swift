@@ -181,12 +181,16 @@ public final class RoomHarness {
         sendRaw(datagram, from: client.connection)
     }
 
-    /// Hands a datagram to the room as it arrived (no protection added).
-    public func sendRaw(_ datagram: [UInt8], from connection: ConnectionID) {
+    /// Hands a datagram to the room as it arrived (no protection added); `arrival` is the socket's stamp.
+    public func sendRaw(_ datagram: [UInt8], from connection: ConnectionID, arrival: MonoTime? = nil) {
         buffer.withUnsafeMutableBytes { buf in
             let n = min(datagram.count, buf.count - SRTPSession.maxOverhead)
             buf.copyBytes(from: datagram[0..<n])
-            room.receive(buf, length: n, from: connection, now: now, into: batch)
+            if let arrival, let conn = room.connection(connection) {
+                room.receive(buf, length: n, from: conn, now: now, arrival: arrival, into: batch)
+            } else {
+                room.receive(buf, length: n, from: connection, now: now, into: batch)
+            }
         }
         flush()
     }

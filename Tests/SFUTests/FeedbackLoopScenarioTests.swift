@@ -51,6 +51,25 @@ import Testing
         #expect(received.isDisjoint(with: dropped))
     }
 
+    @Test func publishersAreToldWhenTheirPacketsArrivedNotWhenABusyWorkerGotToThem() throws {
+        // Ten packets reach the socket 5 ms apart while the worker is busy, then are handled in one pass.
+        let h = try RoomHarness()
+        let a = try h.join("A", publishVideo: true, options: .init(transportCC: true))
+        var writer = a.audio
+        let start = h.now
+        h.advance(by: 60)
+        for i in 0..<10 {
+            let plain = writer.packet([0xF8, 0xFF, 0xFE], level: 30, transportSequence: UInt16(100 + i))
+            writer.timestamp &+= 960
+            h.sendRaw(a.publish.protect(plain), from: a.publish.connection, arrival: start + .milliseconds(Int64(i) * 5))
+        }
+        h.advance(by: 200)
+        let arrivals = transportFeedback(h.rtcp(to: a.publish.connection)).flatMap(\.packets).compactMap(\.arrivalOffsetMicros)
+        #expect(arrivals.count == 10)
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        #expect(gaps.allSatisfy { $0 == 5_000 }, "the feedback carries the 5 ms between arrivals: \(gaps)")
+    }
+
     @Test func aLostPublisherPacketIsNACKedAndItsRepairReachesTheSubscriber() throws {
         let h = try RoomHarness()
         let s = SpeechScript(Voices.a, seed: 1)

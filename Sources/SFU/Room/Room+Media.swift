@@ -21,8 +21,13 @@ extension Room {
     }
 
     /// `receive` for a caller that holds the connection (the worker's connection table): no lookup.
+    ///
+    /// `arrival`, when the socket stamps datagrams, is when the kernel received this one: what the
+    /// publisher's estimator is told (transport-cc feedback, abs-send-time). `now`, when the worker got to
+    /// it, runs everything else. On a busy worker the two differ by the time the datagram waited in the
+    /// socket buffer, which the publisher's GCC would otherwise read as queueing on its uplink and back off.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from conn: Connection,
-                        now: MonoTime, into out: DatagramBatch) {
+                        now: MonoTime, arrival: MonoTime? = nil, into out: DatagramBatch) {
         counters.packetsIn &+= 1
         counters.bytesIn &+= UInt64(length)
         guard length <= buffer.count else { return drop(.badLength) }
@@ -50,10 +55,13 @@ extension Room {
         guard let owner = participants[track.owner] else { return drop(.unknownSSRC, conn) }
         // Every authenticated packet, padding and repairs included, is an arrival the publisher's own
         // estimator wants to hear about.
+        // A stamp later than now, or implausibly early (the wall clock the kernel stamps with was stepped), is
+        // not used.
+        let arrivedAt = arrival.map { $0 <= now && now - $0 < .seconds(1) ? $0 : now } ?? now
         if let id = conn.transportCCExtensionID, let r = header.extensions(in: plain).find(id), r.count == 2 {
-            conn.feedback?.record(sequence: plain.u16(r.lowerBound), arrival: now)
+            conn.feedback?.record(sequence: plain.u16(r.lowerBound), arrival: arrivedAt)
         } else if let id = conn.absSendTimeExtensionID, let r = header.extensions(in: plain).find(id), r.count == 3 {
-            conn.uplink?.packet(absSendTime: plain.u24(r.lowerBound), arrival: now, size: length)
+            conn.uplink?.packet(absSendTime: plain.u24(r.lowerBound), arrival: arrivedAt, size: length)
         }
         if route.rtx {
             // RFC 4588: back to the original packet, in place; padding alone is a bandwidth probe.

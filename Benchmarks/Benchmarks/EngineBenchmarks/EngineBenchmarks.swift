@@ -155,6 +155,25 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+
+    // One transport-cc feedback from a subscriber, handled by the room (SRTCP with the null cipher, parse,
+    // match with the send history, GCC update, video count): what the worker pays ~10 times a second per
+    // subscriber that sends transport-cc. Only the feedback is measured; the media it reports is forwarded
+    // between measurements.
+    for packets in [20, 100] {
+        Benchmark("Handle one transport-cc feedback of \(packets) packets for a subscriber",
+                  configuration: .init(scalingFactor: .one, maxDuration: .seconds(3), maxIterations: 2000)) { benchmark in
+            let fixture = FeedbackFixture(packetsPerFeedback: packets)
+            for _ in benchmark.scaledIterations {
+                fixture.forwardAndRecord()
+                benchmark.startMeasurement()
+                fixture.handleFeedback()
+                benchmark.stopMeasurement()
+                fixture.settle()
+            }
+            precondition(fixture.empty == 0, "\(fixture.empty) rounds had no feedback: the video stopped")
+        }
+    }
 }
 
 /// One publisher, ten subscribers that all receive it, and a stream that goes on across iterations: each
@@ -237,3 +256,73 @@ final class ForwardingFixture {
 }
 
 let speechFrame: [UInt8] = OpusFrameEncoder().encode(ArraySlice(TestSignal.sine(dbfs: -20, seconds: 0.02)))
+
+/// A publisher's video forwarded to one subscriber that negotiated transport-cc; the subscriber's end
+/// records what arrives (20 ms after it left) and sends a feedback every `packetsPerFeedback` packets (a
+/// browser sends one every 50-250 ms). Warmed up first, so the estimator and the tables are in steady state.
+final class FeedbackFixture {
+    let h: RoomHarness
+    var pub: RoomHarness.Member
+    let sub: RoomHarness.Member
+    let packetsPerFeedback: Int
+    var recorder = TransportFeedbackRecorder()
+    var frame = 0
+    var feedback: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 2048)
+    var feedbackBuffer = [UInt8](repeating: 0, count: 1500)
+
+    init(packetsPerFeedback: Int) {
+        h = try! RoomHarness()
+        h.nullCipher = true
+        self.packetsPerFeedback = packetsPerFeedback
+        let tcc = RoomHarness.FeedbackOptions(transportCC: true)
+        pub = try! h.join("pub", publishVideo: true, audioSlots: 0, options: tcc)
+        sub = try! h.join("sub", audioSlots: 1, videoSlots: 1, options: tcc)
+        h.keepReceived = false
+        let subscriber = sub.subscribe.connection
+        h.network = { [unowned self] dest, datagram in
+            guard dest == subscriber else { return true }
+            datagram.withUnsafeBytes { p in
+                if !isRTCP(p), case .success(let hdr) = RTPHeader.parse(p), let r = hdr.extensions(in: p).find(5), r.count == 2 {
+                    recorder.record(sequence: UInt16(p[r.lowerBound]) << 8 | UInt16(p[r.lowerBound + 1]), arrival: h.now + .milliseconds(20))
+                }
+            }
+            return false
+        }
+        for _ in 0..<100 { forwardAndRecord(); handleFeedback(); settle() }
+        empty = 0
+        let stats = h.room.stats().first { $0.participant == "sub" }
+        precondition(stats?.bandwidthEstimateBps != nil && (stats?.slots.last?.packetsSent ?? 0) > 0, "no estimate or no video")
+    }
+
+    /// The publisher sends `packetsPerFeedback` one-packet video frames 5 ms apart (a keyframe first), the
+    /// room forwards them, and the subscriber's feedback about them is made ready. Small packets (~150 B,
+    /// ~240 kbit/s) keep the video well under the estimate, so the room never takes it away.
+    func forwardAndRecord() {
+        for _ in 0..<packetsPerFeedback {
+            var payload = [UInt8](repeating: UInt8(frame & 0xFF), count: 120)
+            payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8((frame >> 8) & 0x7F), UInt8(frame & 0xFF), 0x00, frame == 0 ? 0x10 : 0x11])
+            h.send(pub.video.packet(payload, marker: true), from: pub.publish)
+            pub.video.timestamp &+= 450
+            frame += 1
+            h.advance(by: 5)
+        }
+        h.advance(by: 20)
+        let n = feedbackBuffer.withUnsafeMutableBytes { recorder.writeFeedback(sender: 0xFEED, media: 1, now: h.now, into: $0) }
+        feedback = n.map { sub.subscribe.protect(Array(feedbackBuffer[0..<$0])) } ?? []
+    }
+
+    /// Rounds with nothing to report since the warm-up (the room stopped forwarding the video).
+    var empty = 0
+
+    func handleFeedback() {
+        guard !feedback.isEmpty else { empty += 1; return }
+        buffer.withUnsafeMutableBytes { buf in
+            buf.copyMemory(from: feedback.withUnsafeBytes { $0 })
+            h.room.receive(buf, length: feedback.count, from: sub.subscribe.connection, now: h.now, into: h.batch)
+        }
+    }
+
+    /// Delivers what the room sent in answer and drains its events (not measured).
+    func settle() { h.flush() }
+}

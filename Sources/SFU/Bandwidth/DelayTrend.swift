@@ -39,7 +39,8 @@ public struct DelayTrend: Sendable {
     private var firstArrival: Int64?
     private var accumulated = 0.0
     private var smoothed = 0.0
-    private var window: [(x: Double, y: Double)] = []
+    /// The last `windowSize` points of the smoothed delay curve (arrival ms, smoothed delay ms), oldest first.
+    private var window = RingBuffer<(x: Double, y: Double)>(capacity: 32)
     private var deltas = 0
     private var previousTrend = 0.0
     private var overuseMs = -1.0
@@ -90,7 +91,7 @@ public struct DelayTrend: Sendable {
     }
 
     /// Least-squares slope of y over x.
-    static func slope(_ points: [(x: Double, y: Double)]) -> Double? {
+    static func slope<Points: Collection>(_ points: Points) -> Double? where Points.Element == (x: Double, y: Double) {
         let n = Double(points.count)
         let mx = points.reduce(0) { $0 + $1.x } / n, my = points.reduce(0) { $0 + $1.y } / n
         var num = 0.0, den = 0.0

@@ -10,8 +10,9 @@ public struct GCCEstimator: DownlinkEstimator {
     public private(set) var loss: LossBasedControl
     private var probes = ProbeMeasurement()
     private var started = false
-    /// Acknowledged packets (arrival micros, bytes), newest last, for the acknowledged rate.
-    private var acked: [(arrival: Int64, size: Int)] = []
+    /// Acknowledged packets (arrival micros, bytes), newest last, for the acknowledged rate, and their bytes.
+    private var acked = RingBuffer<(arrival: Int64, size: Int)>(capacity: 256)
+    private var ackedBytes = 0
     private var highestSequence: Int64 = -1
     public private(set) var acknowledgedBitrate: Double?
     public private(set) var lastProbeResult: Double?
@@ -22,8 +23,8 @@ public struct GCCEstimator: DownlinkEstimator {
     /// drained and the sender sends less again - keyframes of videos coming back after a quiet spell, then
     /// frames: the decrease starts from the highest rate the path delivered meanwhile, which is what it can
     /// carry, not from the acknowledged rate of the quiet second before.
-    private var delivered: [(send: MonoTime, arrival: Int64, size: Int)] = []
-    private var deliveryRates: [(arrival: Int64, bps: Double)] = []
+    private var delivered = RingBuffer<(send: MonoTime, arrival: Int64, size: Int)>(capacity: deliveryWindowPackets + 1)
+    private var deliveryRates = RingBuffer<(arrival: Int64, bps: Double)>(capacity: 16)
     public static let deliveryWindowPackets = 20
     public static let peakWindowMicros: Int64 = 500_000
 
@@ -59,6 +60,7 @@ public struct GCCEstimator: DownlinkEstimator {
             guard let arrival = p.arrivalMicros else { if !probe { lost += 1 }; continue }
             started = true
             acked.append((arrival, p.size))
+            ackedBytes += p.size
             if !probe {
                 delayTrend.update(sendTime: p.sendTime, arrivalMicros: arrival, size: p.size)
                 delivered.append((p.sendTime, arrival, p.size))
@@ -71,14 +73,13 @@ public struct GCCEstimator: DownlinkEstimator {
             deliveryRates.append((newest, bps))
             deliveryRates.removeAll { $0.arrival < newest - Self.peakWindowMicros }
         }
-        if let r = probes.measureCompleted(reportedUpTo: newestSend).max() {
+        if let r = probes.highestCompletedRate(reportedUpTo: newestSend) {
             lastProbeResult = r
             if r > delay.bitrate { delay.setEstimate(r, now: now) }
             if r > loss.bitrate { loss.reset(to: r) }
         }
         let overusing = delayTrend.usage == .overusing
-        delay.update(delayTrend.usage, acknowledged: overusing ? deliveryRates.map(\.bps).max() ?? acknowledgedBitrate : acknowledgedBitrate,
-                     now: now)
+        delay.update(delayTrend.usage, acknowledged: overusing ? peakDeliveryRate ?? acknowledgedBitrate : acknowledgedBitrate, now: now)
         loss.update(lost: lost, total: total, ceiling: delay.bitrate, now: now)
     }
 
@@ -86,20 +87,31 @@ public struct GCCEstimator: DownlinkEstimator {
     private mutating func ackedRate() -> Double? {
         guard let newest = acked.last?.arrival else { return acknowledgedBitrate }
         let from = newest - Self.ackWindowMicros
-        if let firstKept = acked.firstIndex(where: { $0.arrival >= from }), firstKept > 0 { acked.removeFirst(firstKept) }
+        while let first = acked.first, first.arrival < from { ackedBytes -= acked.removeFirst().size }
         guard let oldest = acked.first?.arrival, newest - oldest >= Self.ackWindowMicros / 2 else { return acknowledgedBitrate }
-        let bytes = acked.reduce(0) { $0 + $1.size }
-        return Double(bytes) * 8 / (Double(newest - oldest) / 1e6)
+        return Double(ackedBytes) * 8 / (Double(newest - oldest) / 1e6)
+    }
+
+    /// The highest delivery rate of the last `peakWindowMicros`.
+    private var peakDeliveryRate: Double? {
+        var peak: Double?
+        for r in deliveryRates { peak = max(peak ?? r.bps, r.bps) }
+        return peak
     }
 
     /// The bytes of the last `deliveryWindowPackets` media packets (but the first) over the longer of the time
     /// they took to send and to arrive, as bits per second: packets sent in a burst count at the rate the path
     /// spread them to, packets a queue released at once at the rate they were sent.
     private func deliveryRate() -> Double? {
-        guard delivered.count >= Self.deliveryWindowPackets, let first = delivered.first, let last = delivered.last,
-              let earliest = delivered.map(\.arrival).min(), let latest = delivered.map(\.arrival).max() else { return nil }
+        guard delivered.count >= Self.deliveryWindowPackets, let first = delivered.first, let last = delivered.last else { return nil }
+        var earliest = Int64.max, latest = Int64.min, bytes = 0
+        for (i, d) in delivered.enumerated() {
+            earliest = min(earliest, d.arrival)
+            latest = max(latest, d.arrival)
+            if i > 0 { bytes += d.size }
+        }
         let seconds = max((last.send - first.send).seconds, Double(latest - earliest) / 1e6)
         guard seconds > 0 else { return nil }
-        return Double(delivered.dropFirst().reduce(0) { $0 + $1.size }) * 8 / seconds
+        return Double(bytes) * 8 / seconds
     }
 }

@@ -143,40 +143,52 @@ public struct ProbeMeasurement: Sendable {
     public var minReceivedFraction = 0.8
     /// The longest a cluster is sent for (the room ends one 90 ms after its start).
     public var maxClusterDuration: MonoTime.Interval = .milliseconds(100)
-    private var clusters: [Int: Cluster] = [:]
+    /// The clusters being reported, by id: at most `maxClusters`, searched linearly (they are a handful).
+    private var clusters: [(id: Int, cluster: Cluster)] = []
+    static let maxClusters = 8
 
     public init() {}
 
     /// Adds a reported probe packet, received or lost.
     public mutating func add(_ p: PacketFeedback) {
         guard let id = p.probeCluster else { return }
-        var c = clusters[id] ?? Cluster()
-        if clusters[id] == nil, clusters.count >= 8 { clusters.removeAll() }  // clusters are short-lived; keep the table small
+        var at = clusters.firstIndex { $0.id == id }
+        if at == nil {
+            if clusters.count >= Self.maxClusters { clusters.removeAll(keepingCapacity: true) }  // short-lived; keep the table small
+            clusters.append((id, Cluster()))
+            at = clusters.count - 1
+        }
+        let i = at!
+        var c = clusters[i].cluster
+        defer { clusters[i].cluster = c }
         c.start = min(c.start, p.sendTime)
-        guard let arrival = p.arrivalMicros else { c.lost += 1; clusters[id] = c; return }
+        guard let arrival = p.arrivalMicros else { c.lost += 1; return }
         if p.sendTime < c.firstSend { c.firstSend = p.sendTime; c.firstSize = p.size }
         if p.sendTime >= c.lastSend { c.lastSend = p.sendTime; c.lastSize = p.size }
         c.firstArrival = min(c.firstArrival, arrival)
         c.lastArrival = max(c.lastArrival, arrival)
         c.bytes += p.size
         c.packets += 1
-        clusters[id] = c
     }
 
-    /// The rates of the clusters the feedback has now reported in full (`newest`: the send time of the latest
-    /// packet it reported), each measured once.
-    public mutating func measureCompleted(reportedUpTo newest: MonoTime) -> [Double] {
-        var rates: [Double] = []
-        for (id, c) in clusters where newest - c.start >= maxClusterDuration {
-            clusters[id] = nil
+    /// The highest rate among the clusters the feedback has now reported in full (`newest`: the send time of
+    /// the latest packet it reported), each measured once and then forgotten; nil when none gave a rate.
+    public mutating func highestCompletedRate(reportedUpTo newest: MonoTime) -> Double? {
+        var highest: Double?
+        var i = 0
+        while i < clusters.count {
+            let c = clusters[i].cluster
+            guard newest - c.start >= maxClusterDuration else { i += 1; continue }
+            clusters.remove(at: i)
             guard c.packets >= minPackets, Double(c.packets) >= minReceivedFraction * Double(c.packets + c.lost) else { continue }
             let sendSeconds = (c.lastSend - c.firstSend).seconds
             let receiveSeconds = Double(c.lastArrival - c.firstArrival) / 1e6
             guard sendSeconds > 0.001, receiveSeconds > 0.001 else { continue }
             let sendRate = Double(c.bytes - c.lastSize) * 8 / sendSeconds
             let receiveRate = Double(c.bytes - c.firstSize) * 8 / receiveSeconds
-            rates.append(receiveRate < 0.9 * sendRate ? receiveRate : min(sendRate, receiveRate))
+            let rate = receiveRate < 0.9 * sendRate ? receiveRate : min(sendRate, receiveRate)
+            highest = max(highest ?? rate, rate)
         }
-        return rates
+        return highest
     }
 }

@@ -20,6 +20,9 @@ public struct SendHistory: Sendable {
     private var clusters = [Int32](repeating: -1, count: capacity)
     /// Bytes stamped since the history began: what the node sent on the connection.
     public private(set) var bytesSent: UInt64 = 0
+    /// The last feedback, matched with what was sent: one buffer per connection, refilled by each feedback,
+    /// so that handling feedback on the media worker allocates nothing once it has held the largest one.
+    public private(set) var resolved: [PacketFeedback] = []
 
     public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) { next = Int64(firstSequence) }
 
@@ -67,13 +70,34 @@ public struct PacketFeedback: Equatable, Sendable {
 }
 
 extension SendHistory {
-    /// Pairs a transport-cc feedback with what was sent, in sequence order; packets the history no longer
-    /// holds are left out.
+    /// Matches a transport-cc feedback, read in place (`TransportCCFeedback.forEachPacket`), with what was
+    /// sent, into `resolved` (in sequence order; packets the history no longer holds are left out). Returns
+    /// the feedback's fixed fields, or nil when it is malformed or names more than `maxPackets` packets
+    /// (`resolved` is then empty). Allocates nothing once `resolved` has held the largest feedback.
+    @discardableResult
+    public mutating func resolve(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096) -> TransportCCFeedback.Header? {
+        resolved.removeAll(keepingCapacity: true)
+        guard let h = TransportCCFeedback.Header.parse(p, pkt), h.statusCount <= maxPackets else { return nil }
+        let micros = Int64(h.referenceTime) * 64_000
+        var out = resolved
+        resolved = []  // `out` holds the only reference: appending to it does not copy
+        let read = TransportCCFeedback.forEachPacket(p, pkt, maxPackets: maxPackets) { seq, offset in
+            guard let s = lookup(seq) else { return }
+            out.append(PacketFeedback(sequence: s.sequence, sendTime: s.sendTime, arrivalMicros: offset.map { $0 + micros },
+                                      size: s.size, probeCluster: s.probeCluster))
+        }
+        resolved = out
+        guard read != nil else { resolved.removeAll(keepingCapacity: true); return nil }
+        return h
+    }
+
+    /// Pairs a parsed transport-cc feedback with what was sent, in sequence order; packets the history no
+    /// longer holds are left out.
     public func resolve(_ fb: TransportCCFeedback) -> [PacketFeedback] {
-        let reference = Int64(fb.referenceTime) * 64_000
+        let micros = Int64(fb.referenceTime) * 64_000
         return fb.packets.compactMap { p in
             guard let s = lookup(p.sequenceNumber) else { return nil }
-            return PacketFeedback(sequence: s.sequence, sendTime: s.sendTime, arrivalMicros: p.arrivalOffsetMicros.map { $0 + reference },
+            return PacketFeedback(sequence: s.sequence, sendTime: s.sendTime, arrivalMicros: p.arrivalOffsetMicros.map { $0 + micros },
                                   size: s.size, probeCluster: s.probeCluster)
         }
     }

@@ -51,11 +51,13 @@ extension Room {
                 _ = GenericNACK.forEachLost(p, pkt) { seq in resend(seq, slot: ref, of: s, conn: conn, now: now, into: out) }
             case (.transportFeedback?, FeedbackFormat.transportCC):
                 // A status count is two bytes that can name 65,535 packets; it is parsed only within the budget.
-                if let fb = TransportCCFeedback.parse(p, pkt, maxPackets: budget) {
-                    _ = spend(fb.packets.count)
-                    guard let history = conn.sendHistory else { return }
-                    let results = history.resolve(fb)
-                    onEstimate(conn: conn, now: now, into: out) { $0.onPacketFeedback(results, now: now) }
+                // Read in place into the connection's buffer (`SendHistory.resolved`): nothing is allocated.
+                let header = conn.sendHistory != nil ? conn.sendHistory!.resolve(p, pkt, maxPackets: budget)
+                    : TransportCCFeedback.forEachPacket(p, pkt, maxPackets: budget) { _, _ in }
+                if let h = header {
+                    _ = spend(h.statusCount)
+                    guard conn.sendHistory != nil else { return }
+                    onEstimate(conn: conn, now: now, into: out) { $0.onPacketFeedback(conn.sendHistory!.resolved, now: now) }
                 } else if TransportCCFeedback.statusCount(p, pkt).map({ $0 > budget }) == true {
                     overBudget = true
                 }
@@ -154,9 +156,13 @@ extension Room {
         guard let p = participants[conn.participant], let s = p.subscriber else { return }
         update(&s.estimator)
         guard let bps = s.estimator.estimate else { return }
-        let audio = configuration.audioReserveKbps * s.audioSlots.filter { $0.current != nil }.count
+        // Counted in place, not through `filter` and `+` on the slot arrays: this runs for every feedback.
+        let audio = configuration.audioReserveKbps * s.audioSlots.count { $0.current != nil }
+        var bytesSent: UInt64 = 0
+        for i in s.audioSlots.indices { bytesSent &+= s.audioSlots[i].bytesSent }
+        for i in s.videoSlots.indices { bytesSent &+= s.videoSlots[i].bytesSent }
         // Before a first measurement the node has sent next to nothing: any estimate is app-limited.
-        let sent = s.egress.kbps(bytes: (s.audioSlots + s.videoSlots).reduce(0) { $0 &+ $1.bytesSent }, now: now) ?? 0
+        let sent = s.egress.kbps(bytes: bytesSent, now: now) ?? 0
         if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: streamBandwidthKbps(now: now),
                                            audioKbps: audio, maxVideos: s.videoSlots.count, sentKbps: sent, now: now) {
             events.append(.bandwidthAlert(participant: p.id, bandwidthKbps: alert.bandwidthKbps,

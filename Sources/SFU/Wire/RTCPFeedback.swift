@@ -141,6 +141,26 @@ public struct TransportCCFeedback: Equatable, Sendable {
         public var arrivalOffsetMicros: Int64?
     }
 
+    /// The fixed fields of a feedback (section 3.1), read in place.
+    public struct Header: Equatable, Sendable {
+        public var senderSSRC: UInt32
+        public var mediaSSRC: UInt32
+        public var baseSequence: UInt16
+        public var statusCount: Int
+        /// Reference time in multiples of 64 ms (24-bit signed, as sent: it wraps; see `SendHistory`).
+        public var referenceTime: Int32
+        public var feedbackCount: UInt8
+
+        /// Nil when the packet is too short for the fixed fields.
+        public static func parse(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket) -> Header? {
+            guard let h = FeedbackHeader.parse(p, pkt), pkt.body.count >= 16 else { return nil }
+            let o = pkt.body.lowerBound + 8
+            return Header(senderSSRC: h.senderSSRC, mediaSSRC: h.mediaSSRC, baseSequence: p.u16(o),
+                          statusCount: Int(p.u16(o + 2)), referenceTime: Int32(bitPattern: p.u24(o + 4) << 8) >> 8,
+                          feedbackCount: p[o + 7])
+        }
+    }
+
     public var senderSSRC: UInt32
     public var mediaSSRC: UInt32
     public var baseSequence: UInt16
@@ -151,63 +171,100 @@ public struct TransportCCFeedback: Equatable, Sendable {
 
     /// The packet status count a feedback claims (what `parse` would build), read without parsing.
     public static func statusCount(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket) -> Int? {
-        guard pkt.body.count >= 16 else { return nil }
-        return Int(p.u16(pkt.body.lowerBound + 10))
+        Header.parse(p, pkt)?.statusCount
     }
 
-    /// Parses a feedback naming at most `maxPackets` packets; nil when malformed or larger. The status count
-    /// is two bytes and one run-length chunk names 8,191 packets, so a 36-byte packet could otherwise
-    /// become 65,535 entries.
+    /// Parses a feedback naming at most `maxPackets` packets into arrays; nil when malformed or larger. The
+    /// status count is two bytes and one run-length chunk names 8,191 packets, so a 36-byte packet could
+    /// otherwise become 65,535 entries. The media worker reads feedback with `forEachPacket` instead.
     public static func parse(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096) -> TransportCCFeedback? {
-        guard let h = FeedbackHeader.parse(p, pkt), pkt.body.count >= 16 else { return nil }
-        var o = pkt.body.lowerBound + 8
+        guard let count = statusCount(p, pkt), count <= maxPackets else { return nil }
+        var results: [PacketResult] = []
+        results.reserveCapacity(count)
+        guard let h = forEachPacket(p, pkt, maxPackets: maxPackets, { seq, offset in
+            results.append(PacketResult(sequenceNumber: seq, arrivalOffsetMicros: offset))
+        }) else { return nil }
+        return TransportCCFeedback(senderSSRC: h.senderSSRC, mediaSSRC: h.mediaSSRC, baseSequence: h.baseSequence,
+                                   referenceTime: h.referenceTime, feedbackCount: h.feedbackCount, packets: results)
+    }
+
+    /// Reads a feedback in place, without allocating: calls `packet` with each reported sequence number, in
+    /// order, and its arrival time relative to the reference time in microseconds (nil: not received).
+    /// Returns the fixed fields, or nil - before any call - when the feedback is malformed (chunks or
+    /// deltas past its end, a zero run, the reserved symbol 3) or names more than `maxPackets` packets.
+    ///
+    /// Status chunks (section 3.1.3): run-length (bit 15 = 0: a 2-bit symbol, a 13-bit run) or status
+    /// vector (bit 15 = 1; bit 14 = 0: fourteen 1-bit symbols, 1: seven 2-bit ones). Symbol 1 has a 1-byte
+    /// receive delta, symbol 2 a 2-byte signed one, both in 250 us units (section 3.1.5), after all chunks:
+    /// so a first pass walks the chunks to check them and find the deltas, a second reports.
+    @discardableResult
+    public static func forEachPacket(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096,
+                                     _ packet: (_ sequence: UInt16, _ arrivalOffsetMicros: Int64?) -> Void) -> Header? {
+        guard let h = Header.parse(p, pkt), h.statusCount <= maxPackets else { return nil }
+        let chunksAt = pkt.body.lowerBound + 16
         let end = pkt.range.upperBound
-        let base = p.u16(o)
-        let statusCount = Int(p.u16(o + 2))
-        guard statusCount <= maxPackets else { return nil }
-        let ref = Int32(bitPattern: p.u24(o + 4) << 8) >> 8
-        let fbCount = p[o + 7]
-        o += 8
-        // Status chunks: run-length (bit 15 = 0) or status vector (bit 15 = 1; bit 14 = 2-bit symbols).
-        var symbols: [UInt8] = []
-        symbols.reserveCapacity(statusCount)
-        while symbols.count < statusCount {
+        // Pass 1: the chunks cover the status count, name no reserved symbol, and their deltas fit.
+        var o = chunksAt, n = 0, deltaBytes = 0
+        while n < h.statusCount {
             guard o + 2 <= end else { return nil }
             let chunk = p.u16(o)
             o += 2
+            let take = min(symbolCount(chunk), h.statusCount - n)
+            guard take > 0 else { return nil }  // a run of zero
             if chunk & 0x8000 == 0 {
-                let symbol = UInt8((chunk >> 13) & 0x3)
-                let run = Int(chunk & 0x1FFF)
-                guard run > 0 else { return nil }
-                for _ in 0..<min(run, statusCount - symbols.count) { symbols.append(symbol) }
-            } else if chunk & 0x4000 == 0 {
-                for i in 0..<14 where symbols.count < statusCount { symbols.append(UInt8((chunk >> (13 - i)) & 0x1)) }
+                let s = symbol(chunk, 0)
+                guard s != 3 else { return nil }
+                deltaBytes += take * Int(s)  // symbol 1: one byte each, 2: two, 0: none
             } else {
-                for i in 0..<7 where symbols.count < statusCount { symbols.append(UInt8((chunk >> (12 - 2 * i)) & 0x3)) }
+                for k in 0..<take {
+                    let s = symbol(chunk, k)
+                    guard s != 3 else { return nil }
+                    deltaBytes += Int(s)
+                }
             }
+            n += take
         }
-        // Receive deltas: 1 byte (symbol 1, small) or 2 bytes signed (symbol 2, large), in 250 us units.
-        var results: [PacketResult] = []
-        results.reserveCapacity(statusCount)
-        var t: Int64 = 0
-        for (i, s) in symbols.enumerated() {
-            let seq = base &+ UInt16(truncatingIfNeeded: i)
-            switch s {
-            case 1:
-                guard o + 1 <= end else { return nil }
-                t += Int64(p[o]) * 250; o += 1
-                results.append(PacketResult(sequenceNumber: seq, arrivalOffsetMicros: t))
-            case 2:
-                guard o + 2 <= end else { return nil }
-                t += Int64(Int16(bitPattern: p.u16(o))) * 250; o += 2
-                results.append(PacketResult(sequenceNumber: seq, arrivalOffsetMicros: t))
-            case 0:
-                results.append(PacketResult(sequenceNumber: seq, arrivalOffsetMicros: nil))
-            default:
-                return nil  // symbol 3 is reserved
+        guard o + deltaBytes <= end else { return nil }
+        // Pass 2: report, reading the deltas from where the chunks end.
+        var d = o, t: Int64 = 0
+        o = chunksAt
+        n = 0
+        while n < h.statusCount {
+            let chunk = p.u16(o)
+            o += 2
+            let take = min(symbolCount(chunk), h.statusCount - n)
+            for k in 0..<take {
+                let seq = h.baseSequence &+ UInt16(truncatingIfNeeded: n + k)
+                switch symbol(chunk, k) {
+                case 1:
+                    t += Int64(p[d]) * 250
+                    d += 1
+                    packet(seq, t)
+                case 2:
+                    t += Int64(Int16(bitPattern: p.u16(d))) * 250
+                    d += 2
+                    packet(seq, t)
+                default:
+                    packet(seq, nil)
+                }
             }
+            n += take
         }
-        return TransportCCFeedback(senderSSRC: h.senderSSRC, mediaSSRC: h.mediaSSRC, baseSequence: base,
-                                   referenceTime: ref, feedbackCount: fbCount, packets: results)
+        return h
+    }
+
+    /// How many symbols a status chunk holds.
+    @inline(__always)
+    private static func symbolCount(_ chunk: UInt16) -> Int {
+        if chunk & 0x8000 == 0 { return Int(chunk & 0x1FFF) }
+        return chunk & 0x4000 == 0 ? 14 : 7
+    }
+
+    /// The `k`-th symbol of a status chunk.
+    @inline(__always)
+    private static func symbol(_ chunk: UInt16, _ k: Int) -> UInt8 {
+        if chunk & 0x8000 == 0 { return UInt8((chunk >> 13) & 0x3) }
+        if chunk & 0x4000 == 0 { return UInt8((chunk >> (13 - UInt16(k))) & 0x1) }
+        return UInt8((chunk >> (12 - 2 * UInt16(k))) & 0x3)
     }
 }

@@ -1,0 +1,77 @@
+import SFUTestSupport
+import Testing
+@testable import SFU
+
+/// Transport-cc feedback read in place on the media worker (issue 12): every arrival and loss in order, and
+/// nothing reported from a malformed feedback.
+@Suite struct FeedbackInPlaceTests {
+    /// The feedback packet of `bytes` (one RTCP packet).
+    func packet(_ p: UnsafeRawBufferPointer, length: Int? = nil) -> RTCPPacket {
+        let n = length ?? p.count
+        return RTCPPacket(packetType: p[1], countOrFormat: p[0] & 0x1F, range: 0..<n)
+    }
+
+    func write(_ r: inout TransportFeedbackRecorder, now: MonoTime) -> [UInt8]? {
+        var buf = [UInt8](repeating: 0, count: 1500)
+        guard let n = buf.withUnsafeMutableBytes({ r.writeFeedback(sender: 1, media: 2, now: now, into: $0) }) else { return nil }
+        return Array(buf[0..<n])
+    }
+
+    @Test func readingInPlaceReportsEveryArrivalAndLossInOrder() throws {
+        var rng = SplitMix64(seed: 12)
+        for round in 0..<50 {
+            var r = TransportFeedbackRecorder()
+            let start = MonoTime.seconds(500 + Double(round))
+            var expected: [UInt16: Int64] = [:]
+            var t = start
+            let first = UInt16(truncatingIfNeeded: rng.next())
+            let count = 1 + Int(rng.next() % 300)
+            for k in 0..<count {
+                // Runs of losses, small and large (2-byte) deltas, now and then a packet that arrives early.
+                t = t + .init(nanoseconds: Int64(rng.next() % 4 == 0 ? rng.next() % 200_000_000 : rng.next() % 3_000_000))
+                if rng.next() % 5 == 0, k > 0, k < count - 1 { continue }
+                let seq = first &+ UInt16(k)
+                r.record(sequence: seq, arrival: t)
+                expected[seq] = t.nanoseconds / 1000
+            }
+            while let bytes = write(&r, now: t + .milliseconds(100)) {
+                var seen: [(UInt16, Int64?)] = []
+                let h = try #require(bytes.withUnsafeBytes { p in
+                    TransportCCFeedback.forEachPacket(p, packet(p)) { seen.append(($0, $1)) }
+                })
+                #expect(seen.count == h.statusCount)
+                for (i, (seq, offset)) in seen.enumerated() {
+                    #expect(seq == h.baseSequence &+ UInt16(i))
+                    if let want = expected[seq] {
+                        let got = try #require(offset.map { $0 + Int64(h.referenceTime) * 64_000 }, "seq \(seq) arrived")
+                        #expect(abs(got - want) < 250, "seq \(seq): \(got) vs \(want)")
+                    } else {
+                        #expect(offset == nil, "seq \(seq) was lost")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func aMalformedFeedbackReportsNothingAtAll() throws {
+        var r = TransportFeedbackRecorder()
+        for k in 0..<40 where k % 7 != 3 { r.record(sequence: UInt16(k), arrival: .seconds(10) + .milliseconds(Int64(k) * 30)) }
+        let bytes = try #require(write(&r, now: .seconds(12)))
+        // Cut short anywhere past the fixed fields: the chunks or the deltas no longer fit.
+        for cut in 20..<(bytes.count - 3) {
+            var calls = 0
+            let h = bytes.withUnsafeBytes { p in TransportCCFeedback.forEachPacket(p, packet(p, length: cut)) { _, _ in calls += 1 } }
+            #expect(h == nil && calls == 0, "cut at \(cut)")
+        }
+        // The reserved symbol 3 in a status vector, and more packets than allowed.
+        var reserved = bytes
+        reserved[20] = 0xFF
+        reserved[21] = 0xFF
+        var calls = 0
+        #expect(reserved.withUnsafeBytes { p in TransportCCFeedback.forEachPacket(p, packet(p)) { _, _ in calls += 1 } } == nil)
+        #expect(bytes.withUnsafeBytes { p in TransportCCFeedback.forEachPacket(p, packet(p), maxPackets: 39) { _, _ in calls += 1 } } == nil)
+        #expect(calls == 0)
+        #expect(bytes.withUnsafeBytes { p in TransportCCFeedback.forEachPacket(p, packet(p), maxPackets: 40) { _, _ in calls += 1 } } != nil)
+        #expect(calls == 40)
+    }
+}

@@ -2,8 +2,8 @@ import SFUTestSupport
 import Testing
 @testable import SFU
 
-/// Transport-cc feedback read in place on the media worker (issue 12): every arrival and loss in order, and
-/// nothing reported from a malformed feedback.
+/// Transport-cc feedback read in place on the media worker (issue 12): the same packets as the array parser,
+/// nothing reported from a malformed feedback, and the 24-bit reference time unwrapped across its wrap.
 @Suite struct FeedbackInPlaceTests {
     /// The feedback packet of `bytes` (one RTCP packet).
     func packet(_ p: UnsafeRawBufferPointer, length: Int? = nil) -> RTCPPacket {
@@ -73,5 +73,48 @@ import Testing
         #expect(calls == 0)
         #expect(bytes.withUnsafeBytes { p in TransportCCFeedback.forEachPacket(p, packet(p), maxPackets: 40) { _, _ in calls += 1 } } != nil)
         #expect(calls == 40)
+    }
+
+    /// Packets sent 10 ms apart that arrive 10 ms apart across the moment the receiver's 24-bit reference time
+    /// (64 ms units) wraps: read as signed it jumps from 2^23 - 1 to -2^23, 6.2 days into the receiver's clock.
+    @Test func arrivalsStayContinuousWhenTheReferenceTimeWraps() throws {
+        for wrapAt in [Int64(1) << 23, Int64(1) << 24, 3 << 23] {
+            let wrapMicros = wrapAt * 64_000
+            var history = SendHistory(firstSequence: 65_000)
+            var inPlace = SendHistory(firstSequence: 65_000)
+            var r = TransportFeedbackRecorder()
+            let sendStart = MonoTime.seconds(100)
+            let arrivalStart = MonoTime(nanoseconds: (wrapMicros - 300_000) * 1000)  // the wrap is 30 packets in
+            var feedback: [[UInt8]] = []
+            for k in 0..<60 {
+                let seq = history.stamp(size: 1000, now: sendStart + .milliseconds(Int64(k) * 10))
+                _ = inPlace.stamp(size: 1000, now: sendStart + .milliseconds(Int64(k) * 10))
+                let arrival = arrivalStart + .milliseconds(Int64(k) * 10)
+                r.record(sequence: seq, arrival: arrival)
+                if k % 10 == 9, let f = write(&r, now: arrival) { feedback.append(f) }
+            }
+            #expect(feedback.count == 6)
+            // In order, then with two feedbacks swapped on the way: each is read nearest the one before.
+            for order in [[0, 1, 2, 3, 4, 5], [0, 1, 3, 2, 4, 5]] {
+                var parsed = history, raw = inPlace
+                var arrivals: [Int64: Int64] = [:]
+                for i in order {
+                    try feedback[i].withUnsafeBytes { p in
+                        let fb = try #require(TransportCCFeedback.parse(p, packet(p)))
+                        for f in parsed.resolve(fb) { arrivals[f.sequence] = try #require(f.arrivalMicros) }
+                        #expect(raw.resolve(p, packet(p)) != nil)
+                        #expect(raw.resolved == parsed.resolve(fb), "both readings agree")
+                    }
+                }
+                #expect(arrivals.count == 60)
+                // Only differences matter (the receiver's clock has an unknown origin).
+                let base = try #require(arrivals.keys.min())
+                let first = try #require(arrivals[base])
+                for (seq, arrival) in arrivals {
+                    let expected = first + (seq - base) * 10_000
+                    #expect(abs(arrival - expected) < 250, "wrap at \(wrapAt), order \(order), seq \(seq): \(arrival) vs \(expected)")
+                }
+            }
+        }
     }
 }

@@ -23,6 +23,8 @@ public struct SendHistory: Sendable {
     /// The last feedback, matched with what was sent: one buffer per connection, refilled by each feedback,
     /// so that handling feedback on the media worker allocates nothing once it has held the largest one.
     public private(set) var resolved: [PacketFeedback] = []
+    /// The latest feedback's reference time, unwrapped (64 ms units; see `unwrapReference`).
+    private var lastReference: Int64?
 
     public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) { next = Int64(firstSequence) }
 
@@ -70,6 +72,25 @@ public struct PacketFeedback: Equatable, Sendable {
 }
 
 extension SendHistory {
+    /// The reference time field is 24 bits in 64 ms units (draft-holmer-rmcat-transport-wide-cc-extensions-01
+    /// section 3.1): it wraps every 2^24 x 64 ms, about 12.4 days, and read as signed it jumps from
+    /// +2^23 - 1 to -2^23 half-way, 6.2 days after the receiver's clock origin (libwebrtc's is the monotonic
+    /// clock: a browser on a machine up for a week). Taken as is, every arrival would then jump back 12.4
+    /// days and the delay trend would read the jump as the queue draining. A feedback's reference time is
+    /// taken as the one nearest the previous feedback's (feedback is ~100 ms apart, reordered by far less
+    /// than 6 days); the first is taken as signed.
+    public static let referenceTimeWrap: Int64 = 1 << 24
+
+    /// `raw` (the 24-bit field, sign-extended) unwrapped against the previous feedback's, in 64 ms units.
+    public func unwrapReference(_ raw: Int32) -> Int64 {
+        guard let last = lastReference else { return Int64(raw) }
+        let wrap = Self.referenceTimeWrap
+        var step = (Int64(raw) - last) % wrap
+        if step < 0 { step += wrap }  // 0 ..< 2^24 forward
+        if step >= wrap / 2 { step -= wrap }  // nearest: -2^23 ..< 2^23
+        return last + step
+    }
+
     /// Matches a transport-cc feedback, read in place (`TransportCCFeedback.forEachPacket`), with what was
     /// sent, into `resolved` (in sequence order; packets the history no longer holds are left out). Returns
     /// the feedback's fixed fields, or nil when it is malformed or names more than `maxPackets` packets
@@ -78,7 +99,8 @@ extension SendHistory {
     public mutating func resolve(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096) -> TransportCCFeedback.Header? {
         resolved.removeAll(keepingCapacity: true)
         guard let h = TransportCCFeedback.Header.parse(p, pkt), h.statusCount <= maxPackets else { return nil }
-        let micros = Int64(h.referenceTime) * 64_000
+        let reference = unwrapReference(h.referenceTime)
+        let micros = reference * 64_000
         var out = resolved
         resolved = []  // `out` holds the only reference: appending to it does not copy
         let read = TransportCCFeedback.forEachPacket(p, pkt, maxPackets: maxPackets) { seq, offset in
@@ -88,13 +110,16 @@ extension SendHistory {
         }
         resolved = out
         guard read != nil else { resolved.removeAll(keepingCapacity: true); return nil }
+        lastReference = reference
         return h
     }
 
     /// Pairs a parsed transport-cc feedback with what was sent, in sequence order; packets the history no
-    /// longer holds are left out.
-    public func resolve(_ fb: TransportCCFeedback) -> [PacketFeedback] {
-        let micros = Int64(fb.referenceTime) * 64_000
+    /// longer holds are left out. Unwraps the reference time as `resolve(_:_:maxPackets:)` does.
+    public mutating func resolve(_ fb: TransportCCFeedback) -> [PacketFeedback] {
+        let reference = unwrapReference(fb.referenceTime)
+        lastReference = reference
+        let micros = reference * 64_000
         return fb.packets.compactMap { p in
             guard let s = lookup(p.sequenceNumber) else { return nil }
             return PacketFeedback(sequence: s.sequence, sendTime: s.sendTime, arrivalMicros: p.arrivalOffsetMicros.map { $0 + micros },

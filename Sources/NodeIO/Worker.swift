@@ -295,6 +295,7 @@ public final class Worker: @unchecked Sendable {
     private func flush(_ core: WorkerCore) {
         if core.batch.count > 0 {
             socket.send(core.batch, gso: true) { core.destination(of: $0) }
+            core.batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
             core.batch.removeAll()
         }
         for (bytes, to) in core.drainControl() { socket.send(bytes, to: to) }

@@ -132,6 +132,7 @@ final class FuzzNetwork {
                 guard let c = clients.first(where: { $0.address == to }) else { strays[to, default: 0] += 1; continue }
                 _ = c.receive(Array(core.batch.datagram(at: i)), now: now)
             }
+            core.batch.sent(at: now)
             core.batch.removeAll()
             for (room, es) in core.drainEvents() {
                 events += es.count

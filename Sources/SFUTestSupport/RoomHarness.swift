@@ -265,6 +265,7 @@ public final class RoomHarness {
                 undecryptable += 1
             }
         }
+        batch.sent(at: now)  // as the worker does once the kernel took them
         batch.removeAll()
         for e in room.drainEvents() { events.append((now, e)) }
     }

@@ -112,6 +112,7 @@ final class VirtualNetwork {
                       let c = clients.first(where: { $0.address == to }) else { strays += 1; continue }
                 _ = c.receive(Array(core.batch.datagram(at: i)), now: now)
             }
+            core.batch.sent(at: now)
             core.batch.removeAll()
             for (room, es) in core.drainEvents() { events += es.map { (room, $0) } }
             if replies.isEmpty { return }

@@ -26,7 +26,27 @@ public struct SendHistory: Sendable {
     /// The latest feedback's reference time, unwrapped (64 ms units; see `unwrapReference`).
     private var lastReference: Int64?
 
-    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) { next = Int64(firstSequence) }
+    /// The first sequence number whose send time is still the time it was written, not the time it left.
+    private var departedThrough: Int64
+
+    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) {
+        next = Int64(firstSequence)
+        departedThrough = next
+    }
+
+    /// Whether packets were stamped since the last `departed(at:)`.
+    public var awaitsDeparture: Bool { departedThrough < next }
+
+    /// The packets stamped since the last call left the node at `now` (the shell calls it once their batch
+    /// went to the kernel). A packet is stamped when it is written, before the rest of its batch is built and
+    /// before the syscall: on a worker that waits for a CPU the gap is milliseconds, which the receiver's
+    /// feedback would show as queueing on the downlink. libwebrtc likewise takes a packet's send time when
+    /// the socket took it (its OnSentPacket).
+    public mutating func departed(at now: MonoTime) {
+        let first = max(departedThrough, next - Int64(Self.capacity))
+        for ext in first..<next { times[Int(ext) & (Self.capacity - 1)] = now.nanoseconds }
+        departedThrough = next
+    }
 
     /// Assigns the next transport-wide sequence number to a packet of `size` bytes sent at `now`.
     public mutating func stamp(size: Int, now: MonoTime, probeCluster: Int? = nil) -> UInt16 {

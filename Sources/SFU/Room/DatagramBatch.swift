@@ -58,8 +58,31 @@ public final class DatagramBatch {
     /// Copies of all datagrams (tests and tools; the node reads them in place).
     public var all: [(ConnectionID, [UInt8])] { (0..<count).map { (destinations[$0], Array(datagram(at: $0))) } }
 
+    /// Connections with transport-wide sequence numbers stamped into this batch (`SendHistory.departed`).
+    private var departures: [Connection] = []
+
+    func awaitDeparture(_ c: Connection) {
+        guard !c.awaitingDeparture else { return }
+        c.awaitingDeparture = true
+        departures.append(c)
+    }
+
+    /// The batch went to the kernel at `now`: its transport-wide stamped packets take that as their send time.
+    public func sent(at now: MonoTime) {
+        for c in departures {
+            c.sendHistory?.departed(at: now)
+            c.awaitingDeparture = false
+        }
+        departures.removeAll(keepingCapacity: true)
+    }
+
+    /// Empties the batch. Packets stamped and not yet `sent(at:)` keep the time they were written.
     public func removeAll() {
         count = 0
         overflows = 0
+        if !departures.isEmpty {
+            for c in departures { c.awaitingDeparture = false }
+            departures.removeAll(keepingCapacity: true)
+        }
     }
 }

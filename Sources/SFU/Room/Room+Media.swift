@@ -260,7 +260,7 @@ extension Room {
         let written = UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset])
         if let vp8 { vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex, in: written) }
         if let red { red.rewritePayloadTypes(d.payloadType, in: written) }
-        if let at = tccAt { buf.setU16(conn.sendHistory!.stamp(size: w.offset + 16, now: now), at: at) }
+        if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
         switch srtp.protectRTP(buf, length: w.offset) {
         case .success(let n):
             out.commit(length: n, to: conn.id)
@@ -273,6 +273,14 @@ extension Room {
             drop(r)
             return false
         }
+    }
+
+    /// The next transport-wide sequence number for a packet of `size` bytes (with SRTP's tag) to `conn`, sent
+    /// for now at `now`: its time becomes the batch's departure (`DatagramBatch.sent(at:)`).
+    func stampTransportSequence(_ conn: Connection, size: Int, now: MonoTime, probeCluster: Int? = nil,
+                                into out: DatagramBatch) -> UInt16 {
+        out.awaitDeparture(conn)
+        return conn.sendHistory!.stamp(size: size, now: now, probeCluster: probeCluster)
     }
 
     /// Protects an RTCP packet written at the start of the batch's next buffer and commits it.

@@ -226,7 +226,7 @@ extension Room {
                 var w = ByteWriter(buf)
                 var tccAt: Int?
                 guard h.write(&w, transportSequenceOffset: &tccAt), w.u8(0xF8), w.u8(0xFF), w.u8(0xFE) else { continue }
-                if let at = tccAt { buf.setU16(conn.sendHistory!.stamp(size: w.offset + 16, now: now), at: at) }
+                if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
                 guard case .success(let m) = srtp.protectRTP(buf, length: w.offset) else { continue }
                 out.commit(length: m, to: conn.id)
                 s.audioSlots[i].packetsSent &+= 1

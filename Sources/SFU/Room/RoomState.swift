@@ -216,6 +216,8 @@ public final class Connection {
     var absSendTimeExtensionID: UInt8?
     /// Subscribing: what the node sent, by transport-wide sequence number, for the subscriber's feedback.
     var sendHistory: SendHistory?
+    /// On the batch's list of connections whose stamped packets await their departure time.
+    var awaitingDeparture = false
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
     var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
     var nextReceiverReport: MonoTime = .never

@@ -7,7 +7,7 @@ import WebRTCEdge
 /// does in the NodeIO tests, for the fuzz targets.
 final class FuzzNetwork {
     let core: WorkerCore
-    private(set) var now = MonoTime.seconds(100)
+    var now = MonoTime.seconds(100)
     private(set) var clients: [FuzzClient] = []
     /// Media or control datagrams the core sent to an address no client has (strangers included).
     private(set) var strays: [TransportAddress: Int] = [:]

@@ -1,7 +1,9 @@
 /// The header of an RTP packet the node sends: the fixed header (RFC 3550 section 5.1), then, in the
 /// one-byte form (RFC 8285 section 4.2), the header extensions the receiver negotiated: audio level
-/// (RFC 6464), abs-send-time and the transport-wide sequence number. One writer for forwarded packets,
-/// retransmissions, probe padding and silence frames, writing into the caller's buffer without allocating.
+/// (RFC 6464), abs-send-time and the transport-wide sequence number, and any others a client of the node
+/// sends (`otherExtensions`: the load generator's and the tests' publishers). The one RTP writer: forwarded
+/// packets, retransmissions, probe padding, silence frames and `RTPPacketBuilder` all go through it, into the
+/// caller's buffer, without allocating when `otherExtensions` is empty.
 public struct OutgoingRTP {
     public var payloadType: UInt8
     public var sequenceNumber: UInt16
@@ -14,6 +16,8 @@ public struct OutgoingRTP {
     public var absSendTime: (id: UInt8, value: UInt32)?
     /// The transport-wide sequence number's id: its two bytes are left for `stamp`.
     public var transportSequenceID: UInt8?
+    /// More one-byte elements (ids 1-14, 1-16 bytes), written after the ones above in this order.
+    public var otherExtensions: [(id: UInt8, value: [UInt8])] = []
 
     public init(payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool = false) {
         self.payloadType = payloadType
@@ -26,7 +30,11 @@ public struct OutgoingRTP {
     /// Writes the header; returns false when `w` has no room. `transportSequenceOffset` is where the
     /// transport-wide sequence number goes, once the packet's size is known.
     public func write(_ w: inout ByteWriter, transportSequenceOffset: inout Int?) -> Bool {
-        let body = (audioLevel == nil ? 0 : 2) + (absSendTime == nil ? 0 : 4) + (transportSequenceID == nil ? 0 : 3)
+        var body = (audioLevel == nil ? 0 : 2) + (absSendTime == nil ? 0 : 4) + (transportSequenceID == nil ? 0 : 3)
+        for e in otherExtensions {
+            precondition((1...14).contains(e.id) && (1...16).contains(e.value.count), "one-byte extension limits")
+            body += 1 + e.value.count
+        }
         w.u8(0x80 | (body > 0 ? 0x10 : 0) | (padding > 0 ? 0x20 : 0))
         w.u8((marker ? 0x80 : 0) | (payloadType & 0x7F))
         w.u16(sequenceNumber)
@@ -43,6 +51,10 @@ public struct OutgoingRTP {
             w.u8(id << 4 | 1)
             transportSequenceOffset = w.offset
             w.u16(0)
+        }
+        for e in otherExtensions {
+            w.u8(e.id << 4 | UInt8(e.value.count - 1))
+            for b in e.value { w.u8(b) }
         }
         return w.zeros(words * 4 - body)
     }

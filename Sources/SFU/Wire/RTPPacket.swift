@@ -100,7 +100,8 @@ public enum RTPFieldWriter {
     public static func setSSRC(_ v: UInt32, in p: UnsafeMutableRawBufferPointer) { p.setU32(v, at: 8) }
 }
 
-/// Builds RTP packets into caller buffers (fixed header, optional one-byte extensions, payload).
+/// Builds whole RTP packets into caller buffers (fixed header, one-byte extensions, payload) for the node's
+/// clients (the load generator, tests): a header and payload through `OutgoingRTP`, the node's one writer.
 public struct RTPPacketBuilder {
     public var payloadType: UInt8
     public var sequenceNumber: UInt16
@@ -123,26 +124,11 @@ public struct RTPPacketBuilder {
         payload: UnsafeRawBufferPointer,
         into out: UnsafeMutableRawBufferPointer
     ) -> Int? {
+        var h = OutgoingRTP(payloadType: payloadType, sequenceNumber: sequenceNumber, timestamp: timestamp, ssrc: ssrc, marker: marker)
+        h.otherExtensions = extensions
         var w = ByteWriter(out)
-        let hasExt = !extensions.isEmpty
-        w.u8(0x80 | (hasExt ? 0x10 : 0))
-        w.u8((marker ? 0x80 : 0) | (payloadType & 0x7F))
-        w.u16(sequenceNumber)
-        w.u32(timestamp)
-        guard w.u32(ssrc) else { return nil }
-        if hasExt {
-            let body = extensions.reduce(0) { $0 + 1 + $1.value.count }
-            let words = (body + 3) / 4
-            w.u16(0xBEDE)
-            w.u16(UInt16(words))
-            for e in extensions {
-                precondition((1...14).contains(e.id) && (1...16).contains(e.value.count), "one-byte extension limits")
-                w.u8(e.id << 4 | UInt8(e.value.count - 1))
-                for b in e.value { w.u8(b) }
-            }
-            guard w.zeros(words * 4 - body) else { return nil }
-        }
-        guard w.bytes(payload) else { return nil }
+        var unused: Int?
+        guard h.write(&w, transportSequenceOffset: &unused), w.bytes(payload) else { return nil }
         return w.offset
     }
 }

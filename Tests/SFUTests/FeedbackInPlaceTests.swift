@@ -117,4 +117,23 @@ import Testing
             }
         }
     }
+
+    @Test func aLargeFeedbackIsResolvedWholeButItsBufferIsNotKept() throws {
+        var history = SendHistory(firstSequence: 0)
+        var r = TransportFeedbackRecorder()
+        for k in 0..<400 {
+            let seq = history.stamp(size: 1200, now: .seconds(5) + .milliseconds(Int64(k)))
+            if k < 390 { r.record(sequence: seq, arrival: .seconds(9) + .milliseconds(Int64(k))) }
+        }
+        let large = try #require(write(&r, now: .seconds(10)))
+        for k in 390..<400 { r.record(sequence: UInt16(k), arrival: .seconds(10) + .milliseconds(Int64(k))) }
+        let small = try #require(write(&r, now: .seconds(11)))
+        let h1 = large.withUnsafeBytes { p in history.resolve(p, packet(p)) }
+        #expect(h1?.statusCount == 390)
+        #expect(history.resolved.count == 390 && history.resolved.last?.sequence == 389)
+        let h2 = small.withUnsafeBytes { p in history.resolve(p, packet(p)) }
+        #expect(h2?.statusCount == 10)
+        #expect(history.resolved.map(\.sequence) == Array(390..<400))
+        #expect(history.resolved.capacity <= SendHistory.keptResolvedCapacity)
+    }
 }

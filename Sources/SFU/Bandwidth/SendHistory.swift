@@ -23,6 +23,8 @@ public struct SendHistory: Sendable {
     /// The last feedback, matched with what was sent: one buffer per connection, refilled by each feedback,
     /// so that handling feedback on the media worker allocates nothing once it has held the largest one.
     public private(set) var resolved: [PacketFeedback] = []
+    /// The most packets `resolved` keeps room for between feedbacks.
+    public static let keptResolvedCapacity = 256
     /// The latest feedback's reference time, unwrapped (64 ms units; see `unwrapReference`).
     private var lastReference: Int64?
 
@@ -117,7 +119,9 @@ extension SendHistory {
     /// (`resolved` is then empty). Allocates nothing once `resolved` has held the largest feedback.
     @discardableResult
     public mutating func resolve(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, maxPackets: Int = 4096) -> TransportCCFeedback.Header? {
-        resolved.removeAll(keepingCapacity: true)
+        // A feedback may name up to `RoomLimits.rtcpItemsPerPacket` packets (1,024, ~56 KiB resolved): a buffer
+        // that size is not kept on every connection a client can open; browsers report ~10-200 at a time.
+        if resolved.capacity > Self.keptResolvedCapacity { resolved = [] } else { resolved.removeAll(keepingCapacity: true) }
         guard let h = TransportCCFeedback.Header.parse(p, pkt), h.statusCount <= maxPackets else { return nil }
         let reference = unwrapReference(h.referenceTime)
         let micros = reference * 64_000

@@ -12,7 +12,8 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Without --target, starts `sfu serve` itself (pinned with --cores). The plan comes from --scenario FILE \
             (key = value lines) then --set key=value; keys: \(BenchPlan.keys.map(\.key).joined(separator: ", ")). \
-            --sweep key=v1,v2,... runs once per value (a fresh node each time) and writes a table and an SVG chart.
+            --sweep key=v1,v2,... runs once per value (a fresh node each time) and writes a table and an SVG chart; \
+            with --against, each value runs through both servers and the table compares them.
             """
     )
 
@@ -33,7 +34,6 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
         if let against, against != "janus" { throw ValidationError("--against knows only janus, got '\(against)'") }
-        if against != nil, sweep != nil { throw ValidationError("--against compares one plan; it cannot be combined with --sweep") }
         if against != nil, !BenchNamespace.isInside {
             // Janus needs a veth interface holding 127.0.0.1: the whole comparison runs in a namespace of its own.
             let status = try BenchNamespace.rerunInside(arguments: Array(CommandLine.arguments.dropFirst()))
@@ -81,6 +81,8 @@ struct BenchCommand: AsyncParsableCommand {
         print("bench: encoding media (Opus speech, VP8 \(plan.width)x\(plan.height) at \(plan.videoKbps) kbps)")
         let media = MediaLibrary(videoKbps: plan.videoKbps, fps: plan.fps, width: plan.width, height: plan.height)
         var reports: [BenchReport] = []
+        var nodeReports: [BenchReport] = []
+        var comparisons: [BenchComparison] = []
         for (label, p) in runs {
             if let sweepKey { print("\n== \(sweepKey) = \(label)") }
             let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, cores: cores) : nil
@@ -99,26 +101,30 @@ struct BenchCommand: AsyncParsableCommand {
             report.label = sweepKey.map { "\($0)=\(label)" } ?? "sfu"
             print(report.text)
             reports.append(report)
+            nodeReports.append(report)
             if against != nil {
                 print("\nbench: the same plan against Janus VideoRoom")
                 let janus = try await JanusServer(cores: cores)
                 var janusBench = try Bench(plan: p, server: janus, media: media)
                 janusBench.baselineRSS = janus.pid.flatMap(ProcessProbe.residentBytes(pid:))
-                let janusReport: BenchReport
+                var janusReport: BenchReport
                 do { janusReport = try await janusBench.run { print($0) } } catch {
                     print("janus log:\n\(janus.logTail)")
                     _ = await janus.stop()
                     throw error
                 }
                 print("janus: \(await janus.stop() ?? "stopped cleanly")")
+                janusReport.label = sweepKey.map { "janus \($0)=\(label)" } ?? "janus"
                 print(janusReport.text)
-                print("\n" + BenchComparison(ours: report, theirs: janusReport).text)
+                let comparison = BenchComparison(ours: report, theirs: janusReport)
+                print("\n" + comparison.text)
+                comparisons.append(comparison)
                 reports.append(janusReport)
             }
         }
         if let sweepKey {
             print("\n\(sweepKey) | kbit/s per subscriber | node cores | packets out/s | s CPU per M packets | packets out per core-second | per media-worker core-second | loss % | median estimate Mbit/s | mean number_of_videos")
-            for (r, run) in zip(reports, runs) {
+            for (r, run) in zip(nodeReports, runs) {
                 let summary = r.subscriberSeries?.summary
                 let videos = summary.flatMap { s -> Double? in
                     let n = s.videosAtEnd.values.reduce(0, +)
@@ -132,12 +138,25 @@ struct BenchCommand: AsyncParsableCommand {
             }
             if let chart {
                 let svg = SweepChart.svg(key: sweepKey, values: runs.map(\.label), series: [
-                    ("downstream kbit/s per subscriber", reports.map(\.downstreamKbpsPerSubscriber)),
-                    ("node CPU (cores)", reports.map(\.nodeCores)),
-                    ("packets out per second", reports.map(\.packetsOutPerSecond)),
+                    ("downstream kbit/s per subscriber", nodeReports.map(\.downstreamKbpsPerSubscriber)),
+                    ("node CPU (cores)", nodeReports.map(\.nodeCores)),
+                    ("packets out per second", nodeReports.map(\.packetsOutPerSecond)),
                 ])
                 try svg.write(toFile: chart, atomically: true, encoding: .utf8)
                 print("chart: \(chart)")
+            }
+            if !comparisons.isEmpty {
+                print("\n\(sweepKey) | node delivered per CPU-second | \(against ?? "peer") delivered per CPU-second | ratio | node cores | \(against ?? "peer") cores | node latency p50 / p99 ms | \(against ?? "peer") latency p50 / p99 ms | node loss % | \(against ?? "peer") loss %")
+                let ms = { (r: BenchReport) in
+                    [r.latencyMilliseconds.p50, r.latencyMilliseconds.p99].map { $0.map { String(format: "%.2f", $0) } ?? "-" }.joined(separator: " / ")
+                }
+                for (c, run) in zip(comparisons, runs) {
+                    print(String(format: "%@ | %@ | %@ | %@ | %.3f | %.3f | %@ | %@ | %.3f | %.3f", run.label,
+                                 c.ours.deliveredPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-",
+                                 c.theirs.deliveredPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-",
+                                 c.efficiencyRatio.map { String(format: "%.2f", $0) } ?? "-", c.ours.nodeCores, c.theirs.nodeCores,
+                                 ms(c.ours), ms(c.theirs), c.ours.lossFraction * 100, c.theirs.lossFraction * 100))
+                }
             }
         }
         if let json {

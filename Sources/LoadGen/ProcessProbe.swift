@@ -37,6 +37,27 @@ public enum ProcessProbe {
         return total
     }
 
+    /// Seconds on a CPU by thread id, from each `/proc/<pid>/task/<tid>/schedstat` (the scheduler's nanosecond
+    /// count, where `/proc/<pid>/stat` counts whole clock ticks).
+    public static func threadCPUSeconds(pid: Int32) -> [String: Double]? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var out: [String: Double] = [:]
+        for tid in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8),
+                  let t = schedstat(text) else { continue }
+            out[tid] = t.cpu
+        }
+        return out
+    }
+
+    /// CPU seconds between two `threadCPUSeconds` readings: what each thread alive at the end ran since the
+    /// first (all of it for a thread started in between). A thread that ended in between is missing from
+    /// the end reading, and its time since the first with it: `lost` counts such threads.
+    public static func cpuSecondsBetween(_ before: [String: Double], _ after: [String: Double]) -> (seconds: Double, lost: Int) {
+        let seconds = after.reduce(0.0) { $0 + max(0, $1.value - (before[$1.key] ?? 0)) }
+        return (seconds, before.keys.filter { after[$0] == nil }.count)
+    }
+
     /// One schedstat line ("<on-CPU ns> <waiting ns> <timeslices>") in seconds.
     static func schedstat(_ text: String) -> (cpu: Double, wait: Double)? {
         let fields = text.split(whereSeparator: \.isWhitespace)

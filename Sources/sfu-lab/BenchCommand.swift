@@ -44,6 +44,9 @@ struct BenchCommand: AsyncParsableCommand {
         // Janus forwards without estimating a subscriber's downlink, and the load client answers its offers
         // without transport-cc: the comparison is fair only with REMB subscribers on both servers.
         if against != nil { plan.transportCC = false }
+        // Neither is the node polled for room stats nor its events watched: Janus is observed in neither way, and
+        // at small rooms the node's answers would weigh on its side of the comparison.
+        if against != nil { plan.observe = false }
         do {
             if let scenario {
                 guard let text = try? String(contentsOfFile: scenario, encoding: .utf8) else { throw ValidationError("cannot read \(scenario)") }

@@ -27,6 +27,14 @@ import Testing
         #expect(throws: BenchPlan.Invalid.self) { try bad.apply(scenario: "rooms 2") }
     }
 
+    @Test func observingTheNodeIsAKeyThatDefaultsOn() throws {
+        var plan = BenchPlan()
+        #expect(plan.observe)
+        try plan.set("observe", "false")
+        #expect(!plan.observe)
+        #expect(throws: BenchPlan.Invalid.self) { try plan.set("observe", "sometimes") }
+    }
+
     @Test func speakersNeverExceedPublishers() throws {
         var plan = BenchPlan()
         try plan.set("speakers", "9")

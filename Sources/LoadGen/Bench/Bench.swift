@@ -122,10 +122,10 @@ public struct Bench {
         report.label = server.name
         try await server.prepare(plan: plan, rooms: plan.rooms)
         let dominance = Dominance()
-        let events = Task { [server, dominance] in
+        let events = plan.observe ? Task { [server, dominance] in
             await server.watchDominantSpeaker { room, p, ms in dominance.events.withLock { $0.append((room, p, ms)) } }
-        }
-        defer { events.cancel() }
+        } : nil
+        defer { events?.cancel() }
 
         // Who joins, in order, spread over the ramp.
         var members: [Member] = []
@@ -248,8 +248,8 @@ public struct Bench {
         // Measure. The subscribers' estimates and number_of_videos are sampled now, then once a second from a
         // task of its own (a request never holds up the media loop), and once more at the end.
         let rooms = plan.rooms
-        let firstSample = await server.subscriberStats(rooms: rooms)
-        let before = try await snapshot()
+        let firstSample = plan.observe ? await server.subscriberStats(rooms: rooms) : nil
+        let before = try await snapshot(countersFirst: true)
         let sentBefore = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent }
         let feedbackBefore = subscribers.reduce(0) { $0 + $1.client.transportFeedbackSent }
         for m in subscribers { m.receiver?.reset() }
@@ -272,7 +272,7 @@ public struct Bench {
             progress(String(format: "  %5.1f s  %d/%d connected  subscribers received %lld packets", elapsed, connected, members.count, got))
         }
         nextChurn = .never
-        let after = try await snapshot()
+        let after = try await snapshot(countersFirst: false)
         let sent = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent } - sentBefore
         let measured = (MonoClock.now() - measureStart).seconds
         if let poller {
@@ -289,7 +289,14 @@ public struct Bench {
         report.churned = churned
         report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
         report.measuredSeconds = measured
-        report.nodeCPUSeconds = (after.cpu ?? 0) - (before.cpu ?? 0)
+        report.nodeCPUTickSeconds = after.cpu.flatMap { a in before.cpu.map { a - $0 } }
+        if let a = after.threadCPU, let b = before.threadCPU {
+            let (seconds, lost) = ProcessProbe.cpuSecondsBetween(b, a)
+            report.nodeCPUSeconds = seconds
+            report.nodeThreadsEnded = lost
+        } else {
+            report.nodeCPUSeconds = (after.cpu ?? 0) - (before.cpu ?? 0)
+        }
         report.expectedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.expected ?? 0) })
         report.receivedPackets = Double(subscribers.reduce(0) { $0 + ($1.receiver?.received ?? 0) })
         report.receivedBytes = Double(subscribers.reduce(0) { $0 + ($1.receiver?.bytes ?? 0) })
@@ -339,7 +346,11 @@ public struct Bench {
 
     struct Snapshot {
         var counters: ServerCounters?
+        /// User plus system time from `/proc/<pid>/stat`: whole clock ticks, charged to whichever thread runs
+        /// when the tick fires, so a server using 1 % of a core reads ~15 ticks in 15 s, give or take several.
         var cpu: Double?
+        /// The scheduler's own count (schedstat, nanoseconds) by thread: what the report takes.
+        var threadCPU: [String: Double]?
         var rss: Int?
         var generatorCPU: Double?
         var nodeWait: Double?
@@ -348,12 +359,19 @@ public struct Bench {
         var workerCPU: Double?
     }
 
-    func snapshot() async throws -> Snapshot {
-        Snapshot(counters: try await server.counters(), cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
-                 rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
-                 nodeWait: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0)?.wait },
-                 generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
-                 workerCPU: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
+    /// The server's counters, CPU and memory now. The counters (this node's `/metrics`, an HTTP request it
+    /// answers; Janus has none) are read before the CPU at the start of the window and after it at the end,
+    /// so answering them is never counted as the server's work.
+    func snapshot(countersFirst: Bool) async throws -> Snapshot {
+        let early = countersFirst ? try await server.counters() : nil
+        let all = server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0) }
+        var s = Snapshot(counters: nil, cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
+                         threadCPU: server.pid.flatMap(ProcessProbe.threadCPUSeconds(pid:)),
+                         rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
+                         nodeWait: all?.wait, generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
+                         workerCPU: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
+        s.counters = countersFirst ? early : try await server.counters()
+        return s
     }
 
     /// For each turn that started in the measured window: from the turn's start (the new speaker's first

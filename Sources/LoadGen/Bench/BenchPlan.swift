@@ -33,6 +33,10 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     public var sampleEvery = 16
     /// Subscribers replaced per second during the measured window (one leaves, a new one joins its room).
     public var churnPerSecond = 0.0
+    /// The bench polls the node's room stats once a second (subscribers' estimates and number_of_videos) and
+    /// watches its events WebSocket (talker switch delays). Both cost the node CPU that the report counts;
+    /// `--against` turns them off, as it observes the peer SFU in neither way.
+    public var observe = true
 
     public init() {}
 
@@ -47,6 +51,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("transport_cc", "subscribers negotiate transport-cc and send its feedback (true, default; false with --against) or send REMB (false)"),
         ("remb_kbps", "subscribers' REMB when transport_cc is false"), ("sample_every", "decrypt 1 video packet in N"),
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
+        ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
     ]
 
     public struct Invalid: Error, CustomStringConvertible, Equatable {
@@ -90,6 +95,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "remb_kbps": rembKbps = try int(10...1_000_000)
         case "sample_every": sampleEvery = try int(1...1000)
         case "churn_per_second": churnPerSecond = try double(0...100)
+        case "observe": observe = try bool()
         default: throw Invalid(description: "unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
         }
         if speakers > publishers { speakers = publishers }

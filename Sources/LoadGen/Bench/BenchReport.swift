@@ -34,7 +34,13 @@ public struct BenchReport: Codable, Sendable {
     public var participants = 0
     public var connected = 0
     public var joinMilliseconds = Percentiles([])
+    /// The server's CPU over the window: the scheduler's nanosecond count over its threads (see
+    /// `ProcessProbe.cpuSecondsBetween`), or clock ticks when that cannot be read.
     public var nodeCPUSeconds = 0.0
+    /// Server threads that ended during the window: their time in it is missing from `nodeCPUSeconds`.
+    public var nodeThreadsEnded: Int?
+    /// The same from `/proc/<pid>/stat` clock ticks, kept for comparison: at 1 % of a core it is off by 10-30 %.
+    public var nodeCPUTickSeconds: Double?
     public var packetsIn: Double = 0
     public var packetsOut: Double = 0
     public var bytesOut: Double = 0
@@ -123,7 +129,7 @@ public struct BenchReport: Codable, Sendable {
         l.append(String(format: "packets          in %.0f/s, out %.0f/s, %.2f Mbit/s out (%.0f kbit/s per subscriber)%@",
                         packetsInPerSecond, packetsOutPerSecond, bitsOutPerSecond / 1e6, downstreamKbpsPerSubscriber,
                         countedByGenerator ? "; as sent and received by the generator" : ""))
-        l.append(String(format: "node CPU         %.2f cores; %@ s per million forwarded packets; %@ packets out per core-second",
+        l.append(String(format: "node CPU         %.3f cores; %@ s per million forwarded packets; %@ packets out per core-second",
                         nodeCores, cpuSecondsPerMillionPackets.map { String(format: "%.2f", $0) } ?? "-",
                         packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-"))
         if let worker = workerCPUSeconds, let perCore = packetsOutPerWorkerCoreSecond {

@@ -39,9 +39,11 @@ public final class NodeProcess: @unchecked Sendable {
         throw LoadError("the node did not answer on \(base)")
     }
 
-    /// The `sfu` binary in this executable's directory: the node as users run it, not the tools' binary.
+    /// The `sfu` binary in this executable's directory: the node as users run it, not the tools' binary; or
+    /// `SFU_BENCH_NODE`, a node built otherwise (scripts/bench.sh: on Debian's libsrtp2, in .build-debian).
     static var nodeBinary: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("sfu").path
+        if let path = ProcessInfo.processInfo.environment["SFU_BENCH_NODE"], !path.isEmpty { return path }
+        return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("sfu").path
     }
 
     /// SIGTERM, then waits up to `timeout`; returns what went wrong, or nil when it exited with status 0.

@@ -237,11 +237,17 @@ public final class Worker: @unchecked Sendable {
         let rx = ReceiveBatch(capacity: 64)
         let core = core
         var loopStart = MonoClock.now()
+        // The core's next deadline as the last pass left it. Only a command or a datagram changes it (the core
+        // is sans-IO), and between the end of a pass and the start of the next only commands reach it: so it
+        // is asked once per pass, before the wait, and again only after commands ran.
+        var deadline = MonoTime.zero
         while !stopping.load(ordering: .acquiring) {
-            runCommands(core)
+            if runCommands(core) { deadline = core.nextDeadline }
             var now = MonoClock.now()
-            if core.nextDeadline <= now { core.tick(now: now) }
-            flush(core)
+            if deadline <= now {
+                core.tick(now: now)
+                flush(core)
+            }
             var taken = 0
             var moreWaiting = false
             while taken < datagramsPerPass, let n = try? socket.receive(into: rx), n > 0 {
@@ -259,11 +265,12 @@ public final class Worker: @unchecked Sendable {
             // Otherwise the thread sleeps until a datagram, a command (the wake descriptor) or its next
             // deadline, rounded up so it never spins on a deadline under a millisecond away; an idle worker
             // (no deadline) sleeps until something arrives.
-            let waitMs = moreWaiting ? 0 : Self.waitMilliseconds(until: core.nextDeadline, now: beforeWait)
+            deadline = core.nextDeadline
+            let waitMs = moreWaiting ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
         }
-        runCommands(core)
+        _ = runCommands(core)
         let now = MonoClock.now()
         for name in Array(core.rooms.keys) { core.destroyRoom(name, now: now) }
         flush(core)
@@ -277,13 +284,16 @@ public final class Worker: @unchecked Sendable {
         return Int32(clamping: (ns + 999_999) / 1_000_000)
     }
 
-    private func runCommands(_ core: WorkerCore) {
+    /// Runs the queued commands; returns whether there were any.
+    private func runCommands(_ core: WorkerCore) -> Bool {
         let pending = commands.withLock { q -> [@Sendable (WorkerCore) -> Void] in
             defer { q.removeAll() }
             return q
         }
+        guard !pending.isEmpty else { return false }
         for c in pending { c(core) }
-        if !pending.isEmpty { flush(core) }
+        flush(core)
+        return true
     }
 
     private func process(_ rx: ReceiveBatch, _ i: Int, _ core: WorkerCore, now: MonoTime) {

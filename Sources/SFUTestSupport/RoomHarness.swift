@@ -186,11 +186,7 @@ public final class RoomHarness {
         buffer.withUnsafeMutableBytes { buf in
             let n = min(datagram.count, buf.count - SRTPSession.maxOverhead)
             buf.copyBytes(from: datagram[0..<n])
-            if let arrival, let conn = room.connection(connection) {
-                room.receive(buf, length: n, from: conn, now: now, arrival: arrival, into: batch)
-            } else {
-                room.receive(buf, length: n, from: connection, now: now, into: batch)
-            }
+            room.receive(buf, length: n, from: connection, now: now, arrival: arrival, into: batch)
         }
         flush()
     }

@@ -36,9 +36,6 @@ public struct SendHistory: Sendable {
         departedThrough = next
     }
 
-    /// Whether packets were stamped since the last `departed(at:)`.
-    public var awaitsDeparture: Bool { departedThrough < next }
-
     /// The packets stamped since the last call left the node at `now` (the shell calls it once their batch
     /// went to the kernel). A packet is stamped when it is written, before the rest of its batch is built and
     /// before the syscall: on a worker that waits for a CPU the gap is milliseconds, which the receiver's

@@ -11,13 +11,13 @@ extension Room {
     /// Handles one datagram (RTP or RTCP, RFC 5761 multiplexed) from a connection. The datagram is decrypted
     /// in place in `buffer`. Anything wrong with it becomes a counted drop.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from id: ConnectionID,
-                        now: MonoTime, into out: DatagramBatch) {
+                        now: MonoTime, arrival: MonoTime? = nil, into out: DatagramBatch) {
         guard let conn = connections[id] else {
             counters.packetsIn &+= 1
             counters.bytesIn &+= UInt64(length)
             return drop(.unknownConnection)
         }
-        receive(buffer, length: length, from: conn, now: now, into: out)
+        receive(buffer, length: length, from: conn, now: now, arrival: arrival, into: out)
     }
 
     /// `receive` for a caller that holds the connection (the worker's connection table): no lookup.
@@ -218,10 +218,11 @@ extension Room {
                 else { drop(.staleAfterSwitch); continue }
                 // RED to subscribers that take it (block payload types rewritten to theirs), the primary Opus
                 // block to the others. RFC 3551 section 4.1: the marker flags the first packet after silence.
-                let d = s.audioSlots[ref.index].wire
-                let keepRED = red != nil && d.redPayloadType != nil
+                // Fields read in place, not `let d = ...description`: a copy retains its strings per packet.
+                let redPT = s.audioSlots[ref.index].description.redPayloadType
+                let keepRED = red != nil && redPT != nil
                 _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, payload: keepRED ? header.payloadRange : primary,
-                         payloadType: keepRED ? d.redPayloadType : d.payloadType, red: keepRED ? red : nil, vp8: nil, rewrite: rw,
+                         payloadType: keepRED ? redPT : nil, red: keepRED ? red : nil, vp8: nil, rewrite: rw,
                          marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, now: now, into: out)
             }
         }
@@ -238,28 +239,28 @@ extension Room {
               retransmission: Bool = false, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
-        let d = slot.wire
         var h: OutgoingRTP
-        if retransmission, let rtxPT = d.rtxPayloadType, let rtxSSRC = d.rtxSSRC {
+        // The description's fields are read in place: copying it would retain its strings for every packet.
+        if retransmission, let rtxPT = slot.description.rtxPayloadType, let rtxSSRC = slot.description.rtxSSRC {
             h = OutgoingRTP(payloadType: rtxPT, sequenceNumber: slot.rtxSequence, timestamp: rw.timestamp, ssrc: rtxSSRC, marker: marker)
             slot.rtxSequence &+= 1
         } else {
-            h = OutgoingRTP(payloadType: payloadType ?? d.payloadType, sequenceNumber: rw.sequenceNumber, timestamp: rw.timestamp,
-                            ssrc: d.ssrc, marker: marker)
+            h = OutgoingRTP(payloadType: payloadType ?? slot.description.payloadType, sequenceNumber: rw.sequenceNumber, timestamp: rw.timestamp,
+                            ssrc: slot.description.ssrc, marker: marker)
         }
-        if let id = d.audioLevelExtensionID, let level { h.audioLevel = (id, level) }
-        if let id = d.absSendTimeExtensionID { h.absSendTime = (id, absSendTime(now)) }
-        if conn.sendHistory != nil { h.transportSequenceID = d.transportCCExtensionID }
+        if let id = slot.description.audioLevelExtensionID, let level { h.audioLevel = (id, level) }
+        if let id = slot.description.absSendTimeExtensionID { h.absSendTime = (id, absSendTime(now)) }
+        if conn.sendHistory != nil { h.transportSequenceID = slot.description.transportCCExtensionID }
         var w = ByteWriter(buf)
         var tccAt: Int?
         guard h.write(&w, transportSequenceOffset: &tccAt) else { drop(.tooLarge); return false }
-        if h.ssrc == d.rtxSSRC { w.u16(rw.sequenceNumber) }  // RTX: the original sequence number first
+        if h.ssrc == slot.description.rtxSSRC { w.u16(rw.sequenceNumber) }  // RTX: the original sequence number first
         let payloadStart = w.offset
         guard w.bytes(UnsafeRawBufferPointer(rebasing: source[payload])),
               w.offset + SRTPSession.maxOverhead <= buf.count else { drop(.tooLarge); return false }
         let written = UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset])
         if let vp8 { vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex, in: written) }
-        if let red { red.rewritePayloadTypes(d.payloadType, in: written) }
+        if let red { red.rewritePayloadTypes(slot.description.payloadType, in: written) }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
         switch srtp.protectRTP(buf, length: w.offset) {
         case .success(let n):

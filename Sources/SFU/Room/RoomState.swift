@@ -83,8 +83,6 @@ struct EgressRate {
 /// A slot: fixed SSRC and mid towards the subscriber, fed by at most one source at a time.
 struct Slot {
     let description: SlotDescription
-    /// What each packet of the slot is written with, copied out of `description` as plain values.
-    let wire: SlotWire
     /// The participant the rules placed here (what the slot map reports).
     var assigned: Int?
     /// The source track currently forwarded.
@@ -108,33 +106,8 @@ struct Slot {
 
     init(_ d: SlotDescription) {
         description = d
-        wire = SlotWire(d)
         rewriter = SlotRewriter(clockRate: d.codec.clockRate, framesSpanPackets: d.codec.kind == .video)
         sendLog = d.codec.kind == .video ? SlotSendLog() : nil
-    }
-}
-
-/// The fields of a slot's description that go into its packets, as plain values: reading them per packet
-/// retains and releases nothing (the description's codec name and mid are strings).
-struct SlotWire {
-    let ssrc: UInt32
-    let payloadType: UInt8
-    let audioLevelExtensionID: UInt8?
-    let absSendTimeExtensionID: UInt8?
-    let transportCCExtensionID: UInt8?
-    let rtxPayloadType: UInt8?
-    let rtxSSRC: UInt32?
-    let redPayloadType: UInt8?
-
-    init(_ d: SlotDescription) {
-        ssrc = d.ssrc
-        payloadType = d.payloadType
-        audioLevelExtensionID = d.audioLevelExtensionID
-        absSendTimeExtensionID = d.absSendTimeExtensionID
-        transportCCExtensionID = d.transportCCExtensionID
-        rtxPayloadType = d.rtxPayloadType
-        rtxSSRC = d.rtxSSRC
-        redPayloadType = d.redPayloadType
     }
 }
 

@@ -375,16 +375,33 @@ def join_call(room, pubs, subscribers, clock, pub_slots, max_kbps, first_video_s
         result = {}
         for (name, mid), segs in segments().items():
             key = f"{name}/{mid}"
+            # The publisher whose video the slot shows (its mapping started), and the key frames decoded while
+            # it did: a later mapping starts only with a key frame after those (the shown publisher's own key
+            # frames, on a loss or a PLI, are not the next one's).
+            showing, credited = None, 0
+            def shown_until(until):
+                if until is None:
+                    return credited
+                counts = [x[key][2] for t, x in samples if t < until - 0.2 and key in x]
+                return max([credited] + counts[-1:])
             for since, until, who in segs:
+                if who == showing:
+                    # Mapped back to the source still flowing before the mapping in between started: the node
+                    # keeps that source on (no key frame needed), so its video never stopped.
+                    result[(name, mid, who, since)] = 0.0
+                    credited = shown_until(until)
+                    continue
                 # A sample is stamped when it starts; reading three browsers takes up to ~0.2 s. A key frame
                 # decoded after the mapping changed again is the next publisher's, not this one's.
                 before = [x[key][2] for t, x in samples if t < since - 0.2 and key in x]
-                base = before[-1] if before else 0
-                started = next((max(t, since) for t, x in samples
+                base = max(before[-1] if before else 0, credited)
+                started = next(((max(t, since), x[key][2]) for t, x in samples
                                 if t >= since - 0.2 and (until is None or t < until) and key in x and x[key][2] > base), None)
                 age = (until if until is not None else clock()) - since
-                if started is not None and started - since <= first_video_seconds:
-                    result[(name, mid, who, since)] = round(started - since, 2)
+                if started is not None and started[0] - since <= first_video_seconds:
+                    result[(name, mid, who, since)] = round(started[0] - since, 2)
+                    showing, credited = who, started[1]
+                    credited = shown_until(until)
                 elif age > first_video_seconds:
                     result[(name, mid, who, since)] = None
                 elif until is None:

@@ -26,7 +26,8 @@ public struct SessionAnswer: Sendable {
 }
 
 /// One client transport, a row of the worker's connection table: its ICE and DTLS identity on both sides,
-/// and the room and participant it serves.
+/// and the room and participant it serves. When `host` is set its ICE agent, DTLS server and socket are on
+/// that worker, and this one keeps the session and the room's side (SRTP, slots).
 final class Transport {
     let id: ConnectionID
     let room: Room
@@ -41,9 +42,14 @@ final class Transport {
     var nominated = false
     /// A subscription's SSRC per slot mid: a renegotiation keeps the slots it still offers on their SSRCs.
     var slotSSRCs: [String: UInt32] = [:]
+    /// The worker that hosts the transport, when not this one.
+    let host: Int?
+    /// The host said the client passed a check (for a hosted transport: `WorkerEdge.wasChecked` at home).
+    var checked = false
 
     init(id: ConnectionID, room: Room, participant: String, direction: TransportDirection, remote: RemoteTransport,
-         local: LocalTransport, createdAt: MonoTime) {
+         local: LocalTransport, createdAt: MonoTime, host: Int? = nil) {
+        self.host = host
         self.id = id
         self.room = room
         self.participant = participant
@@ -71,6 +77,9 @@ public struct WorkerLimits: Sendable, Equatable {
     public var handshakeTimeout: MonoTime.Interval = .seconds(30)
     /// Transports prepared or handshaking at once on one worker; more offers are refused until some finish.
     public var pendingHandshakes = 500
+    /// Subscribers a room keeps on its own worker; past that, a new subscriber's transport goes to the worker
+    /// holding the fewest of the room's subscribers, so one room's fan-out uses every core. 0: never.
+    public var spreadRoomAfter = 100
 
     public init() {}
 }

@@ -93,6 +93,13 @@ public final class Worker: @unchecked Sendable {
     /// Datagrams read per pass of the loop before commands and timers run again.
     public let datagramsPerPass: Int
     private let stopping = Atomic<Bool>(false)
+    /// Set while the thread waits in poll: a peer that handed it a batch then writes the wake descriptor.
+    private let asleep = Atomic<Bool>(false)
+    /// The other workers, by index (set once by `connect`, before `start`).
+    private var peers: [Worker] = []
+    /// Channels to each worker, by `to * 2 + kind` (send 0, receive 1), and those from every worker.
+    private var outgoing: [HandoffChannel?] = []
+    private var incoming: [HandoffChannel] = []
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     /// Datagrams longer than the receive buffer (2048 bytes), dropped unread.
@@ -123,6 +130,37 @@ public final class Worker: @unchecked Sendable {
 
     deinit { close(wakeFD) }
 
+    /// Joins the node's workers so rooms can spread across them (`WorkerCore`): channels both ways between
+    /// each pair, and each worker's candidates for the answers. Call once on every worker, before `start`.
+    public static func connect(_ workers: [Worker]) {
+        guard workers.count > 1 else { return }
+        let candidates = workers.map { $0.core.edge.candidates }
+        for w in workers {
+            w.peers = workers
+            w.core.peerCandidates = candidates
+            w.outgoing = [HandoffChannel?](repeating: nil, count: workers.count * 2)
+        }
+        for from in workers {
+            for to in workers where to !== from {
+                for (k, kind) in [Handoff.Kind.send, .receive].enumerated() {
+                    let ch = HandoffChannel(from: from.index, to: to.index, kind: kind)
+                    from.outgoing[to.index * 2 + k] = ch
+                    to.incoming.append(ch)
+                }
+            }
+        }
+    }
+
+    /// Wakes the thread if it waits (a peer handed it a batch).
+    private func nudge() {
+        if asleep.load(ordering: .sequentiallyConsistent) { sfu_wake_signal(wakeFD) }
+    }
+
+    /// A message from another worker's core, run on this worker's thread.
+    private func deliver(_ message: PeerMessage, from worker: Int) {
+        enqueue { core in core.receive(peer: message, from: worker, now: MonoClock.now()) }
+    }
+
     /// Sets what runs after the worker queued events (see `drainEvents`); set it before `start`.
     public func observeEvents(_ observer: @escaping @Sendable () -> Void) { eventObserver.withLock { $0 = observer } }
 
@@ -146,6 +184,9 @@ public final class Worker: @unchecked Sendable {
         finished.wait()
         thread = nil
     }
+
+    /// Whether the thread runs (between `start` and `stop`).
+    public var isRunning: Bool { thread != nil }
 
     /// Whether the caller runs on this worker's thread (where commands and the media path run).
     public var isWorkerThread: Bool {
@@ -243,6 +284,7 @@ public final class Worker: @unchecked Sendable {
         var deadline = MonoTime.zero
         while !stopping.load(ordering: .acquiring) {
             if runCommands(core) { deadline = core.nextDeadline }
+            if takeHandoffs(core) { deadline = core.nextDeadline }
             var now = MonoClock.now()
             if deadline <= now {
                 core.tick(now: now)
@@ -266,13 +308,16 @@ public final class Worker: @unchecked Sendable {
             // deadline, rounded up so it never spins on a deadline under a millisecond away; an idle worker
             // (no deadline) sleeps until something arrives.
             deadline = core.nextDeadline
-            let waitMs = moreWaiting ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
+            // Say it sleeps, then look at the channels once more: a peer either sees the flag or its batch is seen.
+            asleep.store(true, ordering: .sequentiallyConsistent)
+            let handedOver = incoming.contains { !$0.full.isEmpty }
+            let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
+            asleep.store(false, ordering: .relaxed)
         }
         _ = runCommands(core)
-        let now = MonoClock.now()
-        for name in Array(core.rooms.keys) { core.destroyRoom(name, now: now) }
+        core.destroyAllRooms(now: MonoClock.now())
         flush(core)
         finished.signal()
     }
@@ -299,7 +344,38 @@ public final class Worker: @unchecked Sendable {
     private func process(_ rx: ReceiveBatch, _ i: Int, _ core: WorkerCore, now: MonoTime) {
         guard !rx.isTruncated(i) else { oversizedDrops += 1; return }
         core.receive(rx.buffer(i), length: rx.length(i), from: rx.source(i), now: now, arrival: rx.arrival(i))
-        if core.batch.count > core.batch.capacity / 2 { flush(core) }
+        if core.needsFlush { flush(core) }
+    }
+
+    /// Runs what other workers handed over: protected datagrams to send from this socket, and datagrams
+    /// their clients sent for this worker's rooms. Returns whether there were any.
+    private func takeHandoffs(_ core: WorkerCore) -> Bool {
+        var any = false
+        for ch in incoming {
+            while let b = ch.full.pop() {
+                any = true
+                switch ch.kind {
+                case .send: socket.send(b, gso: true) { core.destination(of: $0) }
+                case .receive: core.receiveRelayed(b, from: ch.from, now: MonoClock.now())
+                }
+                b.removeAll()
+                _ = ch.free.push(b)  // the ring holds the whole pool
+                if core.needsFlush { flush(core) }
+            }
+        }
+        if any { flush(core) }
+        return any
+    }
+
+    /// Hands a handoff's batch to its worker and gives the core an empty one; while that worker holds every
+    /// batch of the pool the core keeps writing into this one (and the room counts what does not fit).
+    private func handOver(_ h: Handoff) {
+        guard let ch = outgoing[h.worker * 2 + (h.kind == .send ? 0 : 1)],
+              let empty = ch.takeEmpty(capacity: h.batch.capacity) else { return }
+        if h.kind == .send { h.batch.sent(at: MonoClock.now()) }  // transport-wide send times: handed to the sender
+        _ = ch.full.push(h.batch)
+        h.batch = empty
+        peers[h.worker].nudge()
     }
 
     private func flush(_ core: WorkerCore) {
@@ -308,7 +384,9 @@ public final class Worker: @unchecked Sendable {
             core.batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
             core.batch.removeAll()
         }
+        for h in core.handoffs where h.batch.count > 0 { handOver(h) }
         for (bytes, to) in core.drainControl() { socket.send(bytes, to: to) }
+        for (w, m) in core.drainPeerMessages() { peers[w].deliver(m, from: index) }
         if core.hasPendingEvents { publish(core.drainEvents()) }
     }
 

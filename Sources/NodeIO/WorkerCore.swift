@@ -13,30 +13,49 @@ import WebRTCEdge
 /// (DTLS close_notify) and freed at once. A transport that does not finish ICE and DTLS within
 /// `limits.handshakeTimeout`, whose consent expires (RFC 7675) or that the client closes is closed and
 /// reported; nothing more is sent to it.
+///
+/// Rooms across cores: a room lives on one worker (its home), which ranks talkers, rewrites and protects
+/// every packet and keeps each connection's SRTP and send history. Once a room has `limits.spreadRoomAfter`
+/// subscribers, a new subscriber's transport may live on another worker (its host), which answers its ICE
+/// checks, runs its DTLS and owns the socket it uses: the home hands the host protected datagrams to send
+/// and the host hands the home what the client sends (`handoffs`, batches swapped whole, no copy on the
+/// home's side), and transport events go both ways as `PeerMessage`s. What a hop costs is the host's
+/// syscalls, which are most of a forwarded packet's cost: so a 1,000-listener lecture uses every core.
 public final class WorkerCore {
     public let edge: WorkerEdge
+    public let index: Int
     public let limits: WorkerLimits
     public private(set) var rooms: [String: Room] = [:]
     var transports: [ConnectionID: Transport] = [:]
     var sessions: [SessionKey: ConnectionID] = [:]
     /// Transports that have not both finished DTLS and been nominated: the handshake deadline watches them.
-    private var unsettled: Set<ConnectionID> = []
+    var unsettled: Set<ConnectionID> = []
     /// Media the rooms produced, each to a connection.
     public let batch: DatagramBatch
     public private(set) var transportCounters = TransportCounters()
     /// Media datagrams whose connection has no room any more.
-    public private(set) var ingressDrops: UInt64 = 0
+    public internal(set) var ingressDrops: UInt64 = 0
     /// Counters of rooms destroyed here, so totals never go back.
     public private(set) var retired = RoomCounters()
-    private var control: [(bytes: [UInt8], to: TransportAddress)] = []
+    var control: [(bytes: [UInt8], to: TransportAddress)] = []
     private var retiredEvents: [(room: String, events: [RoomEvent])] = []
     private var nextConnection: UInt32
     private let idStride: UInt32 = 1024
     private var nextLivenessCheck = MonoTime.zero
+    /// Each worker's host candidates, by worker index (this one's too): what the answer for a transport placed
+    /// on that worker carries. Fewer than two: every transport stays here.
+    public var peerCandidates: [[TransportAddress]] = []
+    /// Batches for other workers, created on first use: one per worker and kind.
+    public internal(set) var handoffs: [Handoff] = []
+    var peerMessages: [(worker: Int, message: PeerMessage)] = []
+    /// Transports this worker hosts for rooms on other workers, and those whose first check is unreported.
+    var hosted: [ConnectionID: HostedTransport] = [:]
+    var hostedUnchecked: Set<ConnectionID> = []
 
     /// Connection ids are unique across workers: worker i hands out i+1, i+1+1024, ...
     public init(edge: WorkerEdge, index: Int, limits: WorkerLimits = .init(), batchCapacity: Int = 4096) {
         self.edge = edge
+        self.index = index
         self.limits = limits
         nextConnection = UInt32(index + 1)
         batch = DatagramBatch(capacity: batchCapacity)
@@ -53,7 +72,14 @@ public final class WorkerCore {
         if kind == .rtp {
             // One lookup: the source address finds the transport's row, which holds its room connection.
             guard let record = edge.mediaRecord(from: source, now: now) else { return }  // counted by the edge
-            guard let sink = record.sink else { ingressDrops &+= 1; return }
+            guard let sink = record.sink else {
+                if let relay = record.relay {
+                    hand(datagram, of: record.id, arrival: arrival ?? now, to: relay)
+                } else {
+                    ingressDrops &+= 1
+                }
+                return
+            }
             sink.room.receive(buffer, length: length, from: sink.connection, now: now, arrival: arrival, into: batch)
             return
         }
@@ -67,6 +93,7 @@ public final class WorkerCore {
         if nextLivenessCheck <= now {
             nextLivenessCheck = now + .seconds(1)
             closeStalledHandshakes(now: now)
+            reportHostedChecks()
         }
     }
 
@@ -76,7 +103,7 @@ public final class WorkerCore {
     public var nextDeadline: MonoTime {
         var t = edge.nextDeadline
         for room in rooms.values { t = min(t, room.nextDeadline) }
-        if !unsettled.isEmpty { t = min(t, nextLivenessCheck) }
+        if !unsettled.isEmpty || !hostedUnchecked.isEmpty { t = min(t, nextLivenessCheck) }
         return t
     }
 
@@ -113,6 +140,18 @@ public final class WorkerCore {
         retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
         for t in transports.values where t.room === room { forget(t, notify: true) }
+    }
+
+    /// Whether a batch is over half full: the shell sends or hands over before the room writes more.
+    public var needsFlush: Bool {
+        if batch.count > batch.capacity / 2 { return true }
+        for h in handoffs where h.batch.count > h.batch.capacity / 2 { return true }
+        return false
+    }
+
+    /// Destroys every room (the worker stops).
+    public func destroyAllRooms(now: MonoTime) {
+        for name in Array(rooms.keys) { destroyRoom(name, now: now) }
     }
 
     /// Transports in the table (what `/metrics` calls connections).
@@ -162,7 +201,11 @@ public final class WorkerCore {
             if restart { local.ice = .random() }
             let sdp = try bind(t, offer: offer, local: local, now: now)
             if restart {
-                edge.restartICE(t.id, local: local.ice, remote: remote)
+                if let host = t.host {
+                    post(.restartICE(t.id, local: local.ice, remote: remote), to: host)
+                } else {
+                    edge.restartICE(t.id, local: local.ice, remote: remote)
+                }
                 transportCounters.iceRestarts &+= 1
             } else {
                 transportCounters.renegotiated &+= 1
@@ -172,23 +215,27 @@ public final class WorkerCore {
             route(t)
             return SessionAnswer(sdp: sdp, change: restart ? .iceRestarted : .renegotiated, connection: t.id)
         }
-        guard edge.pendingHandshakes < limits.pendingHandshakes else {
+        guard pendingHandshakes < limits.pendingHandshakes else {
             throw RoomError(.limitReached, .conflict,
                             "\(limits.pendingHandshakes) handshakes are under way on this worker; retry when some finish",
                             limit: "pending_handshakes")
         }
         let id = ConnectionID(nextConnection)
         nextConnection &+= idStride
+        let host = direction == .subscribe ? placeSubscriber(in: room) : nil
+        let local = host.map { LocalTransport(ice: .random(), fingerprint: edge.certificate.fingerprint, candidates: peerCandidates[$0]) }
+            ?? edge.prepare(id)
         let t = Transport(id: id, room: room, participant: participant, direction: direction, remote: remote,
-                          local: edge.prepare(id), createdAt: now)
+                          local: local, createdAt: now, host: host)
         let sdp: String
         do {
-            try edge.attach(id, remote: remote)
+            if host == nil { try edge.attach(id, remote: remote) }
             sdp = try bind(t, offer: offer, local: t.local, now: now)
         } catch {
-            _ = edge.remove(id, notify: false)
+            if host == nil { _ = edge.remove(id, notify: false) }
             throw error
         }
+        if let host { post(.host(id, local: local.ice, remote: remote), to: host) }
         transports[id] = t
         sessions[key] = id
         unsettled.insert(id)
@@ -230,8 +277,12 @@ public final class WorkerCore {
 
     // MARK: Transport lifecycle
 
-    private func handle(_ outputs: [WorkerEdge.Output], now: MonoTime) {
+    func handle(_ outputs: [WorkerEdge.Output], now: MonoTime) {
         for o in outputs {
+            if let home = home(of: o) {
+                post(.transport(o), to: home)  // a transport hosted here for a room elsewhere
+                continue
+            }
             switch o {
             case .send(let bytes, let to):
                 control.append((bytes, to))
@@ -279,7 +330,8 @@ public final class WorkerCore {
         for t in stalled {
             transportCounters.handshakeTimeouts &+= 1
             let seconds = Int(limits.handshakeTimeout.seconds)
-            let why = !edge.wasChecked(t.id) ? "no ICE connectivity check within \(seconds) s"
+            let checked = t.host == nil ? edge.wasChecked(t.id) : t.checked
+            let why = !checked ? "no ICE connectivity check within \(seconds) s"
                 : !t.established ? "DTLS did not complete within \(seconds) s" : "no ICE nomination within \(seconds) s"
             close(t, reason: why, notify: false, now: now)
         }
@@ -293,7 +345,11 @@ public final class WorkerCore {
 
     /// Removes a transport from the edge and the table (DTLS close_notify first when `notify`).
     private func forget(_ t: Transport, notify: Bool) {
-        for o in edge.remove(t.id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
+        if let host = t.host {
+            post(.release(t.id, notify: notify), to: host)
+        } else {
+            for o in edge.remove(t.id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
+        }
         transports[t.id] = nil
         unsettled.remove(t.id)
         if sessions[t.key] == t.id { sessions[t.key] = nil }
@@ -301,6 +357,10 @@ public final class WorkerCore {
 
     /// Points the transport's edge row at its room connection: where its media goes from now on.
     private func route(_ t: Transport) {
+        if let host = t.host {
+            t.room.connection(t.id)?.handoff = handoff(.send, to: host)
+            return
+        }
         guard let record = edge.router.record(t.id), let c = t.room.connection(t.id) else { return }
         record.sink = (t.room, c)
     }

@@ -50,6 +50,7 @@ public final class Node: Sendable {
                                  datagramsPerPass: configuration.datagramsPerPass,
                                  consentTimeout: .seconds(Double(configuration.consentSeconds))))
         }
+        Worker.connect(ws)
         workers = ws
     }
 
@@ -80,6 +81,9 @@ public final class Node: Sendable {
     public func stop() {
         pump.withLock { $0?.cancel(); $0 = nil }
         pumpWake.withLock { $0?.finish(); $0 = nil }
+        // Rooms first, on every worker while all run: a room's transports hosted by another worker are
+        // released there (DTLS close_notify) before that worker stops.
+        for w in workers where w.isRunning { try? w.performAndWait { core, now in core.destroyAllRooms(now: now) } }
         for w in workers { w.stop() }
         pumpEvents()
         events.finish()

@@ -38,9 +38,14 @@ final class VirtualClient: VirtualTransportClient {
         return l.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// Reads the node's answer: its ICE credentials for the checks and, the first time, its fingerprint.
+    /// Where the node's answer told the client to send (its first candidate).
+    var server: TransportAddress?
+
+    /// Reads the node's answer: its ICE credentials for the checks, its candidate and, the first time, its
+    /// fingerprint.
     func accept(_ answer: String) throws {
         let m = try #require(try SessionDescription.parse(answer).media.first { $0.port != 0 })
+        if let c = m.attribute("candidate")?.split(separator: " "), c.count > 5 { server = TransportAddress("\(c[4]):\(c[5])") }
         checks = ICEControllingClient(local: ice, remote: ICECredentials(ufrag: m.attribute("ice-ufrag")!, password: m.attribute("ice-pwd")!))
         if dtls == nil || dtls?.state == .closed {
             dtls = try DTLSEndpoint(role: .client, certificate: cert, remoteFingerprint: DTLSFingerprint(sdp: m.attribute("fingerprint")!))
@@ -66,60 +71,105 @@ final class VirtualClient: VirtualTransportClient {
     }
 }
 
-/// The network between a `WorkerCore` and its virtual clients: delivers the core's control datagrams and
-/// media to the client at each destination, and the clients' datagrams to the core, on virtual time.
+/// The network between worker cores and their virtual clients: delivers each core's control datagrams and
+/// media to the client at each destination, the clients' datagrams to the core whose address their answer
+/// gave (its candidate), and what cores hand each other (`Handoff` batches, `PeerMessage`s) as the workers'
+/// shells would, on virtual time. One core unless `workers` says more; the room lives on core 0.
 final class VirtualNetwork {
-    let core: WorkerCore
+    let cores: [WorkerCore]
+    var core: WorkerCore { cores[0] }
     var now = MonoTime.seconds(100)
     var clients: [VirtualClient] = []
     var events: [(room: String, event: RoomEvent)] = []
-    /// Datagrams the core sent to an address no client has.
+    /// Datagrams a core sent to an address no client has.
     var strays = 0
+    /// Datagrams a client got from a core other than the one its answer named: a socket it never checked.
+    var fromWrongWorker = 0
+    /// Datagrams each core's socket sent, by core.
+    var sentBy: [Int]
     private var buffer = [UInt8](repeating: 0, count: 2048)
 
-    init(limits: WorkerLimits = .init(), consent: MonoTime.Interval = .seconds(30)) {
-        let edge = WorkerEdge(certificate: try! DTLSCertificate(), candidates: [TransportAddress("10.0.0.1:10000")!])
-        edge.consentTimeout = consent
-        core = WorkerCore(edge: edge, index: 0, limits: limits)
-        core.addRoom(try! Room(name: "r", now: now))
+    init(limits: WorkerLimits = .init(), consent: MonoTime.Interval = .seconds(30), workers: Int = 1) {
+        let certificate = try! DTLSCertificate()
+        var cores: [WorkerCore] = []
+        for i in 0..<workers {
+            let edge = WorkerEdge(certificate: certificate, candidates: [TransportAddress("10.0.0.1:\(10000 + i)")!])
+            edge.consentTimeout = consent
+            cores.append(WorkerCore(edge: edge, index: i, limits: limits))
+        }
+        if workers > 1 { for c in cores { c.peerCandidates = cores.map(\.edge.candidates) } }
+        self.cores = cores
+        sentBy = [Int](repeating: 0, count: workers)
+        cores[0].addRoom(try! Room(name: "r", now: now))
     }
 
     var room: Room { core.room("r")! }
 
     func join(_ client: VirtualClient) { if !clients.contains(where: { $0 === client }) { clients.append(client) } }
 
+    /// The core a client's answer pointed it at (core 0 before any answer).
+    func worker(of c: VirtualClient) -> Int { c.server.flatMap { s in cores.firstIndex { $0.edge.candidates.contains(s) } } ?? 0 }
+
     /// A datagram from a client (or from `address`, to replay one) into the core; then everything delivered.
     func send(_ d: [UInt8], from address: TransportAddress) {
-        buffer.replaceSubrange(0..<d.count, with: d)
-        buffer.withUnsafeMutableBytes { core.receive($0, length: d.count, from: address, now: now) }
+        let c = clients.first { $0.address == address }
+        inject(d, from: address, into: cores[c.map(worker(of:)) ?? 0])
         deliver()
     }
 
     func send(_ d: [UInt8], from c: VirtualClient) { send(d, from: c.address) }
 
-    /// Hands the core's output to the clients until nothing more comes back.
+    private func inject(_ d: [UInt8], from address: TransportAddress, into core: WorkerCore) {
+        buffer.replaceSubrange(0..<d.count, with: d)
+        buffer.withUnsafeMutableBytes { core.receive($0, length: d.count, from: address, now: now, arrival: now) }
+    }
+
+    /// A datagram core `w` sends from its socket to `to`.
+    private func transmit(_ bytes: [UInt8], from w: Int, to: TransportAddress, replies: inout [([UInt8], VirtualClient)]) {
+        guard let c = clients.first(where: { $0.address == to }) else { strays += 1; return }
+        sentBy[w] += 1
+        if worker(of: c) != w { fromWrongWorker += 1 }
+        for r in c.receive(bytes, now: now) { replies.append((r, c)) }
+    }
+
+    /// Hands the cores' output to the clients and to each other until nothing more comes back.
     func deliver() {
         var rounds = 0
         while rounds < 50 {
             rounds += 1
             var replies: [([UInt8], VirtualClient)] = []
-            for (bytes, to) in core.drainControl() {
-                guard let c = clients.first(where: { $0.address == to }) else { strays += 1; continue }
-                for r in c.receive(bytes, now: now) { replies.append((r, c)) }
+            var handedOver = false
+            for (w, core) in cores.enumerated() {
+                for (bytes, to) in core.drainControl() { transmit(bytes, from: w, to: to, replies: &replies) }
+                for i in 0..<core.batch.count {
+                    guard let to = core.destination(of: core.batch.destination(at: i)) else { strays += 1; continue }
+                    transmit(Array(core.batch.datagram(at: i)), from: w, to: to, replies: &replies)
+                }
+                core.batch.sent(at: now)
+                core.batch.removeAll()
+                for h in core.handoffs where h.batch.count > 0 {
+                    handedOver = true
+                    let peer = cores[h.worker]
+                    switch h.kind {
+                    case .send:
+                        h.batch.sent(at: now)
+                        for i in 0..<h.batch.count {
+                            guard let to = peer.destination(of: h.batch.destination(at: i)) else { strays += 1; continue }
+                            transmit(Array(h.batch.datagram(at: i)), from: h.worker, to: to, replies: &replies)
+                        }
+                    case .receive:
+                        peer.receiveRelayed(h.batch, from: w, now: now)
+                    }
+                    h.batch.removeAll()
+                }
+                for (to, m) in core.drainPeerMessages() {
+                    handedOver = true
+                    cores[to].receive(peer: m, from: w, now: now)
+                }
+                for (room, es) in core.drainEvents() { events += es.map { (room, $0) } }
             }
-            for i in 0..<core.batch.count {
-                guard let to = core.destination(of: core.batch.destination(at: i)),
-                      let c = clients.first(where: { $0.address == to }) else { strays += 1; continue }
-                _ = c.receive(Array(core.batch.datagram(at: i)), now: now)
-            }
-            core.batch.sent(at: now)
-            core.batch.removeAll()
-            for (room, es) in core.drainEvents() { events += es.map { (room, $0) } }
-            if replies.isEmpty { return }
-            for (r, c) in replies {
-                buffer.replaceSubrange(0..<r.count, with: r)
-                buffer.withUnsafeMutableBytes { core.receive($0, length: r.count, from: c.address, now: now) }
-            }
+            if replies.isEmpty && !handedOver { return }
+            for (r, c) in replies { inject(r, from: c.address, into: cores[worker(of: c)]) }
         }
     }
 
@@ -148,7 +198,7 @@ final class VirtualNetwork {
         let end = now + .milliseconds(ms)
         while now < end {
             now = min(end, now + .milliseconds(step))
-            if core.nextDeadline <= now { core.tick(now: now) }
+            for core in cores where core.nextDeadline <= now { core.tick(now: now) }
             each?()
             deliver()
         }

@@ -15,6 +15,8 @@ public final class DatagramBatch {
     private let storage: UnsafeMutableRawBufferPointer
     private let destinations: UnsafeMutablePointer<ConnectionID>
     private let lengths: UnsafeMutablePointer<Int>
+    /// When each datagram arrived, for a batch of received datagrams handed to another worker (`Handoff`).
+    private let arrivals: UnsafeMutablePointer<MonoTime>
     public private(set) var count = 0
     /// Datagrams refused because the batch was full since the last `removeAll`.
     public private(set) var overflows = 0
@@ -25,12 +27,14 @@ public final class DatagramBatch {
         storage = .allocate(byteCount: capacity * bufferSize, alignment: 16)
         destinations = .allocate(capacity: capacity)
         lengths = .allocate(capacity: capacity)
+        arrivals = .allocate(capacity: capacity)
     }
 
     deinit {
         storage.deallocate()
         destinations.deallocate()
         lengths.deallocate()
+        arrivals.deallocate()
     }
 
     public var isFull: Bool { count >= capacity }
@@ -42,14 +46,23 @@ public final class DatagramBatch {
     }
 
     /// Keeps the datagram written into `nextBuffer()`.
-    public func commit(length: Int, to destination: ConnectionID) {
+    public func commit(length: Int, to destination: ConnectionID, arrival: MonoTime = .zero) {
         precondition(count < capacity && length <= bufferSize)
         destinations[count] = destination
         lengths[count] = length
+        arrivals[count] = arrival
         count += 1
     }
 
     public func destination(at i: Int) -> ConnectionID { destinations[i] }
+
+    /// When the datagram at `i` arrived (`.zero` unless its writer said).
+    public func arrival(at i: Int) -> MonoTime { arrivals[i] }
+
+    /// The datagram at `i`, writable: a received datagram is decrypted in place by the room that takes it.
+    public func buffer(at i: Int) -> (buffer: UnsafeMutableRawBufferPointer, length: Int) {
+        (UnsafeMutableRawBufferPointer(rebasing: storage[(i * bufferSize)..<((i + 1) * bufferSize)]), lengths[i])
+    }
 
     public func datagram(at i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: storage[(i * bufferSize)..<(i * bufferSize + lengths[i])])

@@ -236,8 +236,9 @@ extension Room {
     @discardableResult
     func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, payload: Range<Int>, payloadType: UInt8?,
               red: REDPayload? = nil, vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?,
-              retransmission: Bool = false, now: MonoTime, into out: DatagramBatch) -> Bool {
+              retransmission: Bool = false, now: MonoTime, into local: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
+        let out = conn.egress(local)
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
         var h: OutgoingRTP
         // The description's fields are read in place: copying it would retain its strings for every packet.
@@ -285,6 +286,7 @@ extension Room {
     }
 
     /// Protects an RTCP packet written at the start of the batch's next buffer and commits it.
+    /// `out` is the batch `buf` came from (`Connection.egress`).
     func commitRTCP(_ buf: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, into out: DatagramBatch) {
         guard let srtp = conn.outbound else { return }
         switch srtp.protectRTCP(buf, length: length) {
@@ -301,6 +303,7 @@ extension Room {
         deadlineCache = nil  // its retry is due later
         guard let owner = participants[track.owner], let cid = owner.publishConnection, let conn = connections[cid],
               conn.outbound != nil, track.keyframes.request(now: now) else { return }
+        let out = conn.egress(out)
         guard let buf = out.nextBuffer() else { return drop(.egressFull) }
         guard let media = track.ssrc, let n = PictureLossIndication.write(sender: nodeSSRC, media: media, into: buf) else { return }
         counters.keyframeRequestsSent &+= 1

@@ -103,8 +103,9 @@ extension Room {
     }
 
     /// One padding-only packet on the slot's RTX stream, stamped for the cluster. Returns its size.
-    private func emitPadding(_ slot: inout Slot, conn: Connection, cluster: Int, now: MonoTime, into out: DatagramBatch) -> Int? {
+    private func emitPadding(_ slot: inout Slot, conn: Connection, cluster: Int, now: MonoTime, into local: DatagramBatch) -> Int? {
         let d = slot.description
+        let out = conn.egress(local)
         guard let pt = d.rtxPayloadType, let ssrc = d.rtxSSRC, let srtp = conn.outbound, let buf = out.nextBuffer() else { return nil }
         var h = OutgoingRTP(payloadType: pt, sequenceNumber: slot.rtxSequence, timestamp: 0, ssrc: ssrc)
         slot.rtxSequence &+= 1

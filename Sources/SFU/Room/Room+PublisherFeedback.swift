@@ -12,6 +12,7 @@ extension Room {
     func sendDuePublisherFeedback(now: MonoTime, into out: DatagramBatch) {
         for p in participants.values {
             guard let cid = p.publishConnection, let conn = connections[cid], conn.outbound != nil else { continue }
+            let out = conn.egress(out)
             let media = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0]?.ssrc }.first ?? 0
             if conn.feedback?.isDue(now) == true {
                 while let buf = out.nextBuffer(),

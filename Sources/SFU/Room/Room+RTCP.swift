@@ -126,10 +126,11 @@ extension Room {
                                          rtpTimestamp: sr.rtpTimestamp &+ offset,
                                          packetCount: UInt32(truncatingIfNeeded: slot.packetsSent),
                                          octetCount: UInt32(truncatingIfNeeded: slot.bytesSent))
-            guard let buf = out.nextBuffer() else { return drop(.egressFull) }
+            let egress = sconn.egress(out)
+            guard let buf = egress.nextBuffer() else { return drop(.egressFull) }
             guard let n = rewritten.write(into: buf) else { continue }
             mutateSlot(s, ref) { $0.lastSRMiddle = UInt32(truncatingIfNeeded: sr.ntpTimestamp >> 16); $0.lastSRSentAt = now }
-            commitRTCP(buf, length: n, conn: sconn, into: out)
+            commitRTCP(buf, length: n, conn: sconn, into: egress)
         }
     }
 
@@ -203,9 +204,10 @@ extension Room {
                                           delaySinceLastSenderReport: t.lastSR == nil ? 0 : dlsr))
             }
             guard !blocks.isEmpty, conn.outbound != nil else { continue }
-            guard let buf = out.nextBuffer() else { return drop(.egressFull) }
+            let egress = conn.egress(out)
+            guard let buf = egress.nextBuffer() else { return drop(.egressFull) }
             guard let n = ReceiverReport(ssrc: nodeSSRC, reports: Array(blocks.prefix(31))).write(into: buf) else { continue }
-            commitRTCP(buf, length: n, conn: conn, into: out)
+            commitRTCP(buf, length: n, conn: conn, into: egress)
         }
     }
 
@@ -214,6 +216,7 @@ extension Room {
     func sendDueSilence(now: MonoTime, into out: DatagramBatch) {
         for p in participants.values {
             guard let s = p.subscriber, let cid = p.subscribeConnection, let conn = connections[cid] else { continue }
+            let out = conn.egress(out)
             for i in s.audioSlots.indices where s.audioSlots[i].silenceFramesLeft > 0 && s.audioSlots[i].nextSilenceAt <= now {
                 if s.audioSlots[i].current != nil { s.audioSlots[i].silenceFramesLeft = 0; continue }
                 s.audioSlots[i].silenceFramesLeft -= 1

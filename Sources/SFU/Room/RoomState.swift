@@ -194,11 +194,21 @@ public final class Connection {
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
     var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
     var nextReceiverReport: MonoTime = .never
+    /// Set when the transport lives on another worker (a room spread across cores): what the room sends it
+    /// is handed to that worker, which sends it from its own socket. Nil: the room's own batch.
+    public var handoff: Handoff?
 
     init(id: ConnectionID, participant: Int) {
         self.id = id
         self.participant = participant
     }
+}
+
+extension Connection {
+    /// The batch this connection's datagrams are written into: the handoff to the worker hosting its
+    /// transport, or the room's own.
+    @inline(__always)
+    func egress(_ local: DatagramBatch) -> DatagramBatch { handoff?.batch ?? local }
 }
 
 /// Counters the room keeps for stats and metrics.

@@ -106,6 +106,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .int("limits.resends_per_packet", 0...20, \.workerLimits.room.maxResendsPerPacket, "times one packet is resent however often it is NACKed"),
         .int("limits.command_timeout_ms", 100...600_000, \.commandTimeoutMilliseconds,
              "an API call waits this long for its worker, then fails with 503 and does nothing"),
+        .int("workers.spread_room_after", 0...1_000_000, \.workerLimits.spreadRoomAfter,
+             "subscribers a room keeps on its own worker; past that, new ones go to the worker with the fewest of them (0 = never)"),
         .int("limits.datagrams_per_pass", 64...1_000_000, \.datagramsPerPass, "datagrams a worker reads before it runs commands and timers again"),
     ]
 

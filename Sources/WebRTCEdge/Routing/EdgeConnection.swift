@@ -15,6 +15,9 @@ public final class EdgeConnection {
     /// Where this transport's media goes: the room and its connection, set by the worker core when an offer
     /// binds (nil before, and for a transport that is closing).
     public var sink: (room: Room, connection: Connection)?
+    /// For a transport this worker hosts for a room on another worker: where its media goes instead of a
+    /// sink, still encrypted (the room holds the SRTP contexts).
+    public var relay: Handoff?
 
     init(id: ConnectionID, agent: ICELiteAgent) {
         self.id = id

@@ -4,7 +4,7 @@ import SFU
 /// ICE-lite agent and DTLS server. The node feeds it datagrams and time; it answers with datagrams to send,
 /// SRTP keys to install in the room, media to hand to the room, and connection state changes.
 public final class WorkerEdge {
-    public enum Output: Equatable {
+    public enum Output: Equatable, Sendable {
         case send([UInt8], to: TransportAddress)
         /// DTLS finished: install these keys on the connection (`Room.setSRTP`).
         case keys(ConnectionID, DTLSEndpoint.SRTPKeys)
@@ -46,9 +46,10 @@ public final class WorkerEdge {
     /// finishing (`limits.pending_handshakes`).
     public var pendingHandshakes: Int { pending.count + handshaking.count }
 
-    /// Fresh ICE credentials for a new connection: what its SDP answer carries.
-    public func prepare(_ connection: ConnectionID) -> LocalTransport {
-        let agent = ICELiteAgent()
+    /// Fresh ICE credentials for a new connection: what its SDP answer carries. `local` is given when another
+    /// worker wrote the answer (a transport this worker hosts for a room elsewhere).
+    public func prepare(_ connection: ConnectionID, local: ICECredentials = .random()) -> LocalTransport {
+        let agent = ICELiteAgent(local: local)
         agent.consentTimeout = consentTimeout
         agent.disconnectedAfter = disconnectedAfter
         pending[connection] = agent

@@ -1,0 +1,120 @@
+import SFU
+import WebRTCEdge
+
+/// Rooms across cores (see `WorkerCore`): placing a subscriber's transport on another worker, and what the
+/// two cores exchange about it. The shell moves `handoffs` and `drainPeerMessages()` between workers; tests
+/// do the same between cores on virtual time.
+extension WorkerCore {
+    /// Receive-side handoffs carry a client's RTCP and the odd stray packet: far fewer than a fan-out.
+    static let receiveHandoffCapacity = 256
+
+    /// Where a new subscriber's transport goes: nil (here) until the room has `limits.spreadRoomAfter`
+    /// subscribers, then the worker with the fewest of them, this one first on a tie.
+    func placeSubscriber(in room: Room) -> Int? {
+        guard peerCandidates.count > 1, limits.spreadRoomAfter > 0 else { return nil }
+        var counts = [Int](repeating: 0, count: peerCandidates.count)
+        for t in transports.values where t.room === room && t.direction == .subscribe { counts[t.host ?? index] += 1 }
+        guard counts.reduce(0, +) >= limits.spreadRoomAfter else { return nil }
+        let best = counts.indices.min { (counts[$0], $0 == index ? 0 : 1, $0) < (counts[$1], $1 == index ? 0 : 1, $1) }!
+        return best == index ? nil : best
+    }
+
+    /// Handshakes this worker has under way: its own edge's, and those of its transports hosted elsewhere.
+    var pendingHandshakes: Int {
+        edge.pendingHandshakes + unsettled.reduce(0) { $0 + (transports[$1]?.host != nil ? 1 : 0) }
+    }
+
+    /// The handoff of `kind` to `worker`, made on first use.
+    func handoff(_ kind: Handoff.Kind, to worker: Int) -> Handoff {
+        if let h = handoffs.first(where: { $0.worker == worker && $0.kind == kind }) { return h }
+        let h = Handoff(worker: worker, kind: kind,
+                        batch: DatagramBatch(capacity: kind == .send ? batch.capacity : Self.receiveHandoffCapacity))
+        handoffs.append(h)
+        return h
+    }
+
+    func post(_ message: PeerMessage, to worker: Int) { peerMessages.append((worker, message)) }
+
+    /// Messages for other workers since the last call.
+    public func drainPeerMessages() -> [(worker: Int, message: PeerMessage)] {
+        guard !peerMessages.isEmpty else { return [] }
+        defer { peerMessages.removeAll(keepingCapacity: true) }
+        return peerMessages
+    }
+
+    /// The home worker of the transport an edge output is about, when this worker only hosts it.
+    func home(of o: WorkerEdge.Output) -> Int? {
+        guard !hosted.isEmpty else { return nil }
+        switch o {
+        case .keys(let c, _), .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c):
+            return hosted[c]?.home
+        case .send:
+            return nil
+        }
+    }
+
+    /// A datagram a hosted transport received, copied into the handoff to its room's worker (still
+    /// encrypted: the room holds the keys). A full handoff drops it, counted.
+    func hand(_ datagram: UnsafeRawBufferPointer, of connection: ConnectionID, arrival: MonoTime, to relay: Handoff) {
+        guard datagram.count <= relay.batch.bufferSize, let buf = relay.batch.nextBuffer() else {
+            ingressDrops &+= 1
+            return
+        }
+        buf.copyMemory(from: datagram)
+        relay.batch.commit(length: datagram.count, to: connection, arrival: arrival)
+    }
+
+    /// A message from another worker's core.
+    public func receive(peer message: PeerMessage, from worker: Int, now: MonoTime) {
+        switch message {
+        case .host(let id, let local, let remote):
+            _ = edge.prepare(id, local: local)
+            do {
+                try edge.attach(id, remote: remote)
+            } catch {
+                post(.transport(.failed(id, "\(error)")), to: worker)
+                return
+            }
+            hosted[id] = HostedTransport(home: worker)
+            hostedUnchecked.insert(id)
+            edge.router.record(id)?.relay = handoff(.receive, to: worker)
+        case .restartICE(let id, let local, let remote):
+            guard hosted[id] != nil else { return }
+            edge.restartICE(id, local: local, remote: remote)
+        case .release(let id, let notify):
+            guard hosted.removeValue(forKey: id) != nil else { return }
+            hostedUnchecked.remove(id)
+            for o in edge.remove(id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
+        case .transport(let o):
+            handle([o], now: now)
+        case .checked(let id):
+            transports[id]?.checked = true
+        }
+    }
+
+    /// Datagrams another worker's hosted transports received for this worker's rooms: each goes to its room
+    /// as if it had come from this worker's socket, with the host's arrival stamp.
+    public func receiveRelayed(_ relayed: DatagramBatch, from worker: Int, now: MonoTime) {
+        for i in 0..<relayed.count {
+            let id = relayed.destination(at: i)
+            guard let t = transports[id], t.host == worker, let c = t.room.connection(id) else {
+                ingressDrops &+= 1
+                continue
+            }
+            let (buffer, length) = relayed.buffer(at: i)
+            t.room.receive(buffer, length: length, from: c, now: now, arrival: relayed.arrival(at: i), into: batch)
+        }
+    }
+
+    /// Tells home workers which hosted transports had their first check (run once a second).
+    func reportHostedChecks() {
+        guard !hostedUnchecked.isEmpty else { return }
+        for id in hostedUnchecked where edge.wasChecked(id) {
+            hostedUnchecked.remove(id)
+            if let home = hosted[id]?.home { post(.checked(id), to: home) }
+        }
+    }
+
+    /// Transports hosted here for rooms on other workers.
+    public var hostedCount: Int { hosted.count }
+}

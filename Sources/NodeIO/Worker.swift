@@ -385,8 +385,10 @@ public final class Worker: @unchecked Sendable {
             core.batch.removeAll()
         }
         for h in core.handoffs where h.batch.count > 0 { handOver(h) }
-        for (bytes, to) in core.drainControl() { socket.send(bytes, to: to) }
+        // Peer messages before control datagrams: a hosted transport's SRTP keys are queued at its room's worker
+        // before the DTLS flight that lets its client send media leaves.
         for (w, m) in core.drainPeerMessages() { peers[w].deliver(m, from: index) }
+        for (bytes, to) in core.drainControl() { socket.send(bytes, to: to) }
         if core.hasPendingEvents { publish(core.drainEvents()) }
     }
 

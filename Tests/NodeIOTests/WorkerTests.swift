@@ -110,6 +110,71 @@ final class UDPClient {
         #expect(events.contains { if case .activeTalkers(let s, let t, _) = $0.event { s == "B" && t.first?.participant == "A" } else { false } })
     }
 
+    /// A room on worker 0 whose second subscriber's transport lives on worker 1 (`spreadRoomAfter` 1): the
+    /// answer names worker 1's socket, ICE and DTLS run there, and A's audio reaches both subscribers, C's
+    /// through the handoff between the two threads and from worker 1's socket.
+    @Test func aRoomSpreadAcrossTwoWorkerThreadsReachesEverySubscriberOverRealUDP() throws {
+        var limits = WorkerLimits()
+        limits.spreadRoomAfter = 1
+        let sockets = try (0..<2).map { _ in try UDPSocket(bind: TransportAddress("127.0.0.1:0")!) }
+        let workers = try sockets.enumerated().map { i, s in
+            try Worker(index: i, socket: s, certificate: Self.cert, dtlsInitialTimeout: .milliseconds(50), limits: limits)
+        }
+        Worker.connect(workers)
+        workers.forEach { $0.start() }
+        defer { workers.forEach { $0.stop() } }
+        try workers[0].performAndWait { core, now in core.addRoom(try Room(name: "r", now: now)) }
+
+        let a = UDPClient(node: sockets[0].local), b = UDPClient(node: sockets[0].local), c = UDPClient(node: sockets[1].local)
+        try a.connect(answer: try admit(workers[0], "A", offer: a.offer(publish: true), publish: true))
+        try b.connect(answer: try admit(workers[0], "B", offer: b.offer(publish: false), publish: false))
+        let answer = try admit(workers[0], "C", offer: c.offer(publish: false), publish: false)
+        #expect(answer.contains(" \(sockets[1].local.port) typ host"), "the answer names worker 1's socket")
+        try c.connect(answer: answer)
+        // C's keys reach the room's worker from worker 1 a pass after C's DTLS finished: wait for the room
+        // to say C is connected, as a signaling server would before it counts on C's media.
+        let deadline = MonoClock.now() + .seconds(3)
+        var connected = false
+        while !connected, MonoClock.now() < deadline {
+            connected = workers[0].drainEvents().events.contains { $0.event == .participantState(participant: "C", state: .connected, reason: nil) }
+            if !connected { usleep(1000) }
+        }
+        #expect(connected)
+
+        var writer = RTPStreamWriter(ssrc: 4242, payloadType: 111, audioLevelExtensionID: 1)
+        var buf = [UInt8](repeating: 0, count: 2048)
+        for _ in 0..<25 {
+            let plain = writer.packet([0x78, 0x80, 0x11, 0x22, 0x33, 0x44], level: 20)
+            writer.timestamp &+= 960
+            buf.replaceSubrange(0..<plain.count, with: plain)
+            let n = try buf.withUnsafeMutableBytes { try a.tx.protectRTP($0, length: plain.count).get() }
+            a.socket.send(Array(buf[0..<n]), to: sockets[0].local)
+        }
+        #expect(audioPackets(b, expecting: 25) == 25, "B, on the room's worker, hears every packet")
+        #expect(audioPackets(c, expecting: 25) == 25, "C, hosted by worker 1, hears every packet")
+        let host = workers[1]
+        let (hosted, sent) = try host.performAndWait { core, _ in (core.hostedCount, host.socket.datagramsSent) }
+        #expect(hosted == 1)
+        #expect(sent >= 25, "C's media left from worker 1's socket")
+    }
+
+    /// Audio RTP packets `client` decrypts within 3 s (RTCP skipped), up to `expecting`.
+    func audioPackets(_ client: UDPClient, expecting: Int) -> Int {
+        var audio = 0
+        let deadline = MonoClock.now() + .seconds(3)
+        while audio < expecting, MonoClock.now() < deadline {
+            for d in client.receive(timeoutMs: 200) where PacketClass(d.withUnsafeBytes { $0 }) == .rtp {
+                var p = d + [UInt8](repeating: 0, count: 16)
+                let isControl = p.withUnsafeBytes { isRTCP($0) }
+                let ok = p.withUnsafeMutableBytes { raw in
+                    isControl ? client.rx.unprotectRTCP(raw, length: d.count) : client.rx.unprotectRTP(raw, length: d.count)
+                }
+                if case .success = ok, !isControl { audio += 1 }
+            }
+        }
+        return audio
+    }
+
     @Test func commandsRunOnTheWorkerAndErrorsComeBack() throws {
         let socket = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         let worker = try Worker(index: 3, socket: socket, certificate: Self.cert)

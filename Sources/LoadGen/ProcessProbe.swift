@@ -37,6 +37,21 @@ public enum ProcessProbe {
         return total
     }
 
+    /// Seconds on a CPU of each thread whose name starts with `prefix`, by name (a room spread across workers
+    /// shows as CPU on every "sfu-worker-N").
+    public static func cpuSecondsByThreadName(pid: Int32, prefix: String) -> [String: Double] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var out: [String: Double] = [:]
+        for tid in tasks {
+            let dir = "/proc/\(pid)/task/\(tid)"
+            guard let name = (try? String(contentsOfFile: dir + "/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines),
+                  name.hasPrefix(prefix),
+                  let text = try? String(contentsOfFile: dir + "/schedstat", encoding: .utf8), let t = schedstat(text) else { continue }
+            out[name, default: 0] += t.cpu
+        }
+        return out
+    }
+
     /// Seconds on a CPU by thread id, from each `/proc/<pid>/task/<tid>/schedstat` (the scheduler's nanosecond
     /// count, where `/proc/<pid>/stat` counts whole clock ticks).
     public static func threadCPUSeconds(pid: Int32) -> [String: Double]? {

@@ -21,4 +21,7 @@ public enum PeerMessage: Sendable, Equatable {
 /// A transport this worker hosts for a room on another worker.
 struct HostedTransport {
     var home: Int
+    /// The outbound SRTP context, from the keys DTLS exported here: the home writes this transport's packets
+    /// plain and the host protects them as it sends (`WorkerCore.protectHandedOver`).
+    var outbound: SRTPSession?
 }

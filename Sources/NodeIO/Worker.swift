@@ -44,6 +44,8 @@ public struct WorkerMetrics: Sendable {
     public var gsoSends: UInt64 = 0
     /// Media datagrams for a connection whose room is gone.
     public var ingressDrops: UInt64 = 0
+    /// Datagrams a hosted transport received that the handoff to its room's worker had no room for.
+    public var handoffDrops: UInt64 = 0
     /// Datagrams longer than the receive buffer.
     public var oversizedDrops: UInt64 = 0
     /// Datagrams the edge dropped (STUN that fails its checks, unvalidated sources, unknown classes), by reason.
@@ -259,6 +261,7 @@ public final class Worker: @unchecked Sendable {
             m.gsoSends = UInt64(socket.gsoSends)
             m.gsoFallbacks = UInt64(socket.gsoFallbacks)
             m.ingressDrops = core.ingressDrops
+            m.handoffDrops = core.handoffDrops
             m.oversizedDrops = oversizedDrops
             m.edgeDrops = core.edge.drops.map { ($0.reason, UInt64($0.count)) }
             m.transports = core.transportCounters
@@ -355,7 +358,9 @@ public final class Worker: @unchecked Sendable {
             while let b = ch.full.pop() {
                 any = true
                 switch ch.kind {
-                case .send: socket.send(b, gso: true) { core.destination(of: $0) }
+                case .send:
+                    core.protectHandedOver(b)
+                    socket.send(b, gso: true) { core.destination(of: $0) }
                 case .receive: core.receiveRelayed(b, from: ch.from, now: MonoClock.now())
                 }
                 b.removeAll()

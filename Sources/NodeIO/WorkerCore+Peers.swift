@@ -6,7 +6,7 @@ import WebRTCEdge
 /// do the same between cores on virtual time.
 extension WorkerCore {
     /// Receive-side handoffs carry a client's RTCP and the odd stray packet: far fewer than a fan-out.
-    static let receiveHandoffCapacity = 256
+    static let receiveHandoffCapacity = 1024
 
     /// Where a new subscriber's transport goes: nil (here) until the room has `limits.spreadRoomAfter`
     /// subscribers, then the worker with the fewest of them, this one first on a tie.
@@ -42,14 +42,41 @@ extension WorkerCore {
         return peerMessages
     }
 
-    /// The home worker of the transport an edge output is about, when this worker only hosts it.
+    /// The home worker of the transport an edge output is about, when this worker only hosts it. Keys are
+    /// kept here too: the host protects what it sends.
     func home(of o: WorkerEdge.Output) -> Int? {
         guard !hosted.isEmpty else { return nil }
         switch o {
-        case .keys(let c, _), .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c):
+        case .keys(let c, let keys):
+            guard hosted[c] != nil else { return nil }
+            hosted[c]?.outbound = try? SRTPSession(keys: keys.outbound, direction: .outbound)
+            return hosted[c]?.home
+        case .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c):
             return hosted[c]?.home
         case .send:
             return nil
+        }
+    }
+
+    /// Protects in place the plain packets a home worker handed over for this worker's hosted transports
+    /// (RFC 3711 section 3.3 / 3.4 with the transport's own context), before the shell sends them. One whose
+    /// transport is gone or unkeyed here is discarded, counted.
+    public func protectHandedOver(_ handed: DatagramBatch) {
+        var lastID = ConnectionID.none
+        var srtp: SRTPSession?
+        for i in 0..<handed.count {
+            let id = handed.destination(at: i)
+            if id != lastID {
+                lastID = id
+                srtp = hosted[id]?.outbound
+            }
+            let (buffer, length) = handed.buffer(at: i)
+            let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+            guard let srtp else { handed.discard(at: i); handoffDrops &+= 1; continue }
+            switch isRTCP(packet) ? srtp.protectRTCP(buffer, length: length) : srtp.protectRTP(buffer, length: length) {
+            case .success(let n): handed.setLength(n, at: i)
+            case .failure: handed.discard(at: i); handoffDrops &+= 1
+            }
         }
     }
 
@@ -57,7 +84,7 @@ extension WorkerCore {
     /// encrypted: the room holds the keys). A full handoff drops it, counted.
     func hand(_ datagram: UnsafeRawBufferPointer, of connection: ConnectionID, arrival: MonoTime, to relay: Handoff) {
         guard datagram.count <= relay.batch.bufferSize, let buf = relay.batch.nextBuffer() else {
-            ingressDrops &+= 1
+            handoffDrops &+= 1
             return
         }
         buf.copyMemory(from: datagram)

@@ -153,6 +153,7 @@ final class VirtualNetwork {
                     switch h.kind {
                     case .send:
                         h.batch.sent(at: now)
+                        peer.protectHandedOver(h.batch)
                         for i in 0..<h.batch.count {
                             guard let to = peer.destination(of: h.batch.destination(at: i)) else { strays += 1; continue }
                             transmit(Array(h.batch.datagram(at: i)), from: h.worker, to: to, replies: &replies)

@@ -325,6 +325,9 @@ public struct Bench {
         if let a = after.nodeWait, let b = before.nodeWait { report.nodeRunQueueWaitSeconds = a - b }
         if let a = after.generatorWait, let b = before.generatorWait { report.generatorRunQueueWaitSeconds = a - b }
         if let a = after.workerCPU, let b = before.workerCPU { report.workerCPUSeconds = a - b }
+        if after.workerThreads.count > 1 {
+            report.workerCPUSecondsEach = after.workerThreads.keys.sorted().map { after.workerThreads[$0]! - (before.workerThreads[$0] ?? 0) }
+        }
         report.latencyMilliseconds = Percentiles(subscribers.flatMap { $0.receiver?.latencies ?? [] })
         report.switchDelayMilliseconds = Percentiles(switchDelays(dominance: dominance, wallStart: wallStart, from: measureWallMs, seconds: measured))
         report.srtpProfile = members.lazy.compactMap { $0.client.srtpProfile?.description }.first
@@ -357,6 +360,8 @@ public struct Bench {
         var generatorWait: Double?
         /// CPU seconds of the node's media worker threads alone (the control API's share left out).
         var workerCPU: Double?
+        /// The same by worker thread name.
+        var workerThreads: [String: Double] = [:]
     }
 
     /// The server's counters, CPU and memory now. The counters (this node's `/metrics`, an HTTP request it
@@ -370,6 +375,7 @@ public struct Bench {
                          rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
                          nodeWait: all?.wait, generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
                          workerCPU: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
+        s.workerThreads = server.pid.map { ProcessProbe.cpuSecondsByThreadName(pid: $0, prefix: "sfu-worker") } ?? [:]
         s.counters = countersFirst ? early : try await server.counters()
         return s
     }

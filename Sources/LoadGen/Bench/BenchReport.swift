@@ -81,6 +81,8 @@ public struct BenchReport: Codable, Sendable {
     /// CPU seconds of the node's media worker threads alone: the forwarding path without the control API,
     /// which here also answers the bench's once-a-second stats requests.
     public var workerCPUSeconds: Double?
+    /// The same per worker (worker 0 first), when the node runs more than one.
+    public var workerCPUSecondsEach: [Double]?
     /// The subscribers' estimates and number_of_videos, one sample a second (servers that report them).
     public var subscriberSeries: SubscriberSeries?
 
@@ -134,6 +136,9 @@ public struct BenchReport: Codable, Sendable {
                         packetsOutPerCoreSecond.map { String(format: "%.0f", $0) } ?? "-"))
         if let worker = workerCPUSeconds, let perCore = packetsOutPerWorkerCoreSecond {
             l.append(String(format: "media workers    %.2f cores; %.0f packets out per worker core-second (without the control API)", rate(worker), perCore))
+            if let each = workerCPUSecondsEach {
+                l.append("                 by worker: " + each.enumerated().map { String(format: "%d: %.2f", $0, rate($1)) }.joined(separator: ", ") + " cores")
+            }
         }
         if let b = baseline, let share = shareOfBaseline {
             l.append(String(format: "vs raw UDP       %.0f %% of the host's %.0f sends per core-second at %d bytes (sendmmsg)", share * 100,
@@ -182,6 +187,7 @@ public struct BenchReport: Codable, Sendable {
         out["mean_packet_bytes"] = meanPacketBytes
         out["share_of_baseline"] = shareOfBaseline ?? NSNull()
         out["worker_cores"] = workerCPUSeconds.map { rate($0) } ?? NSNull()
+        out["worker_cores_each"] = workerCPUSecondsEach.map { $0.map(rate) } ?? NSNull()
         out["packets_out_per_worker_core_second"] = packetsOutPerWorkerCoreSecond ?? NSNull()
         out["node_wait_ms_per_second"] = nodeRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()
         out["generator_wait_ms_per_second"] = generatorRunQueueWaitSeconds.map { rate($0) * 1000 } ?? NSNull()

@@ -3,6 +3,8 @@
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
     public var raw: UInt32
     public init(_ raw: UInt32) { self.raw = raw }
+    /// No connection: worker cores number theirs from 1.
+    public static let none = ConnectionID(0)
     public var description: String { "conn#\(raw)" }
 }
 
@@ -55,6 +57,15 @@ public final class DatagramBatch {
     }
 
     public func destination(at i: Int) -> ConnectionID { destinations[i] }
+
+    /// The datagram at `i` was changed in place to `length` bytes (protected by the worker that sends it).
+    public func setLength(_ length: Int, at i: Int) {
+        precondition(i < count && length <= bufferSize)
+        lengths[i] = length
+    }
+
+    /// The datagram at `i` is not to be sent: it gets a destination no connection has.
+    public func discard(at i: Int) { destinations[i] = .none }
 
     /// When the datagram at `i` arrived (`.zero` unless its writer said).
     public func arrival(at i: Int) -> MonoTime { arrivals[i] }

@@ -4,9 +4,11 @@
 /// batch.
 public final class Handoff {
     public enum Kind: Sendable {
-        /// Protected datagrams of a room's connection, for the worker that hosts its transport to send.
+        /// A room's packets for a connection whose transport another worker hosts, rewritten but still plain:
+        /// that worker protects them with its own SRTP context and sends them.
         case send
-        /// Datagrams a hosted transport received, for the worker whose room owns the connection.
+        /// Datagrams a hosted transport received, still encrypted, for the worker whose room owns the connection
+        /// (the room decrypts them: only the client's RTCP, a trickle next to the fan-out).
         case receive
     }
 

@@ -263,7 +263,7 @@ extension Room {
         if let vp8 { vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex, in: written) }
         if let red { red.rewritePayloadTypes(slot.description.payloadType, in: written) }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
-        switch srtp.protectRTP(buf, length: w.offset) {
+        switch conn.protect(srtp, buf, length: w.offset) {
         case .success(let n):
             out.commit(length: n, to: conn.id)
             slot.packetsSent &+= 1
@@ -289,7 +289,7 @@ extension Room {
     /// `out` is the batch `buf` came from (`Connection.egress`).
     func commitRTCP(_ buf: UnsafeMutableRawBufferPointer, length: Int, conn: Connection, into out: DatagramBatch) {
         guard let srtp = conn.outbound else { return }
-        switch srtp.protectRTCP(buf, length: length) {
+        switch conn.protect(srtp, buf, length: length, rtcp: true) {
         case .success(let n):
             out.commit(length: n, to: conn.id)
             counters.rtcpOut &+= 1

@@ -116,7 +116,7 @@ extension Room {
         var tccAt: Int?
         guard h.write(&w, transportSequenceOffset: &tccAt), h.writePadding(&w) else { return nil }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, probeCluster: cluster, into: out), at: at) }
-        guard case .success(let n) = srtp.protectRTP(buf, length: w.offset) else { return nil }
+        guard case .success(let n) = conn.protect(srtp, buf, length: w.offset) else { return nil }
         out.commit(length: n, to: conn.id)
         return n
     }

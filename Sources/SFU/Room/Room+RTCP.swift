@@ -230,7 +230,7 @@ extension Room {
                 var tccAt: Int?
                 guard h.write(&w, transportSequenceOffset: &tccAt), w.u8(0xF8), w.u8(0xFF), w.u8(0xFE) else { continue }
                 if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
-                guard case .success(let m) = srtp.protectRTP(buf, length: w.offset) else { continue }
+                guard case .success(let m) = conn.protect(srtp, buf, length: w.offset) else { continue }
                 out.commit(length: m, to: conn.id)
                 s.audioSlots[i].packetsSent &+= 1
                 counters.packetsOut &+= 1

@@ -209,6 +209,16 @@ extension Connection {
     /// transport, or the room's own.
     @inline(__always)
     func egress(_ local: DatagramBatch) -> DatagramBatch { handoff?.batch ?? local }
+
+    /// Protects an outgoing packet in place with `srtp`, this connection's outbound context; a connection
+    /// whose transport another worker hosts is left plain, for its host to protect with its own copy of the
+    /// context as it sends (`WorkerCore.protectHandedOver`): a hosted listener then costs the room's worker
+    /// only the rewrite.
+    @inline(__always)
+    func protect(_ srtp: SRTPSession, _ buf: UnsafeMutableRawBufferPointer, length: Int, rtcp: Bool = false) -> Result<Int, DropReason> {
+        if handoff != nil { return .success(length) }
+        return rtcp ? srtp.protectRTCP(buf, length: length) : srtp.protectRTP(buf, length: length)
+    }
 }
 
 /// Counters the room keeps for stats and metrics.

@@ -72,6 +72,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .int("rooms.max_active_talkers", RoomConfiguration.maxActiveTalkersRange, \.roomMaxActiveTalkers, "default max_active_talkers, 1-12"),
         .int("rooms.stream_bandwidth", 1...100_000, \.roomStreamBandwidthKbps,
              "default per-video bandwidth in kbps, until the node has measured the videos it forwards"),
+        .int("rooms.spread_after", 0...1_000_000, \.workerLimits.spreadRoomAfter,
+             "subscribers a room keeps on its own worker; past that, new ones go to the worker with the fewest of them (0 = never)"),
         ConfigKey(name: "rooms.level_source", help: "default audio level source: extension, decode or verify",
                   expected: "extension, decode or verify", current: { .string($0.roomLevelSource.rawValue) },
                   store: { c, v in
@@ -106,8 +108,6 @@ public struct NodeConfiguration: Sendable, Equatable {
         .int("limits.resends_per_packet", 0...20, \.workerLimits.room.maxResendsPerPacket, "times one packet is resent however often it is NACKed"),
         .int("limits.command_timeout_ms", 100...600_000, \.commandTimeoutMilliseconds,
              "an API call waits this long for its worker, then fails with 503 and does nothing"),
-        .int("workers.spread_room_after", 0...1_000_000, \.workerLimits.spreadRoomAfter,
-             "subscribers a room keeps on its own worker; past that, new ones go to the worker with the fewest of them (0 = never)"),
         .int("limits.datagrams_per_pass", 64...1_000_000, \.datagramsPerPass, "datagrams a worker reads before it runs commands and timers again"),
     ]
 

@@ -347,7 +347,7 @@ public final class Worker: @unchecked Sendable {
     private func process(_ rx: ReceiveBatch, _ i: Int, _ core: WorkerCore, now: MonoTime) {
         guard !rx.isTruncated(i) else { oversizedDrops += 1; return }
         core.receive(rx.buffer(i), length: rx.length(i), from: rx.source(i), now: now, arrival: rx.arrival(i))
-        if core.needsFlush { flush(core) }
+        if needsFlush(core) { flush(core) }
     }
 
     /// Runs what other workers handed over: protected datagrams to send from this socket, and datagrams
@@ -365,18 +365,31 @@ public final class Worker: @unchecked Sendable {
                 }
                 b.removeAll()
                 _ = ch.free.push(b)  // the ring holds the whole pool
-                if core.needsFlush { flush(core) }
+                if needsFlush(core) { flush(core) }
             }
         }
         if any { flush(core) }
         return any
     }
 
+    /// Whether to send or hand over now, before the rooms write more: the socket batch or a handoff is over
+    /// half full. A handoff whose worker held every batch at the last try waits for the socket batch's turn,
+    /// so a slow peer does not turn every datagram into a syscall here.
+    private func needsFlush(_ core: WorkerCore) -> Bool {
+        core.batch.count > core.batch.capacity / 2 || (!handOverBlocked && core.handoffsNeedFlush)
+    }
+
+    /// A handoff could not be handed over at the last flush (its worker holds the whole pool).
+    private var handOverBlocked = false
+
     /// Hands a handoff's batch to its worker and gives the core an empty one; while that worker holds every
     /// batch of the pool the core keeps writing into this one (and the room counts what does not fit).
     private func handOver(_ h: Handoff) {
         guard let ch = outgoing[h.worker * 2 + (h.kind == .send ? 0 : 1)],
-              let empty = ch.takeEmpty(capacity: h.batch.capacity) else { return }
+              let empty = ch.takeEmpty(capacity: h.batch.capacity) else {
+            handOverBlocked = true
+            return
+        }
         if h.kind == .send { h.batch.sent(at: MonoClock.now()) }  // transport-wide send times: handed to the sender
         _ = ch.full.push(h.batch)
         h.batch = empty
@@ -389,6 +402,7 @@ public final class Worker: @unchecked Sendable {
             core.batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
             core.batch.removeAll()
         }
+        handOverBlocked = false
         for h in core.handoffs where h.batch.count > 0 { handOver(h) }
         // Peer messages before control datagrams: a hosted transport's SRTP keys are queued at its room's worker
         // before the DTLS flight that lets its client send media leaves.

@@ -145,9 +145,8 @@ public final class WorkerCore {
         for t in transports.values where t.room === room { forget(t, notify: true) }
     }
 
-    /// Whether a batch is over half full: the shell sends or hands over before the room writes more.
-    public var needsFlush: Bool {
-        if batch.count > batch.capacity / 2 { return true }
+    /// Whether a handoff's batch is over half full: the shell hands it over before the rooms write more.
+    public var handoffsNeedFlush: Bool {
         for h in handoffs where h.batch.count > h.batch.capacity / 2 { return true }
         return false
     }

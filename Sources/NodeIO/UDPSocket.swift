@@ -153,7 +153,11 @@ public final class UDPSocket {
                 lastID = id
                 lastTo = destination(id)
             }
-            guard let to = lastTo else { sendDrops += 1; i += 1; continue }
+            guard let to = lastTo else {
+                if id != .none { sendDrops += 1 }  // `.none`: discarded before the send, and counted there
+                i += 1
+                continue
+            }
             let d = batch.datagram(at: at(i))
             if gso && gsoWorks {
                 var run = 1

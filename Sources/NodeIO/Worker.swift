@@ -46,6 +46,8 @@ public struct WorkerMetrics: Sendable {
     public var ingressDrops: UInt64 = 0
     /// Datagrams a hosted transport received that the handoff to its room's worker had no room for.
     public var handoffDrops: UInt64 = 0
+    /// Packets handed over for a hosted transport released meanwhile (or that could not be protected).
+    public var hostedDiscards: UInt64 = 0
     /// Datagrams longer than the receive buffer.
     public var oversizedDrops: UInt64 = 0
     /// Datagrams the edge dropped (STUN that fails its checks, unvalidated sources, unknown classes), by reason.
@@ -262,12 +264,13 @@ public final class Worker: @unchecked Sendable {
             m.gsoFallbacks = UInt64(socket.gsoFallbacks)
             m.ingressDrops = core.ingressDrops
             m.handoffDrops = core.handoffDrops
+            m.hostedDiscards = core.hostedDiscards
             m.oversizedDrops = oversizedDrops
             m.edgeDrops = core.edge.drops.map { ($0.reason, UInt64($0.count)) }
             m.transports = core.transportCounters
             m.dtlsHandshakes = core.transportCounters.dtlsHandshakes
             m.dtlsFailures = core.transportCounters.dtlsFailures
-            m.pendingHandshakes = core.edge.pendingHandshakes
+            m.pendingHandshakes = core.pendingHandshakes
             m.saturatedPasses = saturatedPasses
             m.busySeconds = busy
             m.eventsLost = lost
@@ -313,7 +316,9 @@ public final class Worker: @unchecked Sendable {
             deadline = core.nextDeadline
             // Say it sleeps, then look at the channels once more: a peer either sees the flag or its batch is seen.
             asleep.store(true, ordering: .sequentiallyConsistent)
+            // A handover that found no empty batch goes round again once the peer returned one (it nudges).
             let handedOver = incoming.contains { !$0.full.isEmpty }
+                || (handOverBlocked && outgoing.contains { $0.map { !$0.free.isEmpty } ?? false })
             let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
@@ -355,7 +360,11 @@ public final class Worker: @unchecked Sendable {
     private func takeHandoffs(_ core: WorkerCore) -> Bool {
         var any = false
         for ch in incoming {
-            while let b = ch.full.pop() {
+            // At most a pool's worth per pass: a busy home refills the ring as fast as it is emptied here, and
+            // this worker's own socket, commands and timers must get their turn.
+            var taken = 0
+            while taken < HandoffChannel.poolSize + 1, let b = ch.full.pop() {
+                taken += 1
                 any = true
                 switch ch.kind {
                 case .send:
@@ -367,6 +376,7 @@ public final class Worker: @unchecked Sendable {
                 _ = ch.free.push(b)  // the ring holds the whole pool
                 if needsFlush(core) { flush(core) }
             }
+            if taken > 0 { peers[ch.from].nudge() }  // it may be waiting with a batch it could not hand over
         }
         if any { flush(core) }
         return any

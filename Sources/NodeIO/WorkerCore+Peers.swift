@@ -7,6 +7,10 @@ import WebRTCEdge
 extension WorkerCore {
     /// Receive-side handoffs carry a client's RTCP and the odd stray packet: far fewer than a fan-out.
     static let receiveHandoffCapacity = 1024
+    /// A send-side handoff takes one packet's whole fan-out to one host (the room writes it in one call), so
+    /// at 2,048 a room of ~4,000 listeners across two workers fits; each batch is ~3 MB of address space,
+    /// touched only as far as it is filled, and made only for pairs of workers that share a room.
+    static let sendHandoffCapacity = 2048
 
     /// Where a new subscriber's transport goes: nil (here) until the room has `limits.spreadRoomAfter`
     /// subscribers, then the worker with the fewest of them, this one first on a tie.
@@ -19,16 +23,21 @@ extension WorkerCore {
         return best == index ? nil : best
     }
 
-    /// Handshakes this worker has under way: its own edge's, and those of its transports hosted elsewhere.
-    var pendingHandshakes: Int {
-        edge.pendingHandshakes + unsettled.reduce(0) { $0 + (transports[$1]?.host != nil ? 1 : 0) }
+    /// Handshakes this worker's sessions have under way (what `limits.pendingHandshakes` caps): those of its
+    /// own edge and those of its transports hosted elsewhere, not those it hosts for other workers (their
+    /// homes count them), so one spread room's stalled clients cannot make another worker refuse offers.
+    public var pendingHandshakes: Int {
+        var n = edge.pendingHandshakes
+        for id in unsettled where transports[id]?.host != nil { n += 1 }
+        if !hosted.isEmpty { for id in hosted.keys where edge.isHandshaking(id) { n -= 1 } }
+        return n
     }
 
     /// The handoff of `kind` to `worker`, made on first use.
     func handoff(_ kind: Handoff.Kind, to worker: Int) -> Handoff {
         if let h = handoffs.first(where: { $0.worker == worker && $0.kind == kind }) { return h }
         let h = Handoff(worker: worker, kind: kind,
-                        batch: DatagramBatch(capacity: kind == .send ? batch.capacity : Self.receiveHandoffCapacity))
+                        batch: DatagramBatch(capacity: kind == .send ? Self.sendHandoffCapacity : Self.receiveHandoffCapacity))
         handoffs.append(h)
         return h
     }
@@ -72,10 +81,10 @@ extension WorkerCore {
             }
             let (buffer, length) = handed.buffer(at: i)
             let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
-            guard let srtp else { handed.discard(at: i); handoffDrops &+= 1; continue }
+            guard let srtp else { handed.discard(at: i); hostedDiscards &+= 1; continue }
             switch isRTCP(packet) ? srtp.protectRTCP(buffer, length: length) : srtp.protectRTP(buffer, length: length) {
             case .success(let n): handed.setLength(n, at: i)
-            case .failure: handed.discard(at: i); handoffDrops &+= 1
+            case .failure: handed.discard(at: i); hostedDiscards &+= 1
             }
         }
     }

@@ -38,6 +38,9 @@ public final class WorkerCore {
     public internal(set) var ingressDrops: UInt64 = 0
     /// Datagrams of hosted transports that the handoff to their room's worker had no room for.
     public internal(set) var handoffDrops: UInt64 = 0
+    /// Packets a home handed over for a transport this worker no longer hosts (released while they were on
+    /// their way) or could not protect: not sent.
+    public internal(set) var hostedDiscards: UInt64 = 0
     /// Counters of rooms destroyed here, so totals never go back.
     public private(set) var retired = RoomCounters()
     var control: [(bytes: [UInt8], to: TransportAddress)] = []

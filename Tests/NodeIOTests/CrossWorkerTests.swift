@@ -147,4 +147,36 @@ import WebRTCEdge
         talk(net, a, ms: 1000, keepAlive: subs)
         #expect(hosted.rtp.count - received >= 45)
     }
+
+    @Test func aHostedSubscriberThatStartsOverIsReplacedAndItsOldTransportReleased() throws {
+        let (net, a, subs) = try lecture(subscribers: 3)
+        let hosted = try #require(subs.first { net.worker(of: $0) == 1 })
+        let i = try #require(subs.firstIndex { $0 === hosted })
+        let oldDTLS = try #require(hosted.dtls)
+        let old = VirtualClient(hosted.address.description)
+        old.dtls = oldDTLS
+        old.server = hosted.server
+        hosted.startOver()
+        hosted.address = TransportAddress("10.0.4.1:6000")!
+        net.join(old)
+        let answer = try net.offer(hosted, participant: "S\(i)", publish: false)
+        #expect(answer.change == .replaced)
+        #expect(oldDTLS.state == .closed, "the host sent the old transport DTLS close_notify")
+        net.connect(hosted)
+        #expect(net.cores[1].hostedCount + (net.worker(of: hosted) == 0 ? 1 : 0) == 1, "one transport for it, wherever placed")
+        let received = hosted.rtp.count
+        talk(net, a, ms: 1000, keepAlive: subs)
+        #expect(hosted.rtp.count - received >= 45, "the new transport carries its slot")
+    }
+
+    @Test func handshakesAWorkerHostsCountAtTheRoomsWorkerNotAtTheHost() throws {
+        let (net, _, _) = try lecture(subscribers: 2)
+        try net.room.admit("Q", now: net.now)
+        let q = VirtualClient("10.0.3.1:5000")
+        try net.offer(q, participant: "Q", publish: false)
+        #expect(net.worker(of: q) == 1)
+        #expect(net.cores[1].edge.pendingHandshakes == 1, "the host runs the handshake")
+        #expect(net.cores[1].pendingHandshakes == 0, "but its own offers are not refused for it")
+        #expect(net.core.pendingHandshakes == 1, "the room's worker counts it against its limit")
+    }
 }

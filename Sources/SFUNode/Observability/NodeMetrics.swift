@@ -84,6 +84,7 @@ public final class NodeMetrics: Sendable {
                 count("sfu_events_lost_total", w, m.eventsLost)
                 count("sfu_drops_total", w + [("reason", "no_room")], m.ingressDrops)
                 count("sfu_drops_total", w + [("reason", "handoff_full")], m.handoffDrops)
+                count("sfu_drops_total", w + [("reason", "hosted_gone")], m.hostedDiscards)
                 count("sfu_drops_total", w + [("reason", "oversized_datagram")], m.oversizedDrops)
                 for (reason, n) in m.edgeDrops { count("sfu_drops_total", w + [("reason", reason)], n) }
                 count("sfu_drops_total", w + [("reason", "send_failed")], m.sendDrops)

@@ -46,6 +46,9 @@ public final class WorkerEdge {
     /// finishing (`limits.pending_handshakes`).
     public var pendingHandshakes: Int { pending.count + handshaking.count }
 
+    /// Whether the connection's DTLS handshake is under way (it counts in `pendingHandshakes`).
+    public func isHandshaking(_ connection: ConnectionID) -> Bool { handshaking.contains(connection) }
+
     /// Fresh ICE credentials for a new connection: what its SDP answer carries. `local` is given when another
     /// worker wrote the answer (a transport this worker hosts for a room elsewhere).
     public func prepare(_ connection: ConnectionID, local: ICECredentials = .random()) -> LocalTransport {

@@ -172,15 +172,13 @@ public enum ControlAPI {
         }
     }
 
-    static func ok<Body: Encodable>(_ body: Body, status: HTTPResponse.Status = .ok) -> Response {
+    static func ok<Body: JSONFields>(_ body: Body, status: HTTPResponse.Status = .ok) -> Response {
         response(status, Success(body: body))
     }
 
-    static func response<Body: Encodable>(_ status: HTTPResponse.Status, _ body: Body) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(body)) ?? Data("{}".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    /// Written by `JSONWriter`, not `JSONEncoder`: the same bytes at a fraction of the cost (see JSONWriter).
+    static func response<Body: JSONFields>(_ status: HTTPResponse.Status, _ body: Body) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body.jsonBytes)))
     }
 }
 

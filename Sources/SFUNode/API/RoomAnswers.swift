@@ -1,0 +1,212 @@
+import Foundation
+import SFU
+
+/// The two big answers, which grow with the room and which a signaling server may poll: the room's state and
+/// its stats (about 60 KB for a room of 64). Each type has both forms side by side: `encode(to:)` describes
+/// the wire format, `writeFields` writes it (see `JSONFields`).
+
+/// GET /v1/rooms/:room
+struct RoomState: JSONFields {
+    var snapshot: RoomSnapshot
+
+    enum CodingKeys: String, CodingKey {
+        case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
+        case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
+        case floor, participants
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        let s = snapshot
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(s.name, forKey: .room)
+        try c.encode(s.configuration.mode.rawValue, forKey: .mode)
+        try c.encode(s.configuration.maxActiveTalkers, forKey: .maxActiveTalkers)
+        try c.encode(s.configuration.streamBandwidthKbps, forKey: .streamBandwidth)
+        try c.encode(s.configuration.levelSource.rawValue, forKey: .levelSource)
+        try c.encode(s.roomAudioMuted, forKey: .hardMuted)
+        try c.encode(s.locked, forKey: .locked)
+        try c.encode(s.pinned, forKey: .pinned)
+        try c.encode(s.dominantSpeaker, forKey: .dominantSpeaker)  // null when nobody is
+        try c.encode(s.activeTalkers, forKey: .activeTalkers)
+        try c.encode(Hands(raised: s.raisedHands, approved: s.approvedHands), forKey: .floor)
+        try c.encode(s.participants.map(Member.init), forKey: .participants)
+    }
+
+    func writeFields(_ w: inout JSONWriter) {
+        let s = snapshot
+        w.field("active_talkers", s.activeTalkers)
+        w.field("dominant_speaker", s.dominantSpeaker)
+        w.field("floor", Hands(raised: s.raisedHands, approved: s.approvedHands))
+        w.field("hard_muted", s.roomAudioMuted)
+        w.field("level_source", s.configuration.levelSource.rawValue)
+        w.field("locked", s.locked)
+        w.field("max_active_talkers", s.configuration.maxActiveTalkers)
+        w.field("mode", s.configuration.mode.rawValue)
+        w.key("participants")
+        w.array(s.participants) { w, p in w.object { Member(p).writeFields(&$0) } }
+        w.field("pinned", s.pinned)
+        w.field("room", s.name)
+        w.field("stream_bandwidth", s.configuration.streamBandwidthKbps)
+    }
+
+    var estimatedJSONSize: Int { 512 + snapshot.participants.count * 192 }
+
+    struct Member: JSONFields {
+        var participant: String
+        var name: String
+        var role: String
+        var connected: Bool
+        var hardMuted: AudioVideo
+        var publishes: AudioVideo
+        var slots: Int
+
+        init(_ p: RoomSnapshot.Participant) {
+            participant = p.id
+            name = p.name
+            role = p.role.rawValue
+            connected = p.connected
+            hardMuted = AudioVideo(audio: p.hardMutedAudio, video: p.hardMutedVideo)
+            publishes = AudioVideo(audio: p.publishesAudio, video: p.publishesVideo)
+            slots = p.subscribedSlots
+        }
+
+        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots }
+
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("connected", connected)
+            w.field("hard_muted", hardMuted)
+            w.field("name", name)
+            w.field("participant", participant)
+            w.field("publishes", publishes)
+            w.field("role", role)
+            w.field("slots", slots)
+        }
+    }
+
+    struct AudioVideo: JSONFields {
+        var audio: Bool
+        var video: Bool
+
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("audio", audio)
+            w.field("video", video)
+        }
+    }
+}
+
+/// GET /v1/rooms/:room/stats
+struct RoomStats: JSONFields {
+    var participants: [ParticipantStats]
+    var counters: RoomCounters
+
+    init(_ stats: [ParticipantStats], _ counters: RoomCounters) {
+        participants = stats
+        self.counters = counters
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case participants, packetsReceived = "packets_received", packetsForwarded = "packets_forwarded", drops
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(participants.map(Participant.init), forKey: .participants)
+        try c.encode(counters.packetsIn, forKey: .packetsReceived)
+        try c.encode(counters.packetsOut, forKey: .packetsForwarded)
+        try c.encode(Dictionary(uniqueKeysWithValues: counters.drops.nonZero.map { ($0.0.description, UInt64($0.1)) }), forKey: .drops)
+    }
+
+    func writeFields(_ w: inout JSONWriter) {
+        let drops = counters.drops
+        w.key("drops")
+        w.drops { drops[$0] > 0 ? drops[$0] : nil }
+        w.field("packets_forwarded", counters.packetsOut)
+        w.field("packets_received", counters.packetsIn)
+        w.key("participants")
+        w.array(participants) { w, p in w.object { Participant(stats: p).writeFields(&$0) } }
+    }
+
+    var estimatedJSONSize: Int { participants.reduce(256) { $0 + 256 + $1.slots.count * 160 } }
+
+    struct Participant: JSONFields {
+        var stats: ParticipantStats
+
+        enum CodingKeys: String, CodingKey {
+            case participant, packetsReceived = "packets_received", bytesReceived = "bytes_received"
+            case bandwidthEstimate = "bandwidth_estimate", numberOfVideos = "number_of_videos", drops, slots
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(stats.participant, forKey: .participant)
+            try c.encode(stats.packetsReceived, forKey: .packetsReceived)
+            try c.encode(stats.bytesReceived, forKey: .bytesReceived)
+            try c.encode(stats.bandwidthEstimateBps, forKey: .bandwidthEstimate)  // null before any estimate
+            try c.encode(stats.numberOfVideos, forKey: .numberOfVideos)
+            try c.encode(Dictionary(uniqueKeysWithValues: stats.drops.map { ($0.key.description, $0.value) }), forKey: .drops)
+            try c.encode(stats.slots.map(Slot.init), forKey: .slots)
+        }
+
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("bandwidth_estimate", stats.bandwidthEstimateBps)
+            w.field("bytes_received", stats.bytesReceived)
+            let drops = stats.drops
+            w.key("drops")
+            w.drops { drops.isEmpty ? nil : drops[$0] }
+            w.field("number_of_videos", stats.numberOfVideos)
+            w.field("packets_received", stats.packetsReceived)
+            w.field("participant", stats.participant)
+            w.key("slots")
+            w.array(stats.slots) { w, s in w.object { Slot(slot: s).writeFields(&$0) } }
+        }
+    }
+
+    struct Slot: JSONFields {
+        var slot: ParticipantStats.SlotStats
+
+        enum CodingKeys: String, CodingKey {
+            case mid, kind, participant, packets, bytes, retransmissions, fractionLost = "fraction_lost", rtt = "rtt_ms"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(slot.mid, forKey: .mid)
+            try c.encode(slot.kind.rawValue, forKey: .kind)
+            try c.encode(slot.participant, forKey: .participant)  // null for an empty slot
+            try c.encode(slot.packetsSent, forKey: .packets)
+            try c.encode(slot.bytesSent, forKey: .bytes)
+            try c.encode(slot.retransmissions, forKey: .retransmissions)
+            try c.encode(Int(slot.fractionLost), forKey: .fractionLost)
+            try c.encode(slot.rttMilliseconds, forKey: .rtt)
+        }
+
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("bytes", slot.bytesSent)
+            w.field("fraction_lost", slot.fractionLost)
+            w.field("kind", slot.kind.rawValue)
+            w.field("mid", slot.mid)
+            w.field("packets", slot.packetsSent)
+            w.field("participant", slot.participant)
+            w.field("retransmissions", slot.retransmissions)
+            w.field("rtt_ms", slot.rttMilliseconds)
+        }
+    }
+}
+
+extension DropReason {
+    /// Every reason in the UTF-8 byte order of its name: the order `.sortedKeys` gives the `drops` keys.
+    static let inKeyOrder = allCases.sorted { $0.description.utf8.lexicographicallyPrecedes($1.description.utf8) }
+}
+
+extension JSONWriter {
+    /// A `drops` object: `reason: count` for each reason `count` gives a number for, keys in sorted order.
+    mutating func drops(_ count: (DropReason) -> UInt64?) {
+        object { w in
+            for reason in DropReason.inKeyOrder {
+                guard let n = count(reason) else { continue }
+                w.key(string: reason.description)
+                w.integer(n)
+            }
+        }
+    }
+}

@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "SFU", targets: ["SFU"]),
         .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
         .library(name: "WebRTCEdge", targets: ["WebRTCEdge"]),
+        // For Benchmarks/NodeBenchmarks (the control API's answers); the node is used through its binaries.
+        .library(name: "SFUNode", targets: ["SFUNode"]),
         .executable(name: "sfu", targets: ["sfu"]),
         .executable(name: "sfu-lab", targets: ["sfu-lab"]),
     ],

@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// Microbenchmarks of the media engine (package-benchmark). Run from this folder:
+// Microbenchmarks of the media engine, the edge and the node's control API (package-benchmark). Run from this folder:
 //   swift package benchmark                 # all, with wall clock, throughput and malloc counts
 //   swift package benchmark --filter Forward
 import PackageDescription
@@ -30,6 +30,17 @@ let package = Package(
                 .product(name: "WebRTCEdge", package: "sfu"),
             ],
             path: "Benchmarks/EdgeBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "NodeBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SFU", package: "sfu"),
+                .product(name: "SFUNode", package: "sfu"),
+                .product(name: "SFUTestSupport", package: "sfu"),
+            ],
+            path: "Benchmarks/NodeBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]

@@ -137,7 +137,6 @@ func fixture(_ name: String) throws -> String {
         ("a=group:BUNDLE 0", "a=group:LS 0", "BUNDLE"),
         ("a=ice-pwd:abcdefghijklmnopqrstuvwxyz", "a=ice-pwd:short", "ICE ufrag"),
         ("a=ssrc:1234 cname:x\r\n", "", "MID header extension"),
-        ("a=ssrc:1234 cname:x\r\n", "a=rid:h send\r\na=simulcast:send h\r\n", "simulcast"),
         ("opus/48000/2", "PCMU/8000", "no sendonly"),
     ])
     func unsupportedOffersAreRefusedWithAReason(_ find: String, _ replace: String, _ reason: String) {

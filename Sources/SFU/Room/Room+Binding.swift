@@ -9,12 +9,16 @@ extension Room {
     public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
                                 now: MonoTime) throws(RoomError) {
         let p = try participant(id)
-        guard published.count <= limits.tracksPerPublish else {
+        // A simulcast video is one track however many layers it sends.
+        guard published.filter({ ($0.simulcast?.index ?? 0) == 0 }).count <= limits.tracksPerPublish else {
             throw RoomError(.limitReached, .invalid, "a publish may send at most \(limits.tracksPerPublish) tracks", limit: "tracks_per_publish")
         }
+        let videos = published.filter { $0.codec.kind == .video }
+        let layers = videos.compactMap(\.simulcast?.index)
         guard published.filter({ $0.codec.kind == .audio }).count <= 1,
-              published.filter({ $0.codec.kind == .video }).count <= 1 else {
-            throw RoomError(.invalidMediaDescription, .invalid, "a participant publishes at most one audio and one video track")
+              videos.count <= 1 || (layers.count == videos.count && Set(layers).count == layers.count && layers.count <= 3) else {
+            throw RoomError(.invalidMediaDescription, .invalid,
+                            "a participant publishes at most one audio and one video track (of up to 3 simulcast layers)")
         }
         let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
         guard Set(ssrcs).count == ssrcs.count else {
@@ -26,7 +30,7 @@ extension Room {
         if let old = p.publishConnection, old != connection { detachConnection(old, reason: nil) }
         let conn = connectionFor(connection, participant: p)
         // Tracks the offer declares again, unchanged, continue; the rest of the old ones end.
-        let existing = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0] }
+        let existing = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
         var kept: [SourceTrack] = []
         var fresh: [PublishedTrack] = []
         for d in published {
@@ -38,14 +42,16 @@ extension Room {
         }
         for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn) }
         p.audioTrack = kept.first { $0.kind == .audio }?.index
-        p.videoTrack = kept.first { $0.kind == .video }?.index
+        p.videoTracks = kept.filter { $0.kind == .video }.map(\.index)
         p.publishConnection = connection
         for d in fresh {
             let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
             nextTrackIndex += 1
             tracks[t.index] = t
-            if d.codec.kind == .audio { p.audioTrack = t.index } else { p.videoTrack = t.index }
+            if d.codec.kind == .audio { p.audioTrack = t.index } else { p.videoTracks.append(t.index) }
         }
+        // Layers in the offer's order: the lowest first, as browsers and RFC 8853's examples list them.
+        p.videoTracks.sort { (tracks[$0]?.description.simulcast?.index ?? 0) < (tracks[$1]?.description.simulcast?.index ?? 0) }
         rebuildRoutes(conn, of: p)
         if p.audioTrack != nil { detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
         conn.nextReceiverReport = min(conn.nextReceiverReport, now + configuration.receiverReportInterval)
@@ -165,9 +171,9 @@ extension Room {
     /// The publisher's tracks end: slots they fed stop, and it leaves talker candidacy.
     func unpublish(_ p: Participant) {
         let conn = p.publishConnection.flatMap { connections[$0] }
-        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }) { removeTrack(t, conn: conn) }
+        for t in [p.audioTrack].compactMap({ $0 }) + p.videoTracks { removeTrack(t, conn: conn) }
         p.audioTrack = nil
-        p.videoTrack = nil
+        p.videoTracks = []
         if let conn { rebuildRoutes(conn, of: p) }
         stopSpeaking(p)
     }
@@ -208,24 +214,28 @@ extension Room {
         conn.tracksBySSRC.removeAll()
         conn.awaitingMid.removeAll()
         // Transport-wide feedback when the publisher's tracks carry the sequence number (one id per bundle).
-        let tcc = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0]?.description.transportCCExtensionID }.first
+        let published = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
+        let tcc = published.compactMap(\.description.transportCCExtensionID).first
         if tcc != conn.transportCCExtensionID {
             conn.transportCCExtensionID = tcc
             conn.feedback = tcc.map { _ in TransportFeedbackRecorder() }
         }
-        let sendTime = p.videoTrack.flatMap { tracks[$0]?.description.absSendTimeExtensionID }
+        let sendTime = p.videoTracks.lazy.compactMap { self.tracks[$0]?.description.absSendTimeExtensionID }.first
         if sendTime != conn.absSendTimeExtensionID {
             conn.absSendTimeExtensionID = sendTime
             conn.uplink = sendTime.map { _ in ReceiveSideEstimator() }
         }
-        let remb = [p.videoTrack].compactMap { $0 }.contains { tracks[$0]?.description.remb == true }
+        let remb = p.videoTracks.contains { tracks[$0]?.description.remb == true }
         if remb, conn.nextREMB == .never { conn.nextREMB = .zero } else if !remb { conn.nextREMB = .never }
-        for t in [p.audioTrack, p.videoTrack].compactMap({ $0 }).compactMap({ tracks[$0] }) {
+        for t in published {
             if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.insert(s) }
             if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.insert(r) }
             let unbound = t.ssrc == nil || (t.rtxSSRC == nil && t.description.rtxPayloadType != nil)
             if t.description.ssrc == nil, unbound, let mid = t.description.mid, let id = t.description.midExtensionID {
-                conn.awaitingMid.append((Array(mid.utf8), id, t.index))
+                let layer = t.description.simulcast
+                conn.awaitingMid.append(AwaitedTrack(mid: Array(mid.utf8), midExtensionID: id, track: t.index,
+                                                     rid: layer?.rid.map { Array($0.utf8) }, ridExtensionID: layer?.ridExtensionID,
+                                                     repairedRidExtensionID: layer?.repairedRidExtensionID))
             }
         }
     }

@@ -134,9 +134,21 @@ extension Room {
     private func midBinding(_ packet: UnsafeRawBufferPointer, conn: Connection) -> (track: Int, rtx: Bool)? {
         guard !conn.awaitingMid.isEmpty, case .success(let h) = RTPHeader.parse(packet, checkPadding: false) else { return nil }
         let ext = h.extensions(in: packet)
+        func carries(_ id: UInt8?, _ value: [UInt8]) -> Bool {
+            guard let id, let r = ext.find(id) else { return false }
+            return r.count == value.count && packet[r].elementsEqual(value)
+        }
         for a in conn.awaitingMid {
-            guard let r = ext.find(a.extensionID), r.count == a.mid.count, packet[r].elementsEqual(a.mid),
-                  let t = tracks[a.track] else { continue }
+            guard let t = tracks[a.track] else { continue }
+            if let rid = a.rid {
+                // A simulcast layer: its RID names the media stream, the repaired RID its RTX (RFC 8852 section 3).
+                if h.payloadType == t.description.payloadType, t.ssrc == nil, carries(a.ridExtensionID, rid) { return (a.track, false) }
+                if h.payloadType == t.description.rtxPayloadType, t.rtxSSRC == nil, carries(a.repairedRidExtensionID, rid) {
+                    return (a.track, true)
+                }
+                continue
+            }
+            guard carries(a.midExtensionID, a.mid) else { continue }
             if h.payloadType == t.description.payloadType, t.ssrc == nil { return (a.track, false) }
             if h.payloadType == t.description.rtxPayloadType, t.rtxSSRC == nil { return (a.track, true) }
         }

@@ -78,7 +78,7 @@ extension Room {
     func bandwidthForMoreVideos(_ p: Participant, _ s: SubscriberState, now: MonoTime) -> Double? {
         let n = s.videoCount.numberOfVideos
         let showable = participants.values.filter { q in
-            q.index != p.index && q.videoTrack.flatMap { tracks[$0] }?.live == true && videoAllowed(q) && !q.videoMuted
+            q.index != p.index && videoLive(q) && videoAllowed(q) && !q.videoMuted
         }.count
         let wanted = min(s.videoSlots.count, showable)
         guard n < wanted else { return nil }

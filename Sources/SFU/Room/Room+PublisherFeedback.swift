@@ -13,15 +13,16 @@ extension Room {
         for p in participants.values {
             guard let cid = p.publishConnection, let conn = connections[cid], conn.outbound != nil else { continue }
             let out = conn.egress(out)
-            let media = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0]?.ssrc }.first ?? 0
+            let media = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0]?.ssrc }.first ?? 0
             if conn.feedback?.isDue(now) == true {
                 while let buf = out.nextBuffer(),
                       let n = conn.feedback!.writeFeedback(sender: nodeSSRC, media: media, now: now, into: buf) {
                     commitRTCP(buf, length: n, conn: conn, into: out)
                 }
             }
-            if let t = p.videoTrack, let track = tracks[t], track.description.nack, let ssrc = track.ssrc,
-               track.nacks.nextDeadline(rtt: track.nacks.rtt) <= now {
+            for t in p.videoTracks {
+                guard let track = tracks[t], track.description.nack, let ssrc = track.ssrc,
+                      track.nacks.nextDeadline(rtt: track.nacks.rtt) <= now else { continue }
                 let lost = track.nacks.due(now: now, rtt: track.nacks.rtt)
                 if !lost.isEmpty, let buf = out.nextBuffer(),
                    let n = GenericNACK.write(sender: nodeSSRC, media: ssrc, sequences: lost, into: buf) {
@@ -31,9 +32,13 @@ extension Room {
             }
             if now >= conn.nextREMB {
                 conn.nextREMB = now + .seconds(1)
-                if let t = p.videoTrack, let track = tracks[t], let ssrc = track.ssrc, let buf = out.nextBuffer(),
-                   let n = REMB(senderSSRC: nodeSSRC, bitrate: min(publisherCap(track), conn.uplink?.estimate ?? .max),
-                                ssrcs: [ssrc]).write(into: buf) {
+                // A simulcast publisher's layers share its REMB (RFC 8853 leaves the split to it): no cap from
+                // the room, whose subscribers each take the layer that fits them; its uplink still applies.
+                let video = p.videoTracks.compactMap { tracks[$0] }
+                let ssrcs = video.compactMap(\.ssrc)
+                let cap = video.count == 1 ? publisherCap(video[0]) : Self.unconstrainedBitrate
+                if !ssrcs.isEmpty, let buf = out.nextBuffer(),
+                   let n = REMB(senderSSRC: nodeSSRC, bitrate: min(cap, conn.uplink?.estimate ?? .max), ssrcs: ssrcs).write(into: buf) {
                     commitRTCP(buf, length: n, conn: conn, into: out)
                 }
             }
@@ -47,7 +52,8 @@ extension Room {
             guard let cid = p.publishConnection, let conn = connections[cid] else { continue }
             if let f = conn.feedback, f.hasPending, f.nextFeedback < t { t = f.nextFeedback }
             t = min(t, conn.nextREMB)
-            if let v = p.videoTrack, let track = tracks[v], track.description.nack, track.nacks.missingCount > 0 {
+            for v in p.videoTracks {
+                guard let track = tracks[v], track.description.nack, track.nacks.missingCount > 0 else { continue }
                 t = min(t, track.nacks.nextDeadline(rtt: track.nacks.rtt))
             }
         }

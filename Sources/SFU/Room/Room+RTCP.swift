@@ -171,6 +171,7 @@ extension Room {
                                           numberOfVideos: alert.numberOfVideos))
             refreshSubscriber(p, now: now, into: out)
         }
+        reviewLayers(p, now: now, into: out)
     }
 
     /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at

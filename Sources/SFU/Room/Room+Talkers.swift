@@ -32,7 +32,7 @@ extension Room {
         var c: [Int: TalkerCandidate] = [:]
         for p in participants.values {
             let hasAudio = p.audioTrack != nil && audioAllowed(p)
-            let hasVideo = p.videoTrack.flatMap { tracks[$0] }.map { $0.live } == true && videoAllowed(p) && !p.videoMuted
+            let hasVideo = videoLive(p) && videoAllowed(p) && !p.videoMuted
             guard hasAudio || hasVideo else { continue }
             let speaking = hasAudio && detector.isSpeaking(p.index)
             let young = speaking && detector.dominant != p.index && p.speakingSince != nil && !p.holdsFloor
@@ -130,20 +130,17 @@ extension Room {
         for i in 0..<count {
             let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
             let slot = s.slot(ref)
-            if let a = slot.assigned, let t = track(of: a, kind), slot.current != t, slot.pending != t {
+            if let a = slot.assigned, let t = track(of: a, kind, for: s, current: slot.pending ?? slot.current, now: now),
+               slot.current != t, slot.pending != t {
                 place(a, in: ref, subscriber: s, now: now, into: out)
             }
         }
     }
 
-    func track(of participant: Int, _ kind: MediaKind) -> Int? {
-        guard let p = participants[participant] else { return nil }
-        return kind == .audio ? p.audioTrack : p.videoTrack
-    }
-
-    private func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, now: MonoTime, into out: DatagramBatch) {
-        guard let t = track(of: who, ref.kind), let track = tracks[t] else { return }
+    func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, now: MonoTime, into out: DatagramBatch) {
         let before = s.slot(ref)
+        let shown = before.assigned == who ? before.pending ?? before.current : nil
+        guard let t = track(of: who, ref.kind, for: s, current: shown, now: now), let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
             slot.assigned = who
             if ref.kind == .audio {
@@ -204,7 +201,8 @@ extension Room {
             }
             track.sinks.removeAll()
         }
-        if let t = p.videoTrack, let track = tracks[t], !videoAllowed(p) {
+        for t in p.videoTracks where !videoAllowed(p) {
+            guard let track = tracks[t] else { continue }
             for ref in track.sinks {
                 guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
                 let slot = s.slot(ref)

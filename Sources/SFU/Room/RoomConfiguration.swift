@@ -76,6 +76,10 @@ public struct PublishedTrack: Sendable, Equatable {
     public var remb = false
     /// abs-send-time's id when the publisher takes REMB but not transport-cc: the node estimates its uplink.
     public var absSendTimeExtensionID: UInt8?
+    /// One spatial layer of a simulcast video (RFC 8853): its place in the offer's `a=simulcast` list (or
+    /// `a=ssrc-group:SIM`), and, rid-based, its rid and the ids of the RID and repaired-RID header extensions
+    /// (RFC 8852) that bind its SSRCs when the offer gives none.
+    public var simulcast: SimulcastLayer?
 
     public init(codec: Codec, ssrc: UInt32?, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
                 mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,
@@ -92,6 +96,21 @@ public struct PublishedTrack: Sendable, Equatable {
         self.redPayloadType = redPayloadType
         self.nack = nack
         self.remb = remb
+    }
+}
+
+/// A published video's spatial layer (see `PublishedTrack.simulcast`).
+public struct SimulcastLayer: Sendable, Equatable {
+    public var index: Int
+    public var rid: String?
+    public var ridExtensionID: UInt8?
+    public var repairedRidExtensionID: UInt8?
+
+    public init(index: Int, rid: String? = nil, ridExtensionID: UInt8? = nil, repairedRidExtensionID: UInt8? = nil) {
+        self.index = index
+        self.rid = rid
+        self.ridExtensionID = ridExtensionID
+        self.repairedRidExtensionID = repairedRidExtensionID
     }
 }
 

@@ -60,14 +60,14 @@ extension Room {
                     id: p.id, name: p.name, role: p.role,
                     connected: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.contains { connections[$0]?.inbound != nil },
                     hardMutedAudio: p.hardMutedAudio || (roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
-                    publishesAudio: p.audioTrack != nil, publishesVideo: p.videoTrack != nil,
+                    publishesAudio: p.audioTrack != nil, publishesVideo: !p.videoTracks.isEmpty,
                     subscribedSlots: (p.subscriber?.audioSlots.count ?? 0) + (p.subscriber?.videoSlots.count ?? 0))
             })
     }
 
     public func stats() -> [ParticipantStats] {
         participants.values.sorted { $0.index < $1.index }.map { p in
-            let published = [p.audioTrack, p.videoTrack].compactMap { $0 }.compactMap { tracks[$0] }
+            let published = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
             let s = p.subscriber
             return ParticipantStats(
                 participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.reception.packets },

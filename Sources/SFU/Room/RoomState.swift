@@ -12,7 +12,8 @@ final class Participant {
     var publishConnection: ConnectionID?
     var subscribeConnection: ConnectionID?
     var audioTrack: Int?
-    var videoTrack: Int?
+    /// The published video: one track, or one per simulcast layer in the offer's order.
+    var videoTracks: [Int] = []
     var subscriber: SubscriberState?
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
@@ -192,7 +193,7 @@ public final class Connection {
     /// On the batch's list of connections whose stamped packets await their departure time.
     var awaitingDeparture = false
     /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
-    var awaitingMid: [(mid: [UInt8], extensionID: UInt8, track: Int)] = []
+    var awaitingMid: [AwaitedTrack] = []
     var nextReceiverReport: MonoTime = .never
     /// Set when the transport lives on another worker (a room spread across cores): what the room sends it
     /// is handed to that worker, which sends it from its own socket. Nil: the room's own batch.
@@ -219,6 +220,17 @@ extension Connection {
         if handoff != nil { return .success(length) }
         return rtcp ? srtp.protectRTCP(buf, length: length) : srtp.protectRTP(buf, length: length)
     }
+}
+
+/// A track whose SSRCs are still to be learned from header extensions sent in clear (RFC 3711 section 3.1):
+/// its MID (RFC 8843 section 9.2), or for a simulcast layer its RID and repaired RID (RFC 8852 section 3).
+struct AwaitedTrack {
+    var mid: [UInt8]
+    var midExtensionID: UInt8
+    var track: Int
+    var rid: [UInt8]?
+    var ridExtensionID: UInt8?
+    var repairedRidExtensionID: UInt8?
 }
 
 /// Counters the room keeps for stats and metrics.

@@ -78,11 +78,34 @@ public enum OfferAnswer {
             let tccID = fb.contains("transport-cc") ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
             let nack = kind == "video" && fb.contains("nack")
             let remb = kind == "video" && fb.contains("goog-remb")
-            if m.has("rid") || m.has("simulcast") {
-                throw SDPError(line: m.lineNumber, text: "m=\(kind)", reason: "simulcast (a=rid) is not supported yet")
+            let simulcast = kind == "video" ? try SimulcastOffer.parse(m) : nil
+            let ridID = m.extmaps.first { $0.value == SimulcastOffer.ridURI }?.key
+            let repairedID = m.extmaps.first { $0.value == SimulcastOffer.repairedRidURI }?.key
+            var layers: [PublishedTrack] = []
+            if let simulcast, !simulcast.rids.isEmpty {
+                // Rid-based: each layer's SSRCs are learned from the RID extensions of its first packets.
+                guard let ridID, let midID, let mid = m.mid else {
+                    throw SDPError(line: m.lineNumber, text: "m=\(kind)",
+                                   reason: "rid-based simulcast needs the MID and RID header extensions (RFC 8852)")
+                }
+                for (i, rid) in simulcast.rids.enumerated() {
+                    var t = PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, mid: mid, midExtensionID: midID,
+                                           rtxPayloadType: repairedID == nil ? nil : codec.rtx)
+                    t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: ridID, repairedRidExtensionID: repairedID)
+                    layers.append(t)
+                }
+            } else if let simulcast {
+                for (i, ssrc) in simulcast.ssrcs.enumerated() {
+                    let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
+                    var t = PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, rtxPayloadType: codec.rtx)
+                    t.simulcast = SimulcastLayer(index: i)
+                    layers.append(t)
+                }
             }
             var track: PublishedTrack
-            if let ssrc = m.fidGroups.first?.media ?? m.ssrcs.first {
+            if let first = layers.first {
+                track = first
+            } else if let ssrc = m.fidGroups.first?.media ?? m.ssrcs.first {
                 let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
                 track = PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, audioLevelExtensionID: levelID,
                                        rtxPayloadType: codec.rtx)
@@ -101,12 +124,28 @@ public enum OfferAnswer {
             track.redPayloadType = codec.red
             track.nack = nack
             track.remb = remb
-            tracks.append(track)
+            if layers.isEmpty {
+                tracks.append(track)
+            } else {
+                for var layer in layers {
+                    layer.transportCCExtensionID = tccID
+                    layer.absSendTimeExtensionID = sendTimeID
+                    layer.nack = nack
+                    layer.remb = remb
+                    tracks.append(layer)
+                }
+            }
             var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key })
             where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil)
-                || (uri == absSendTimeURI && sendTimeID != nil) {
+                || (uri == absSendTimeURI && sendTimeID != nil)
+                || ((uri == SimulcastOffer.ridURI || uri == SimulcastOffer.repairedRidURI) && simulcast?.rids.isEmpty == false) {
                 a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))
+            }
+            if let simulcast, !simulcast.rids.isEmpty {
+                // RFC 8853 section 5.3: the answer receives the streams it names, and only those.
+                for rid in simulcast.rids { a.attributes.append(SDPAttribute("rid", "\(rid) recv")) }
+                a.attributes.append(SDPAttribute("simulcast", "recv " + simulcast.rids.joined(separator: ";")))
             }
             var fbs = kind == "video" ? ["nack", "nack pli", "ccm fir"] : []
             if remb { fbs.append("goog-remb") }

@@ -1,0 +1,154 @@
+@testable import SFU
+import SFUTestSupport
+import Testing
+
+/// Simulcast on virtual time (issue 14): a publisher sends three VP8 layers; each subscriber's slot shows the
+/// layer its downlink estimate fits, switches at that layer's keyframe (asked for with a PLI on its SSRC)
+/// when the estimate moves, and stays one continuous stream across the switch.
+@Suite struct SimulcastScenarioTests {
+    /// Layer SSRCs, low to high, and what each sends per 10 ms (one packet): ~120 kbit/s, ~480, ~960.
+    static let ssrcs: [UInt32] = [0xA1, 0xA2, 0xA3]
+    static let sizes = [150, 600, 1200]
+
+    struct Call {
+        let h: RoomHarness
+        var publisher: RoomHarness.Member
+        let low: RoomHarness.Member
+        let high: RoomHarness.Member
+        var writers = SimulcastScenarioTests.ssrcs.map { RTPStreamWriter(ssrc: $0, payloadType: 96, timestamp: 90_000) }
+        var pictureIDs = [UInt16](repeating: 100, count: 3)
+        /// RTCP packets to the publisher already read for PLIs.
+        var rtcpRead = 0
+    }
+
+    func call() throws -> Call {
+        let h = try RoomHarness()
+        let p = try h.join("P")
+        let low = try h.join("low", audioSlots: 1, videoSlots: 1)
+        let high = try h.join("high", audioSlots: 1, videoSlots: 1)
+        var tracks = [PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        for (i, s) in Self.ssrcs.enumerated() {
+            var t = PublishedTrack(codec: .vp8, ssrc: s, payloadType: 96)
+            t.simulcast = SimulcastLayer(index: i)
+            tracks.append(t)
+        }
+        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
+        return Call(h: h, publisher: p, low: low, high: high)
+    }
+
+    /// Sends `ms` of the three layers (a keyframe on a layer when the node asked for one, and at the start),
+    /// with subscriber estimates `lowBps` and `highBps` reported as REMB every 100 ms.
+    func run(_ c: inout Call, ms: Int, lowBps: UInt64, highBps: UInt64, keyframesFirst: Bool = false) {
+        for step in 0..<(ms / 10) {
+            let plis = pliSSRCs(&c)
+            for i in 0..<3 {
+                let key = (keyframesFirst && step == 0) || plis.contains(Self.ssrcs[i])
+                var payload = [UInt8](repeating: UInt8(i), count: Self.sizes[i])
+                let pid = c.pictureIDs[i]
+                payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), key ? 0x10 : 0x11, UInt8(i)])
+                c.pictureIDs[i] = (pid + 1) & 0x7FFF
+                let packet = c.writers[i].packet(payload, marker: true)
+                c.writers[i].timestamp &+= 900
+                c.h.send(packet, from: c.publisher.publish)
+            }
+            if step % 10 == 0 {
+                remb(c, c.low, lowBps)
+                remb(c, c.high, highBps)
+            }
+            c.h.advance(by: 10)
+        }
+    }
+
+    func remb(_ c: Call, _ m: RoomHarness.Member, _ bps: UInt64) {
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = buf.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: bps, ssrcs: [1]).write(into: $0) }!
+        c.h.send(Array(buf[0..<n]), from: m.subscribe)
+    }
+
+    /// Media SSRCs of the PLIs the publisher received since the last call.
+    func pliSSRCs(_ c: inout Call) -> Set<UInt32> {
+        var out: Set<UInt32> = []
+        let all = c.h.rtcp(to: c.publisher.publish.connection)
+        for p in all.dropFirst(c.rtcpRead) where p.count >= 12 && p[1] == 206 && p[0] & 0x1F == 1 {
+            out.insert(UInt32(p[8]) << 24 | UInt32(p[9]) << 16 | UInt32(p[10]) << 8 | UInt32(p[11]))
+        }
+        c.rtcpRead = all.count
+        return out
+    }
+
+    /// The layers (by their tag byte) the subscriber's video slot carried, in order, and its sequence numbers.
+    func shown(_ c: Call, _ m: RoomHarness.Member) -> (layers: [UInt8], sequence: [UInt16]) {
+        let video = c.h.rtp(to: m.subscribe.connection).filter { $0.header.payloadType == 98 }
+        return (video.map { $0.packet[$0.header.payloadOffset + 5] }, video.map(\.header.sequenceNumber))
+    }
+
+    @Test func eachSubscriberGetsTheLayerItsEstimateFits() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 400_000, highBps: 5_000_000, keyframesFirst: true)
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 1000, lowBps: 400_000, highBps: 5_000_000)
+        let low = shown(c, c.low), high = shown(c, c.high)
+        #expect(low.layers.count >= 90 && Set(low.layers) == [0], "400 kbit/s less audio fits the lowest layer only")
+        #expect(high.layers.count >= 90 && Set(high.layers) == [2], "5 Mbit/s takes the highest")
+    }
+
+    @Test func aSubscriberWhoseEstimateRisesSwitchesUpAtThatLayersKeyframeInOneContinuousStream() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 400_000, highBps: 5_000_000, keyframesFirst: true)
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
+        let low = shown(c, c.low)
+        #expect(low.layers.first == 0 && low.layers.last == 2, "from the lowest layer to the highest")
+        #expect(low.layers == low.layers.sorted(), "no flapping back")
+        #expect(zip(low.sequence, low.sequence.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "sequence numbers run on across the switch")
+        let switchAt = try #require(low.layers.firstIndex(of: 2))
+        let first = c.h.rtp(to: c.low.subscribe.connection).filter { $0.header.payloadType == 98 }[switchAt]
+        #expect(first.packet[first.header.payloadOffset + 4] & 0x01 == 0, "the first packet of the new layer is its keyframe")
+    }
+
+    @Test func aSubscriberWhoseEstimateFallsSwitchesDown() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 5_000_000, highBps: 5_000_000, keyframesFirst: true)
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 2000, lowBps: 700_000, highBps: 5_000_000)
+        let low = shown(c, c.low)
+        #expect(low.layers.first == 2 && low.layers.last == 1, "700 kbit/s less audio fits the middle layer")
+        #expect(Set(shown(c, c.high).layers) == [2], "the other subscriber keeps the highest")
+    }
+
+    /// A rid-based layer has no SSRC in the offer: its first packets carry the RID (and, for RTX, the
+    /// repaired RID) extension, which binds their SSRCs to the layer (RFC 8852 section 3).
+    @Test func ridBasedLayersAreBoundByTheirRIDAndRepairedRIDExtensions() throws {
+        let h = try RoomHarness()
+        let p = try h.join("P")
+        var tracks = [PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        for (i, rid) in ["l", "h"].enumerated() {
+            var t = PublishedTrack(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4, rtxPayloadType: 97)
+            t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
+            tracks.append(t)
+        }
+        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
+        func packet(ssrc: UInt32, pt: UInt8, seq: UInt16, _ exts: [(id: UInt8, value: [UInt8])]) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 200)
+            let payload: [UInt8] = [0x90, 0x80, 0x80, 0x01, 0x10, 0x00] + [UInt8](repeating: 7, count: 20)
+            let n = payload.withUnsafeBytes { pl in
+                out.withUnsafeMutableBytes { RTPPacketBuilder(payloadType: pt, sequenceNumber: seq, timestamp: 9000, ssrc: ssrc).write(extensions: exts, payload: pl, into: $0) }
+            }!
+            return Array(out[0..<n])
+        }
+        let mid: (id: UInt8, value: [UInt8]) = (4, Array("1".utf8))
+        h.send(packet(ssrc: 0x5001, pt: 96, seq: 1, [mid, (10, Array("h".utf8))]), from: p.publish)
+        h.send(packet(ssrc: 0x5002, pt: 96, seq: 1, [mid, (10, Array("l".utf8))]), from: p.publish)
+        h.send(packet(ssrc: 0x5003, pt: 96, seq: 1, [mid, (10, Array("x".utf8))]), from: p.publish)
+        let video = h.room.participants.values.first { $0.id == "P" }!.videoTracks.compactMap { h.room.tracks[$0] }
+        #expect(video.map(\.ssrc) == [0x5002, 0x5001], "each SSRC went to the layer its RID names")
+        #expect(h.room.counters.drops[.unknownSSRC] == 1, "a RID the offer did not declare binds nothing")
+        h.send(packet(ssrc: 0x5001, pt: 96, seq: 2, []), from: p.publish)
+        #expect(h.room.counters.drops[.unknownSSRC] == 1, "once bound, packets need no extension")
+        h.send(packet(ssrc: 0x6001, pt: 97, seq: 1, [mid, (11, Array("h".utf8))]), from: p.publish)
+        #expect(video.map(\.rtxSSRC) == [nil, 0x6001], "the repaired RID binds the layer's RTX")
+    }
+}

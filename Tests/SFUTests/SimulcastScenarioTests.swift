@@ -116,6 +116,10 @@ import Testing
         run(&c, ms: 2000, lowBps: 700_000, highBps: 5_000_000)
         let low = shown(c, c.low)
         #expect(low.layers.first == 2 && low.layers.last == 1, "700 kbit/s less audio fits the middle layer")
+        let reported = c.h.events.compactMap { e -> Int?? in
+            if case .activeTalkers("low", _, let slots) = e.1 { return slots.first { $0.kind == .video }?.layer } else { return nil }
+        }
+        #expect(reported.last == 1, "the slot map says the slot now carries the middle layer")
         #expect(Set(shown(c, c.high).layers) == [2], "the other subscriber keeps the highest")
     }
 

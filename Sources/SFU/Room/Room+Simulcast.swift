@@ -44,16 +44,26 @@ extension Room {
         return ranked[choice]
     }
 
+    /// The simulcast layer a video slot carries or waits for, nil when its source is not simulcast.
+    func layerShown(_ slot: Slot) -> Int? {
+        guard let t = slot.pending ?? slot.current, let track = tracks[t], let owner = participants[track.owner],
+              owner.videoTracks.count > 1 else { return nil }
+        return track.description.simulcast?.index
+    }
+
     /// After a subscriber's estimate changed: each video slot showing a simulcast publisher moves to the layer
     /// that now fits, if another (at that layer's next keyframe).
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
+        var moved = false
         for i in s.videoSlots.indices {
             let slot = s.videoSlots[i]
             guard let who = slot.assigned, let q = participants[who], q.videoTracks.count > 1 else { continue }
             let shown = slot.pending ?? slot.current
             guard let want = videoLayer(of: q, for: s, current: shown, now: now), want != shown else { continue }
             place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, now: now, into: out)
+            moved = true
         }
+        if moved { refreshSubscriber(p, now: now, into: out) }  // the slot map reports the new layer
     }
 }

@@ -100,7 +100,9 @@ extension Room {
         assign(audioWanted, kind: .audio, subscriber: p, now: now, into: out)
         assign(videoWanted, kind: .video, subscriber: p, now: now, into: out)
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
-        guard list != s.talkers || map != s.lastEmittedMap else { return }
+        let layers = s.videoSlots.map(layerShown)
+        guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers else { return }
+        s.lastEmittedLayers = layers
         counters.slotSwitches &+= UInt64(zip(map, s.lastEmittedMap).filter { $0 != $1 && $0 != nil }.count)
         s.talkers = list
         s.lastEmittedMap = map
@@ -109,9 +111,11 @@ extension Room {
                 RoomEvent.Talker(participant: $0.id, pinned: e.pinned, speaking: e.speaking, video: e.video)
             }
         }
-        let slots = (s.audioSlots + s.videoSlots).map {
-            RoomEvent.SlotAssignment(mid: $0.description.mid, kind: $0.description.codec.kind,
-                                     participant: $0.assigned.flatMap { participants[$0]?.id })
+        let slots = s.audioSlots.map {
+            RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assigned.flatMap { participants[$0]?.id })
+        } + s.videoSlots.map {
+            RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assigned.flatMap { participants[$0]?.id },
+                                     layer: layerShown($0))
         }
         events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
     }

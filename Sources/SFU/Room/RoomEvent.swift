@@ -36,11 +36,15 @@ public enum RoomEvent: Equatable, Sendable {
         public var mid: String
         public var kind: MediaKind
         public var participant: String?
+        /// For a video slot showing a simulcast publisher: the layer it carries or is switching to (0 = the
+        /// first in the publisher's offer, its lowest). Nil otherwise.
+        public var layer: Int?
 
-        public init(mid: String, kind: MediaKind, participant: String?) {
+        public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil) {
             self.mid = mid
             self.kind = kind
             self.participant = participant
+            self.layer = layer
         }
     }
 }

@@ -39,6 +39,8 @@ final class SubscriberState {
     var videoSlots: [Slot]
     var talkers: [TalkerEntry] = []
     var lastEmittedMap: [Int?] = []
+    /// The simulcast layer each video slot showed when the slot map was last reported.
+    var lastEmittedLayers: [Int?] = []
     var estimator: any DownlinkEstimator = REMBEstimator()
     var videoCount: VideoCountPolicy
     var egress = EgressRate()

@@ -155,4 +155,70 @@ import Testing
         h.send(packet(ssrc: 0x6001, pt: 97, seq: 1, [mid, (11, Array("h".utf8))]), from: p.publish)
         #expect(video.map(\.rtxSSRC) == [nil, 0x6001], "the repaired RID binds the layer's RTX")
     }
+
+    /// ABWD with layers: as a subscriber's estimate falls it is sent lower layers first; it is shown fewer
+    /// videos only when even the lowest layers do not fit (a simulcast source costs its lowest layer in
+    /// `stream_bandwidth`).
+    @Test func aFallingEstimateLowersLayersBeforeItDropsVideos() throws {
+        let h = try RoomHarness()
+        var pubs: [(member: RoomHarness.Member, writers: [RTPStreamWriter])] = []
+        for (k, id) in ["P", "Q"].enumerated() {
+            let m = try h.join(id)
+            var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+            var writers: [RTPStreamWriter] = []
+            for i in 0..<3 {
+                let ssrc = UInt32(0xB000 + k * 16 + i)
+                var t = PublishedTrack(codec: .vp8, ssrc: ssrc, payloadType: 96)
+                t.simulcast = SimulcastLayer(index: i)
+                tracks.append(t)
+                writers.append(RTPStreamWriter(ssrc: ssrc, payloadType: 96, timestamp: 90_000))
+            }
+            try h.room.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: h.now)
+            pubs.append((m, writers))
+        }
+        let sub = try h.join("S", audioSlots: 2, videoSlots: 2)
+        var pictureID: UInt16 = 1
+        var rtcpRead = 0
+        func run(ms: Int, bps: UInt64) {
+            for step in 0..<(ms / 10) {
+                let all = h.rtcp(to: pubs[0].member.publish.connection) + h.rtcp(to: pubs[1].member.publish.connection)
+                let plis = Set(all.dropFirst(rtcpRead).filter { $0.count >= 12 && $0[1] == 206 && $0[0] & 0x1F == 1 }
+                    .map { UInt32($0[8]) << 24 | UInt32($0[9]) << 16 | UInt32($0[10]) << 8 | UInt32($0[11]) })
+                rtcpRead = all.count
+                for k in 0..<2 {
+                    for i in 0..<3 {
+                        let key = step % 100 == 0 || plis.contains(pubs[k].writers[i].ssrc)
+                        var payload = [UInt8](repeating: UInt8(i), count: Self.sizes[i])
+                        payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8(pictureID >> 8), UInt8(pictureID & 0xFF), key ? 0x10 : 0x11, UInt8(i)])
+                        let packet = pubs[k].writers[i].packet(payload, marker: true)
+                        pubs[k].writers[i].timestamp &+= 900
+                        h.send(packet, from: pubs[k].member.publish)
+                    }
+                }
+                pictureID = (pictureID + 1) & 0x7FFF
+                if step % 10 == 0 {
+                    var buf = [UInt8](repeating: 0, count: 64)
+                    let n = buf.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: bps, ssrcs: [1]).write(into: $0) }!
+                    h.send(Array(buf[0..<n]), from: sub.subscribe)
+                }
+                h.advance(by: 10)
+            }
+        }
+        func videos() -> Int? { h.room.stats().first { $0.participant == "S" }?.numberOfVideos }
+        func layers() -> [Int?] {
+            let last = h.events.compactMap { e -> [RoomEvent.SlotAssignment]? in
+                if case .activeTalkers("S", _, let slots) = e.1 { return slots } else { return nil }
+            }.last ?? []
+            return last.filter { $0.kind == .video }.map(\.layer)
+        }
+        run(ms: 12_000, bps: 3_000_000)
+        #expect(videos() == 2 && layers() == [2, 2], "3 Mbit/s: both videos at their highest layer")
+        run(ms: 4_000, bps: 1_200_000)
+        #expect(videos() == 2 && layers() == [1, 1], "1.2 Mbit/s: both videos, one layer down")
+        run(ms: 4_000, bps: 500_000)
+        // Counted at their average layer (~650 kbit/s each) two videos would not fit 500 kbit/s.
+        #expect(videos() == 2 && layers() == [0, 0], "500 kbit/s: both videos, at their lowest layer")
+        run(ms: 6_000, bps: 200_000)
+        #expect((videos() ?? 2) < 2, "200 kbit/s: even the lowest layers do not fit twice; fewer videos")
+    }
 }

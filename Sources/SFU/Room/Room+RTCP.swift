@@ -175,12 +175,19 @@ extension Room {
     }
 
     /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at
-    /// most every 500 ms), or the configured `stream_bandwidth` before any is measured.
+    /// most every 500 ms), or the configured `stream_bandwidth` before any is measured. A simulcast source
+    /// counts at its lowest live layer: a subscriber whose share shrinks takes lower layers first, and only
+    /// when even those do not fit is it shown fewer videos (and back up in the reverse order).
     func streamBandwidthKbps(now: MonoTime) -> Int {
         if let c = streamRateCache, now - c.at < .milliseconds(500) { return c.kbps }
         var total = 0.0, n = 0
-        for t in tracks.values where t.kind == .video && t.live {
-            guard let bps = t.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
+        for p in participants.values where !p.videoTracks.isEmpty {
+            var cheapest: Double?
+            for t in p.videoTracks {
+                guard let track = tracks[t], track.live, let bps = track.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
+                cheapest = min(cheapest ?? bps, bps)
+            }
+            guard let bps = cheapest else { continue }
             total += bps
             n += 1
         }

@@ -219,7 +219,13 @@ import WebRTCEdge
             (.delete, "/v1/rooms/nope", nil, [:]),
             (.post, "/v1/rooms/nope/participants", ["participant": "x"], [:]),
             (.get, "/v1/rooms/l", nil, [:]),
+            (.put, "/v1/rooms/l/participants/p1/slots/v0", ["max_width": 320, "max_height": 180], [:]),  // 34
+            (.put, "/v1/rooms/l/participants/p1/slots/v0", ["max_width": 0], [:]),
+            (.put, "/v1/rooms/l/participants/p1/slots/v0", ["max_width": 320, "depth": 8], [:]),
         ])
+        #expect(r[34].status == 404 && (r[34].json["msg"] as? String)?.contains("no video slot v0") == true)
+        #expect(r[35].status == 400 && (r[35].json["msg"] as? String)?.contains("'max_width'") == true)
+        #expect(r[36].status == 400 && (r[36].json["msg"] as? String)?.contains("'depth'") == true)
         #expect(r[0].status == 201 && r[2].status == 201)
         #expect(r[4].status == 200)
         #expect(r[5].status == 404 && r[5].result == 5126)

@@ -5,6 +5,20 @@ import Testing
 @Suite struct VP8DescriptorTests {
     func parse(_ s: String) -> Result<VP8Descriptor, DropReason> { hex(s).withUnsafeBytes { VP8Descriptor.parse($0) } }
 
+    /// RFC 6386 section 9.1: a key frame's 3-byte tag, start code 9d 01 2a, then 14-bit width and height with
+    /// 2 scaling bits each (little-endian): 1280x720 with scaling bits set, after a 1-byte descriptor.
+    @Test func aKeyframeStartCarriesItsFrameSize() throws {
+        let p = hex("10 50 02 00 9d 01 2a 00 45 d0 82")  // S=1; P=0; width 0x500 (scale 1), height 0x2d0 (scale 2)
+        let d = try parse("10 50 02 00 9d 01 2a 00 45 d0 82").get()
+        #expect(p.withUnsafeBytes { d.keyframeSize(in: $0) }.map { [$0.width, $0.height] } == [1280, 720])
+        let inter = try parse("10 51 02 00 9d 01 2a 00 45 d0 82").get()
+        #expect(p.withUnsafeBytes { inter.keyframeSize(in: $0) } == nil, "an inter frame carries no size")
+        let short = hex("10 50 02 00 9d 01 2a 00 05")
+        #expect(short.withUnsafeBytes { d.keyframeSize(in: $0) } == nil, "a truncated header gives none")
+        let noStart = hex("10 50 02 00 9d 01 2b 00 05 d0 02")
+        #expect(noStart.withUnsafeBytes { d.keyframeSize(in: $0) } == nil, "no start code, no size")
+    }
+
     @Test func parsesFullDescriptorOfKeyframeStart() throws {
         // RFC 7741 section 4.2: X=1 S=1 PID=0; I L T K set; 15-bit picture ID 0x1234; TL0PICIDX 7;
         // TID 2, Y, KEYIDX 5; then a VP8 payload header with P=0 (key frame).

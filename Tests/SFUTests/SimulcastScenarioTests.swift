@@ -9,6 +9,7 @@ import Testing
     /// Layer SSRCs, low to high, and what each sends per 10 ms (one packet): ~120 kbit/s, ~480, ~960.
     static let ssrcs: [UInt32] = [0xA1, 0xA2, 0xA3]
     static let sizes = [150, 600, 1200]
+    static let frameSizes = [(320, 180), (640, 360), (1280, 720)]
 
     struct Call {
         let h: RoomHarness
@@ -46,6 +47,11 @@ import Testing
                 var payload = [UInt8](repeating: UInt8(i), count: Self.sizes[i])
                 let pid = c.pictureIDs[i]
                 payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), key ? 0x10 : 0x11, UInt8(i)])
+                if key {
+                    // RFC 6386 section 9.1: after the frame tag, the start code and the frame's width and height.
+                    let (w, h) = Self.frameSizes[i]
+                    payload.replaceSubrange(7..<14, with: [0x9D, 0x01, 0x2A, UInt8(w & 0xFF), UInt8(w >> 8), UInt8(h & 0xFF), UInt8(h >> 8)])
+                }
                 c.pictureIDs[i] = (pid + 1) & 0x7FFF
                 let packet = c.writers[i].packet(payload, marker: true)
                 c.writers[i].timestamp &+= 900
@@ -220,5 +226,24 @@ import Testing
         #expect(videos() == 2 && layers() == [0, 0], "500 kbit/s: both videos, at their lowest layer")
         run(ms: 6_000, bps: 200_000)
         #expect((videos() ?? 2) < 2, "200 kbit/s: even the lowest layers do not fit twice; fewer videos")
+    }
+
+    /// A render-size hint: the slot is sent no larger a layer than the smallest that covers it, whatever the
+    /// estimate would allow; cleared, the best layer the estimate fits again.
+    @Test func aRenderLimitCapsTheLayerAtTheSmallestThatCoversIt() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 5_000_000, highBps: 5_000_000, keyframesFirst: true)
+        try c.h.room.setRenderLimit("high", mid: "v0", RenderLimit(maxWidth: 600, maxHeight: 340), now: c.h.now, into: c.h.batch)
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
+        #expect(shown(c, c.high).layers.last == 1, "640x360 is the smallest layer covering 600x340")
+        #expect(shown(c, c.low).layers.allSatisfy { $0 == 2 }, "another subscriber's hint changes nothing for it")
+        try c.h.room.setRenderLimit("high", mid: "v0", nil, now: c.h.now, into: c.h.batch)
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
+        #expect(shown(c, c.high).layers.last == 2, "without the hint, the highest again")
+        #expect(throws: RoomError.self) { try c.h.room.setRenderLimit("high", mid: "a0", RenderLimit(maxWidth: 10, maxHeight: nil), now: c.h.now, into: c.h.batch) }
     }
 }

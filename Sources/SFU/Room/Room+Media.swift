@@ -119,7 +119,10 @@ extension Room {
             let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
             guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload, conn) }
             track.history?.store(extendedSequence: ext, packet: plain)
-            if vp8.isKeyframeStart { track.keyframes.keyframeArrived() }
+            if vp8.isKeyframeStart {
+                track.keyframes.keyframeArrived()
+                if let size = vp8.keyframeSize(in: payload) { track.frameSize = size }
+            }
             if !track.live {
                 track.live = true
                 refreshAllSubscribers(now: now, into: out)

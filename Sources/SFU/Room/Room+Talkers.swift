@@ -134,7 +134,8 @@ extension Room {
         for i in 0..<count {
             let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
             let slot = s.slot(ref)
-            if let a = slot.assigned, let t = track(of: a, kind, for: s, current: slot.pending ?? slot.current, now: now),
+            if let a = slot.assigned,
+               let t = track(of: a, kind, for: s, current: slot.pending ?? slot.current, render: slot.renderLimit, now: now),
                slot.current != t, slot.pending != t {
                 place(a, in: ref, subscriber: s, now: now, into: out)
             }
@@ -144,7 +145,8 @@ extension Room {
     func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, now: MonoTime, into out: DatagramBatch) {
         let before = s.slot(ref)
         let shown = before.assigned == who ? before.pending ?? before.current : nil
-        guard let t = track(of: who, ref.kind, for: s, current: shown, now: now), let track = tracks[t] else { return }
+        guard let t = track(of: who, ref.kind, for: s, current: shown, render: before.renderLimit, now: now),
+              let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
             slot.assigned = who
             if ref.kind == .audio {

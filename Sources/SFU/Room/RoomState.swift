@@ -99,6 +99,9 @@ struct Slot {
     var retransmissions: UInt64 = 0
     var silenceFramesLeft = 0
     var nextSilenceAt: MonoTime = .never
+    /// Video: the size the subscriber renders this slot at, at most (its hint): a simulcast source is sent no
+    /// larger a layer than the smallest that covers it.
+    var renderLimit: RenderLimit?
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?
@@ -142,6 +145,8 @@ final class SourceTrack {
     let history: PacketHistory?
     var keyframes = KeyframeRequester()
     var live = false
+    /// The frame size its last key frame said (a simulcast layer's resolution, for subscribers' render sizes).
+    var frameSize: (width: Int, height: Int)?
     /// Packets the node asks the publisher to send again (RTX), when it takes NACK.
     var nacks = NackGenerator()
     /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.

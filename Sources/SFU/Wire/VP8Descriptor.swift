@@ -26,6 +26,18 @@ public struct VP8Descriptor: Equatable, Sendable {
     /// key frame, where a receiver can start decoding.
     public var isKeyframeStart: Bool
 
+    /// The frame size a key frame's header carries (RFC 6386 section 9.1: the 3-byte frame tag, the start code
+    /// 9d 01 2a, then 14-bit width and height, little-endian, each under 2 scaling bits), read from the
+    /// payload of the packet that starts it (`isKeyframeStart`); nil when it is not there or not a key frame.
+    public func keyframeSize(in payload: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        let o = size
+        guard isKeyframeStart, payload.count >= o + 10, payload[o] & 0x01 == 0,
+              payload[o + 3] == 0x9D, payload[o + 4] == 0x01, payload[o + 5] == 0x2A else { return nil }
+        let w = Int(payload[o + 6]) | Int(payload[o + 7] & 0x3F) << 8
+        let h = Int(payload[o + 8]) | Int(payload[o + 9] & 0x3F) << 8
+        return w > 0 && h > 0 ? (w, h) : nil
+    }
+
     public static func parse(_ p: UnsafeRawBufferPointer) -> Result<VP8Descriptor, DropReason> {
         guard p.count >= 1 else { return .failure(.badCodecPayload) }
         let b0 = p[0]

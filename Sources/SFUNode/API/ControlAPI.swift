@@ -145,6 +145,16 @@ public enum ControlAPI {
             try await node.withRoom(try room(context)) { room, _, _ in try room.lock(by: b.by, locked: b.locked) }
             return ok(Locked(locked: b.locked))
         }
+        // A subscriber's render size for one video slot: the simulcast layer sent is no larger than covers it.
+        router.put("/v1/rooms/:room/participants/:p/slots/:mid") { request, context in
+            let b = try await decode(RenderSizeRequest.self, request)
+            let p = try participant(context)
+            let mid = try Identifier.check(context.parameters.require("mid"), field: "mid")
+            try await node.withRoom(try room(context)) { room, core, now in
+                try room.setRenderLimit(p, mid: mid, b.limit, now: now, into: core.batch)
+            }
+            return ok(Done())
+        }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)
             let p = try participant(context)

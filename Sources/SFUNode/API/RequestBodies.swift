@@ -167,6 +167,18 @@ struct LockRequest: RequestBody {
 }
 
 /// POST /v1/rooms/:room/participants/:p/role
+/// PUT .../participants/:p/slots/:mid: how large the subscriber renders that video slot, at most (both
+/// absent or null: no limit).
+struct RenderSizeRequest: RequestBody {
+    var limit: RenderLimit?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["max_width", "max_height"])
+        let w = try f.int("max_width", 1...16_384), h = try f.int("max_height", 1...16_384)
+        limit = w == nil && h == nil ? nil : RenderLimit(maxWidth: w, maxHeight: h)
+    }
+}
+
 struct RoleRequest: RequestBody {
     var by: String
     var role: Role

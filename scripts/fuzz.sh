@@ -24,7 +24,7 @@ use_libsrtp
 seconds=${1:-${SFU_FUZZ_SECONDS:-20}}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 opus stun sdp room edge session)
+[ ${#targets[@]} -gt 0 ] || targets=(rtp rtcp vp8 h264 vp9 opus stun sdp room edge session)
 jobs=${SFU_FUZZ_JOBS:-$(nproc)}
 runtime=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift/clang/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a
 scratch=$PWD/.build-fuzz

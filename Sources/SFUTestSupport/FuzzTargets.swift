@@ -6,6 +6,8 @@ import WebRTCEdge
 /// stateful targets check theirs against a model (see `FuzzICE`, `FuzzEdge`, `FuzzSession`).
 /// Used by the in-process mutation tests and by the libFuzzer build in `Fuzz/`.
 ///
+/// - `h264`, `vp9`: a payload parser each, plus its own promise: the STAP-A walker reports the units `parse`
+///   counted; a VP9 rewrite changes the picture ID and TL0PICIDX and nothing else;
 /// - `stun`: raw STUN bytes (an input starting as STUN does), or a sequence of signed checks, restarts and
 ///   consent ticks against one ICE-lite agent (`FuzzICE`);
 /// - `room`: RTP/RTCP through SRTP into a room with a publisher and a subscriber (`FuzzRoom`);
@@ -13,13 +15,15 @@ import WebRTCEdge
 /// - `session`: publish / subscribe / re-offer / remove / re-admit / moderation sequences through a
 ///   `WorkerCore`'s session API with real SDP (`FuzzSession`).
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    case rtp, rtcp, vp8, opus, stun, sdp, room, edge, session
+    case rtp, rtcp, vp8, h264, vp9, opus, stun, sdp, room, edge, session
 
     public func run(_ data: UnsafeRawBufferPointer) {
         switch self {
         case .rtp: Self.rtp(data)
         case .rtcp: Self.rtcp(data)
         case .vp8: Self.vp8(data)
+        case .h264: Self.h264(data)
+        case .vp9: Self.vp9(data)
         case .opus: _ = OpusPacketInfo.parse(data)
         case .stun: Self.stun(data)
         case .sdp: Self.sdp(data)
@@ -90,6 +94,38 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         copy.withUnsafeMutableBytes { d.rewrite(pictureID: 1, tl0PicIdx: 2, keyIndex: 3, in: $0) }
     }
 
+    /// The NAL units the walker reports lie inside the input and are the ones `parse` counted.
+    static func h264(_ p: UnsafeRawBufferPointer) {
+        guard case .success(let h) = H264Payload.parse(p) else { return }
+        var units = 0
+        var started: UInt32 = 0
+        h.forEachNALUnit(in: p) { unit, r in
+            precondition(within(r, p.count) && !r.isEmpty && p[r.lowerBound] == unit.byte)
+            units += 1
+            started |= 1 << UInt32(unit.type)
+        }
+        switch h.packet {
+        case .single: promise(units == 1 && started == h.startedNALTypes, "a single NAL unit walked as \(units)")
+        case .stapA(let n): promise(units == n && started == h.startedNALTypes, "STAP-A of \(n) units walked as \(units)")
+        case .fuA(let s, let e):
+            promise(units == 0 && !(s && e) && (s || h.startedNALTypes == 0), "FU-A misread: \(h) from \(Array(p))")
+        }
+    }
+
+    /// Rewriting the picture ID and TL0PICIDX changes those two fields and nothing else of the descriptor.
+    static func vp9(_ p: UnsafeRawBufferPointer) {
+        guard case .success(let d) = VP9Descriptor.parse(p) else { return }
+        precondition(d.size <= p.count)
+        if let ss = d.scalability { precondition(ss.offset + ss.size <= d.size) }
+        var copy = Array(p)
+        copy.withUnsafeMutableBytes { d.rewrite(pictureID: 0x1ABC, tl0PicIdx: 0x5A, in: $0) }
+        var expected = d
+        if d.pictureID != nil { expected.pictureID = 0x1ABC % d.pictureIDModulus }
+        if d.tl0PicIdx != nil { expected.tl0PicIdx = 0x5A }
+        let again = copy.withUnsafeBytes { VP9Descriptor.parse($0) }
+        promise(again == .success(expected), "rewrite changed more than the picture ID and TL0PICIDX: \(again)")
+    }
+
     /// Seeds: valid inputs the mutators start from.
     public var seeds: [[UInt8]] {
         switch self {
@@ -97,6 +133,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .rtcp: return [[0x81, 0xC9, 0, 7, 0, 0, 0, 1, 0, 0, 0, 2, 5, 0, 0, 1, 0, 0, 0x10, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0,
                              0x8F, 0xCE, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0x52, 0x45, 0x4D, 0x42, 1, 0x13, 0xC8, 0xE8, 0x12, 0x34, 0x56, 0x78]]
         case .vp8: return [[0x90, 0xF0, 0x92, 0x34, 0x07, 0xB5, 0x10, 0x02, 0x00]]
+        case .h264:
+            return [[0x65, 0x88, 0x84, 0x00, 0x33],  // single NAL unit: IDR slice
+                    [0x78, 0x00, 0x04, 0x67, 0x42, 0xC0, 0x1F, 0x00, 0x04, 0x68, 0xCE, 0x3C, 0x80,
+                     0x00, 0x03, 0x65, 0x88, 0x84],  // STAP-A: SPS, PPS, IDR slice
+                    [0x7C, 0x85, 0x88, 0x84, 0x00], [0x5C, 0x41, 0x9A, 0x02]]  // FU-A: IDR start, slice end
+        case .vp9:
+            return [[0xAA, 0x81, 0x23, 0x00, 0x07, 0x58, 0x01, 0x40, 0x00, 0xB4, 0x02, 0x80, 0x01, 0x68, 0x05, 0x00,
+                     0x02, 0xD0, 0x02, 0x04, 0x01, 0x34, 0x01, 0x00],  // non-flexible key frame with SS (3 layers)
+                    [0xFD, 0x05, 0x23, 0x03, 0x05, 0x08, 0x00]]  // flexible, three P_DIFFs
         case .stun:
             let c = ICEControllingClient(local: ICECredentials(ufrag: "h6vY", password: "x"),
                                          remote: ICECredentials(ufrag: "evtj", password: "VOkJxbRl1RmTxUk/WvJxBt"))

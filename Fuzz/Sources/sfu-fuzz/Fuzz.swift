@@ -12,7 +12,7 @@ func LLVMFuzzerRunDriver(
 
 nonisolated(unsafe) var selected = FuzzTarget.rtp
 
-/// `SFU_FUZZ_TARGET` picks the entry point (`FuzzTarget`: rtp, rtcp, vp8, opus, stun, sdp, room, edge,
+/// `SFU_FUZZ_TARGET` picks the entry point (`FuzzTarget`: rtp, rtcp, vp8, h264, vp9, opus, stun, sdp, room, edge,
 /// session); `SFU_FUZZ_SEEDS=dir` writes the target's seed inputs into `dir` and exits. Every other argument
 /// is libFuzzer's.
 @_cdecl("sfu_fuzz_main")

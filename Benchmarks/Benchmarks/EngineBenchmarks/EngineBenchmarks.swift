@@ -36,6 +36,32 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The codec payload parsers work in place: a STAP-A walked unit by unit, a FU-A, and a VP9 key frame's
+    // descriptor with its scalability structure, rewritten as forwarding would.
+    Benchmark("Parse H.264 and VP9 payloads (STAP-A, FU-A, VP9 with SS)") { benchmark in
+        let stapA: [UInt8] = [0x78, 0x00, 0x04, 0x67, 0x42, 0xC0, 0x1F, 0x00, 0x04, 0x68, 0xCE, 0x3C, 0x80,
+                              0x00, 0x05, 0x65, 0x88, 0x84, 0x00, 0x33]
+        let fuA: [UInt8] = [0x7C, 0x85] + [UInt8](repeating: 0xAB, count: 1100)
+        var vp9: [UInt8] = [0xAA, 0x81, 0x23, 0x00, 0x07, 0x58, 0x01, 0x40, 0x00, 0xB4, 0x02, 0x80, 0x01, 0x68,
+                            0x05, 0x00, 0x02, 0xD0, 0x02, 0x04, 0x01, 0x34, 0x01] + [UInt8](repeating: 0xAB, count: 1100)
+        stapA.withUnsafeBytes { s in
+            fuA.withUnsafeBytes { f in
+                vp9.withUnsafeMutableBytes { v in
+                    benchmark.startMeasurement()
+                    for i in benchmark.scaledIterations {
+                        guard case .success(let a) = H264Payload.parse(s), case .success(let b) = H264Payload.parse(f),
+                              case .success(let d) = VP9Descriptor.parse(UnsafeRawBufferPointer(v)) else { fatalError() }
+                        var units = 0
+                        a.forEachNALUnit(in: s) { _, _ in units += 1 }
+                        d.rewrite(pictureID: UInt16(truncatingIfNeeded: i), tl0PicIdx: UInt8(truncatingIfNeeded: i), in: v)
+                        blackHole((units, a.isKeyframeStart, b.isKeyframeStart, d.scalability?.spatialLayers))
+                    }
+                    benchmark.stopMeasurement()
+                }
+            }
+        }
+    }
+
     Benchmark("Parse RTCP compound (RR + REMB)") { benchmark in
         var buf = [UInt8](repeating: 0, count: 128)
         let rr = ReceiverReport(ssrc: 1, reports: [ReportBlock(ssrc: 2, fractionLost: 0, cumulativeLost: 0, extendedHighestSequence: 9,

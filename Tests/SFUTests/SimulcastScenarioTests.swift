@@ -126,6 +126,12 @@ import Testing
             if case .activeTalkers("low", _, let slots) = e.1 { return slots.first { $0.kind == .video }?.layer } else { return nil }
         }
         #expect(reported.last == 1, "the slot map says the slot now carries the middle layer")
+        c.h.clearReceived()
+        c.rtcpRead = 0
+        run(&c, ms: 5000, lowBps: 5_000_000, highBps: 5_000_000)
+        let back = shown(c, c.low)
+        #expect(back.layers.first == 1 && back.layers.last == 2, "back up once the estimate allows, after the up hold")
+        #expect(back.layers.firstIndex(of: 2).map { $0 >= 150 } == true, "not before 3 s after the last switch (150 packets)")
         #expect(Set(shown(c, c.high).layers) == [2], "the other subscriber keeps the highest")
     }
 

@@ -73,4 +73,12 @@ import Testing
         #expect(layers.map(\.ssrc) == [11, 22, 33] && layers.map(\.rtxSSRC) == [111, 222, 333])
         #expect(layers.map(\.simulcast?.index) == [0, 1, 2] && layers.allSatisfy { $0.simulcast?.rid == nil })
     }
+
+    @Test func withoutTheRepairedRIDExtensionTheAnswerLeavesRTXOut() throws {
+        let text = try Self.chromiumSimulcast().replacingOccurrences(of: "a=extmap:11 \(SimulcastOffer.repairedRidURI)\r\n", with: "")
+        let r = try OfferAnswer.answerPublish(text, local: local)
+        #expect(r.tracks.filter { $0.codec == .vp8 }.allSatisfy { $0.rtxPayloadType == nil })
+        let video = try #require(try SessionDescription.parse(r.answer.text).media.first { $0.kind == "video" })
+        #expect(!video.rtpmaps.values.contains { $0.name == "rtx" }, "an RTX stream nothing could bind is not negotiated")
+    }
 }

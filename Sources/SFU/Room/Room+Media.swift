@@ -125,6 +125,7 @@ extension Room {
             }
             if !track.live {
                 track.live = true
+                track.liveSince = now
                 refreshAllSubscribers(now: now, into: out)
             }
             forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, vp8: vp8, extendedSequence: ext,
@@ -316,8 +317,9 @@ extension Room {
     /// Sends a PLI to a source's publisher, at most one per 200 ms (RFC 4585 section 6.3.1).
     func requestKeyframe(_ track: SourceTrack, now: MonoTime, into out: DatagramBatch) {
         deadlineCache = nil  // its retry is due later
+        // The SSRC first: an unbound layer must not spend the throttle on a PLI that cannot be sent.
         guard let owner = participants[track.owner], let cid = owner.publishConnection, let conn = connections[cid],
-              conn.outbound != nil, track.keyframes.request(now: now) else { return }
+              conn.outbound != nil, track.ssrc != nil, track.keyframes.request(now: now) else { return }
         let out = conn.egress(out)
         guard let buf = out.nextBuffer() else { return drop(.egressFull) }
         guard let media = track.ssrc, let n = PictureLossIndication.write(sender: nodeSSRC, media: media, into: buf) else { return }

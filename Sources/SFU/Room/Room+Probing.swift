@@ -57,6 +57,8 @@ extension Room {
                 target = estimate * 3
             } else if let needed = bandwidthForMoreVideos(p, s, now: now), estimate < needed {
                 target = needed * 1.2
+            } else if let needed = bandwidthForBetterLayers(s, now: now), estimate < needed {
+                target = needed * 1.2  // a simulcast source's next layer up would fit only with more
             }
             // Judged 700 ms after a cluster: a success brings the next check forward, a failure backs off.
             s.probe.nextCheck = now + (target == nil ? .seconds(1) : .milliseconds(700))

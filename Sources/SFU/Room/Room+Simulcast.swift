@@ -8,46 +8,76 @@ extension Room {
     /// A higher layer is taken only when its rate fits this many times over: an estimate hovering at a
     /// layer's rate must not switch layers (and ask for keyframes) back and forth.
     static let layerUpMargin = 1.15
+    /// A layer too dear for the share is left only after this long (at once when it is over twice the share,
+    /// a collapse); a higher one is taken no sooner than `layerUpHold` after the last change. ABWD's own
+    /// video count waits 1 s down and 3 s up for the same reason.
+    static let layerDownHold: MonoTime.Interval = .seconds(1)
+    static let layerUpHold: MonoTime.Interval = .seconds(3)
+    /// A layer's rate counts once it has arrived this long: the meter's window, so a layer that just started
+    /// or came back is not measured cheap on a half-empty window.
+    static let layerRateWindow: MonoTime.Interval = .seconds(2)
 
     /// Whether any layer of the participant's video is arriving.
     func videoLive(_ p: Participant) -> Bool { p.videoTracks.contains { tracks[$0]?.live == true } }
 
-    /// The track of `participant`'s `kind` to send subscriber `s` in `slot` (nil: no subscriber context, the
-    /// top layer).
+    /// The track of `participant`'s `kind` to send subscriber `s` (nil: no subscriber context, the top layer).
+    /// A slot that already shows a live layer of a simulcast source keeps it: `reviewLayers` alone moves it,
+    /// with its hold times.
     func track(of participant: Int, _ kind: MediaKind, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil,
                now: MonoTime) -> Int? {
         guard let p = participants[participant] else { return nil }
         if kind == .audio { return p.audioTrack }
         guard p.videoTracks.count > 1 else { return p.videoTracks.first }
+        if let current, p.videoTracks.contains(current), tracks[current]?.live == true { return current }
         return videoLayer(of: p, for: s, current: current, render: render, now: now)
     }
 
-    /// The layer of `q`'s simulcast video that fits subscriber `s`: of the layers arriving, ranked by measured
-    /// rate (the offer's order until every one has a rate), the highest whose rate is within the subscriber's
-    /// estimate less its audio, divided by its number of videos; the lowest when none fits; the highest
-    /// before the subscriber has an estimate. `current` (the layer the slot shows) is kept unless a lower one
-    /// is needed or a higher one fits with `layerUpMargin` to spare. With a render limit, no layer above the
-    /// smallest whose key frames cover it (sizes known once each layer sent one).
-    func videoLayer(of q: Participant, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil, now: MonoTime) -> Int? {
-        let live = q.videoTracks.filter { tracks[$0]?.live == true }
-        guard live.count > 1 else { return live.first ?? (current.flatMap { q.videoTracks.contains($0) ? $0 : nil } ?? q.videoTracks.last) }
-        var rates: [Int: Double] = [:]
-        for t in live { if let r = tracks[t]?.rate.bitsPerSecond(now: now) { rates[t] = r } }
-        var ranked = rates.count == live.count ? live.sorted { rates[$0]! < rates[$1]! } : live
-        if let render, let cover = ranked.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
-            ranked = Array(ranked[...cover])
+    /// `q`'s live layers, lowest first (by key frame size once every one has sent one, else in the offer's
+    /// order), with their trusted rates; cached for 250 ms.
+    func layerRanking(_ q: Participant, now: MonoTime) -> (layers: [Int], rates: [Double?]) {
+        if let r = q.layerRanking, now - r.at < .milliseconds(250) { return (r.layers, r.rates) }
+        var layers = q.videoTracks.filter { tracks[$0]?.live == true }
+        let sizes = layers.map { tracks[$0]?.frameSize.map { $0.width * $0.height } }
+        if sizes.allSatisfy({ $0 != nil }) {
+            layers = zip(layers, sizes).sorted { $0.1! < $1.1! }.map(\.0)
         }
-        guard let s, let estimate = s.estimator.estimate else { return ranked.last }
+        let rates: [Double?] = layers.map { t in
+            guard let track = tracks[t], let since = track.liveSince, now - since >= Self.layerRateWindow else { return nil }
+            return track.rate.bitsPerSecond(now: now)
+        }
+        q.layerRanking = (now, layers, rates)
+        return (layers, rates)
+    }
+
+    /// What subscriber `s` can spend on one video: its estimate less its audio, over the videos it is shown
+    /// (slots with a source, at most its number_of_videos); nil before it has an estimate.
+    func videoShare(_ s: SubscriberState) -> Double? {
+        guard let estimate = s.estimator.estimate else { return nil }
         let audio = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
-        let share = max(0, Double(estimate) - audio) / Double(max(1, s.videoCount.numberOfVideos))
-        let at = current.flatMap { ranked.firstIndex(of: $0) }
-        var choice = 0
-        for (i, t) in ranked.enumerated() {
-            let rate = rates[t] ?? 0
-            let needed = at.map { i > $0 } == true ? rate * Self.layerUpMargin : rate
-            if needed <= share { choice = i }
+        let shown = max(1, min(s.videoCount.numberOfVideos, s.videoSlots.count { $0.assigned != nil }))
+        return max(0, Double(estimate) - audio) / Double(shown)
+    }
+
+    /// The layer of `q`'s simulcast video that fits subscriber `s`: the highest whose trusted rate is within
+    /// its share per video (`videoShare`; a layer above `current` needs `layerUpMargin` to spare; a layer
+    /// without a trusted rate is not taken, except the lowest), the lowest when none fits, the highest
+    /// before the subscriber has an estimate. With a render limit, none above the smallest whose key frames
+    /// cover it.
+    func videoLayer(of q: Participant, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil, now: MonoTime) -> Int? {
+        var (layers, rates) = layerRanking(q, now: now)
+        guard layers.count > 1 else { return layers.first ?? (current.flatMap { q.videoTracks.contains($0) ? $0 : nil } ?? q.videoTracks.last) }
+        if let render, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
+            layers = Array(layers[...cover])
+            rates = Array(rates[...cover])
         }
-        return ranked[choice]
+        guard let s, let share = videoShare(s) else { return layers.last }
+        let at = current.flatMap { layers.firstIndex(of: $0) }
+        var choice = 0
+        for i in 1..<layers.count {
+            guard let rate = rates[i] else { continue }
+            if (at.map { i > $0 } == true ? rate * Self.layerUpMargin : rate) <= share { choice = i }
+        }
+        return layers[choice]
     }
 
     /// The simulcast layer a video slot carries or waits for, nil when its source is not simulcast.
@@ -58,7 +88,9 @@ extension Room {
     }
 
     /// After a subscriber's estimate changed: each video slot showing a simulcast publisher moves to the layer
-    /// that now fits, if another (at that layer's next keyframe).
+    /// that now fits, if another (at that layer's next keyframe): down after `layerDownHold` of being too dear
+    /// (at once when over twice the share, or when its layer stopped), up no sooner than `layerUpHold` after
+    /// the last change.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         var moved = false
@@ -66,11 +98,50 @@ extension Room {
             let slot = s.videoSlots[i]
             guard let who = slot.assigned, let q = participants[who], q.videoTracks.count > 1 else { continue }
             let shown = slot.pending ?? slot.current
-            guard let want = videoLayer(of: q, for: s, current: shown, render: slot.renderLimit, now: now), want != shown else { continue }
-            place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, now: now, into: out)
+            guard let want = videoLayer(of: q, for: s, current: shown, render: slot.renderLimit, now: now) else { continue }
+            let (layers, rates) = layerRanking(q, now: now)
+            guard let wantAt = layers.firstIndex(of: want), want != shown else {
+                s.videoSlots[i].layerDownSince = nil
+                continue
+            }
+            if let shown, let shownAt = layers.firstIndex(of: shown) {
+                if wantAt < shownAt {
+                    let collapse = (rates[shownAt] ?? 0) > 2 * (videoShare(s) ?? .infinity)
+                    let since = slot.layerDownSince ?? now
+                    s.videoSlots[i].layerDownSince = since
+                    guard collapse || now - since >= Self.layerDownHold else { continue }
+                } else {
+                    guard now - slot.layerChangedAt >= Self.layerUpHold else { continue }
+                }
+            }
+            place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, layer: want, now: now, into: out)
             moved = true
         }
         if moved { refreshSubscriber(p, now: now, into: out) }  // the slot map reports the new layer
+    }
+
+    /// When a subscriber shows simulcast sources below the layers its render limits allow, what showing each
+    /// one layer higher would take: its probe target, so an estimate held down by the layers it is sent can
+    /// climb (an application-limited GCC never rises past 1.5 x what it receives); nil when none could go up.
+    func bandwidthForBetterLayers(_ s: SubscriberState, now: MonoTime) -> Double? {
+        var total = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
+        var better = false
+        for slot in s.videoSlots {
+            guard let who = slot.assigned, let q = participants[who], let t = slot.pending ?? slot.current else { continue }
+            var (layers, rates) = layerRanking(q, now: now)
+            if let render = slot.renderLimit, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
+                layers = Array(layers[...cover])
+                rates = Array(rates[...cover])
+            }
+            guard let at = layers.firstIndex(of: t) else { continue }
+            if at + 1 < layers.count, let next = rates[at + 1] {
+                total += next * Self.layerUpMargin
+                better = true
+            } else {
+                total += rates[at] ?? tracks[t]?.rate.bitsPerSecond(now: now) ?? 0
+            }
+        }
+        return better ? total : nil
     }
 }
 
@@ -101,6 +172,9 @@ extension Room {
         if let w = limit?.maxWidth, !(1...16_384).contains(w) { throw RoomError(.invalidSetting, .invalid, "max_width must be 1-16384") }
         if let h = limit?.maxHeight, !(1...16_384).contains(h) { throw RoomError(.invalidSetting, .invalid, "max_height must be 1-16384") }
         s.videoSlots[i].renderLimit = limit?.maxWidth == nil && limit?.maxHeight == nil ? nil : limit
+        // The subscriber asked: no hold times for this move.
+        s.videoSlots[i].layerChangedAt = .zero
+        s.videoSlots[i].layerDownSince = .zero
         reviewLayers(p, now: now, into: out)
     }
 }

@@ -142,10 +142,12 @@ extension Room {
         }
     }
 
-    func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, now: MonoTime, into out: DatagramBatch) {
+    /// Puts `who` in the slot: its audio track, its video track or the simulcast layer that fits (`layer`
+    /// when the caller chose one).
+    func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, layer: Int? = nil, now: MonoTime, into out: DatagramBatch) {
         let before = s.slot(ref)
         let shown = before.assigned == who ? before.pending ?? before.current : nil
-        guard let t = track(of: who, ref.kind, for: s, current: shown, render: before.renderLimit, now: now),
+        guard let t = layer ?? track(of: who, ref.kind, for: s, current: shown, render: before.renderLimit, now: now),
               let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
             slot.assigned = who
@@ -164,6 +166,9 @@ extension Room {
             tracks[old]?.sinks.removeAll { $0 == ref }
         }
         if !track.sinks.contains(ref) { track.sinks.append(ref) }
+        // A move between layers of the same source starts the up hold; a new source may climb as soon as its
+        // layers are measured.
+        if ref.kind == .video, let shown, t != shown { mutateSlot(s, ref) { $0.layerChangedAt = now; $0.layerDownSince = nil } }
         if ref.kind == .video, s.slot(ref).pending == t {
             track.keyframes.startWaiting(now: now)
             requestKeyframe(track, now: now, into: out)
@@ -233,7 +238,11 @@ extension Room {
     func updateVideoLiveness(now: MonoTime) {
         for t in tracks.values where t.kind == .video {
             let live = t.reception.lastPacketAt.map { now - $0 < configuration.videoStaleAfter } ?? false
-            if live != t.live { t.live = live; listsDirty = true }
+            if live != t.live {
+                t.live = live
+                t.liveSince = live ? now : nil
+                listsDirty = true
+            }
         }
     }
 }

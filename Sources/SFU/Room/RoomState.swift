@@ -14,6 +14,9 @@ final class Participant {
     var audioTrack: Int?
     /// The published video: one track, or one per simulcast layer in the offer's order.
     var videoTracks: [Int] = []
+    /// Its live simulcast layers, lowest first, and the rate of each that can be trusted (nil: still ramping
+    /// or unmeasured), re-read at most every 250 ms: layer choice runs on every subscriber's feedback.
+    var layerRanking: (at: MonoTime, layers: [Int], rates: [Double?])?
     var subscriber: SubscriberState?
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
@@ -102,6 +105,10 @@ struct Slot {
     /// Video: the size the subscriber renders this slot at, at most (its hint): a simulcast source is sent no
     /// larger a layer than the smallest that covers it.
     var renderLimit: RenderLimit?
+    /// When the slot last moved to another video track, and since when the layer it shows has been too dear
+    /// for the subscriber's share (`reviewLayers`' hold times).
+    var layerChangedAt: MonoTime = .zero
+    var layerDownSince: MonoTime?
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?
@@ -147,6 +154,9 @@ final class SourceTrack {
     var live = false
     /// The frame size its last key frame said (a simulcast layer's resolution, for subscribers' render sizes).
     var frameSize: (width: Int, height: Int)?
+    /// Since when it has been arriving without a gap (`videoStaleAfter`): a layer's rate means something only
+    /// once its whole measuring window (2 s) is behind it.
+    var liveSince: MonoTime?
     /// Packets the node asks the publisher to send again (RTX), when it takes NACK.
     var nacks = NackGenerator()
     /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.

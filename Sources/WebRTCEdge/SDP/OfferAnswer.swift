@@ -66,7 +66,7 @@ public enum OfferAnswer {
                 continue
             }
             try requireBundledAndMuxed(m, offer)
-            guard let codec = chooseCodec(m) else {
+            guard var codec = chooseCodec(m) else {
                 answer.media.append(rejected(m))
                 continue
             }
@@ -83,14 +83,16 @@ public enum OfferAnswer {
             let repairedID = m.extmaps.first { $0.value == SimulcastOffer.repairedRidURI }?.key
             var layers: [PublishedTrack] = []
             if let simulcast, !simulcast.rids.isEmpty {
-                // Rid-based: each layer's SSRCs are learned from the RID extensions of its first packets.
+                // Rid-based: each layer's SSRCs are learned from the RID extensions of its first packets. Its
+                // RTX could not be bound without the repaired RID: then the answer leaves RTX out.
+                if repairedID == nil { codec.rtx = nil }
                 guard let ridID, let midID, let mid = m.mid else {
                     throw SDPError(line: m.lineNumber, text: "m=\(kind)",
                                    reason: "rid-based simulcast needs the MID and RID header extensions (RFC 8852)")
                 }
                 for (i, rid) in simulcast.rids.enumerated() {
                     var t = PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, mid: mid, midExtensionID: midID,
-                                           rtxPayloadType: repairedID == nil ? nil : codec.rtx)
+                                           rtxPayloadType: codec.rtx)
                     t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: ridID, repairedRidExtensionID: repairedID)
                     layers.append(t)
                 }

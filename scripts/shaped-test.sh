@@ -5,11 +5,13 @@
 # namespace is deleted at the end. The test caps the subscriber's downlink with `tc ... tbf` on the node's side
 # of its veth and drops 5 % of what alice sends with iptables as it reaches the node's namespace (this kernel
 # has no netem), and checks what the node's estimate, ABWD and NACK/RTX make of it, from Chromium's getStats and
-# the node's events and stats (Tests/Browser/shaped_test.py). Needs root, Debian's chromium, tc and iptables.
-# About 100 s.
+# the node's events and stats (Tests/Browser/shaped_test.py). Then alice publishes a 1280x720 camera as three
+# simulcast layers to bob and the subscriber, whose downlink is capped for 15 s: each must decode the layer its
+# link fits. Needs root, Debian's chromium, tc and iptables. About 115 s (the simulcast part ~25 s).
 # Usage: scripts/shaped-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 #        [-- extra arguments for shaped_test.py, e.g. -- --rounds 10]
-# (writes the chart of the measured trace to docs/abwd-shaped.svg; SFU_SHAPED_TRACE=file keeps the JSON trace)
+# (writes the chart of the measured trace to docs/abwd-shaped.svg; SFU_SHAPED_TRACE=file keeps the JSON trace,
+# and file.simulcast.json the simulcast part's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -59,7 +61,7 @@ done
 ns=$node_ns
 ip netns exec "$node_ns" "$sfu" serve --set workers=1 --set media.listen=10.213.0.1:10000 > "$work/node.log" 2>&1 &
 wait_for_url http://127.0.0.1:8080/healthz
-echo "== Chromium over shaped links: two publishers and a subscriber in namespaces of their own; downlink caps, uplink loss"
+echo "== Chromium over shaped links: two publishers and a subscriber in namespaces of their own; downlink caps, uplink loss; simulcast"
 mkdir -p docs
 status=0
 timeout 300 ip netns exec "$node_ns" "$venv/bin/python" Tests/Browser/shaped_test.py \

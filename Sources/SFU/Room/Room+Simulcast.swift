@@ -8,10 +8,11 @@ extension Room {
     /// A higher layer is taken only when its rate fits this many times over: an estimate hovering at a
     /// layer's rate must not switch layers (and ask for keyframes) back and forth.
     static let layerUpMargin = 1.15
-    /// A layer too dear for the share is left only after this long (at once when it is over twice the share,
-    /// a collapse); a higher one is taken no sooner than `layerUpHold` after the last change. ABWD's own
-    /// video count waits 1 s down and 3 s up for the same reason.
-    static let layerDownHold: MonoTime.Interval = .seconds(1)
+    /// A layer too dear for the share is left at once (measured with Chromium under a 500 kbit/s cap: waiting
+    /// even 1 s for a GCC estimate that wobbles around the layer let the estimate collapse, and ABWD took the
+    /// video away); a higher one is taken no sooner than `layerUpHold` after the last change, which is what
+    /// keeps a marginal fit from flapping. ABWD's own video count waits 3 s up for the same reason.
+    static let layerDownHold: MonoTime.Interval = .milliseconds(0)
     static let layerUpHold: MonoTime.Interval = .seconds(3)
     /// A layer's rate counts once it has arrived this long: the meter's window, so a layer that just started
     /// or came back is not measured cheap on a half-empty window.
@@ -72,7 +73,8 @@ extension Room {
         }
         guard let s, let share = videoShare(s) else { return layers.last }
         let at = current.flatMap { layers.firstIndex(of: $0) }
-        var choice = 0
+        // A layer shown but not yet measured is kept: there is no evidence yet that it is too dear.
+        var choice = at.flatMap { rates[$0] == nil ? $0 : nil } ?? 0
         for i in 1..<layers.count {
             guard let rate = rates[i] else { continue }
             if (at.map { i > $0 } == true ? rate * Self.layerUpMargin : rate) <= share { choice = i }
@@ -89,8 +91,7 @@ extension Room {
 
     /// After a subscriber's estimate changed: each video slot showing a simulcast publisher moves to the layer
     /// that now fits, if another (at that layer's next keyframe): down after `layerDownHold` of being too dear
-    /// (at once when over twice the share, or when its layer stopped), up no sooner than `layerUpHold` after
-    /// the last change.
+    /// (at once when over twice the share), up no sooner than `layerUpHold` after the last change.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         var moved = false
@@ -134,6 +135,8 @@ extension Room {
                 rates = Array(rates[...cover])
             }
             guard let at = layers.firstIndex(of: t) else { continue }
+            // The next layer up, not the top: a short cluster at the top layer's rate passes a shaper's burst
+            // and reads as capacity that is not there (measured with Chromium under a 500 kbit/s tbf).
             if at + 1 < layers.count, let next = rates[at + 1] {
                 total += next * Self.layerUpMargin
                 better = true

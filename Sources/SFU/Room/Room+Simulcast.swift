@@ -12,7 +12,6 @@ extension Room {
     /// even 1 s for a GCC estimate that wobbles around the layer let the estimate collapse, and ABWD took the
     /// video away); a higher one is taken no sooner than `layerUpHold` after the last change, which is what
     /// keeps a marginal fit from flapping. ABWD's own video count waits 3 s up for the same reason.
-    static let layerDownHold: MonoTime.Interval = .milliseconds(0)
     static let layerUpHold: MonoTime.Interval = .seconds(3)
     /// A layer's rate counts once it has arrived this long: the meter's window, so a layer that just started
     /// or came back is not measured cheap on a half-empty window.
@@ -90,8 +89,8 @@ extension Room {
     }
 
     /// After a subscriber's estimate changed: each video slot showing a simulcast publisher moves to the layer
-    /// that now fits, if another (at that layer's next keyframe): down after `layerDownHold` of being too dear
-    /// (at once when over twice the share), up no sooner than `layerUpHold` after the last change.
+    /// that now fits, if another (at that layer's next keyframe): down at once, up no sooner than `layerUpHold`
+    /// after the last change.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         var moved = false
@@ -100,21 +99,10 @@ extension Room {
             guard let who = slot.assigned, let q = participants[who], q.videoTracks.count > 1 else { continue }
             let shown = slot.pending ?? slot.current
             guard let want = videoLayer(of: q, for: s, current: shown, render: slot.renderLimit, now: now) else { continue }
-            let (layers, rates) = layerRanking(q, now: now)
-            guard let wantAt = layers.firstIndex(of: want), want != shown else {
-                s.videoSlots[i].layerDownSince = nil
-                continue
-            }
-            if let shown, let shownAt = layers.firstIndex(of: shown) {
-                if wantAt < shownAt {
-                    let collapse = (rates[shownAt] ?? 0) > 2 * (videoShare(s) ?? .infinity)
-                    let since = slot.layerDownSince ?? now
-                    s.videoSlots[i].layerDownSince = since
-                    guard collapse || now - since >= Self.layerDownHold else { continue }
-                } else {
-                    guard now - slot.layerChangedAt >= Self.layerUpHold else { continue }
-                }
-            }
+            let layers = layerRanking(q, now: now).layers
+            guard want != shown, let wantAt = layers.firstIndex(of: want) else { continue }
+            if let shown, let shownAt = layers.firstIndex(of: shown), wantAt > shownAt,
+               now - slot.layerChangedAt < Self.layerUpHold { continue }
             place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, layer: want, now: now, into: out)
             moved = true
         }
@@ -177,7 +165,6 @@ extension Room {
         s.videoSlots[i].renderLimit = limit?.maxWidth == nil && limit?.maxHeight == nil ? nil : limit
         // The subscriber asked: no hold times for this move.
         s.videoSlots[i].layerChangedAt = .zero
-        s.videoSlots[i].layerDownSince = .zero
         reviewLayers(p, now: now, into: out)
     }
 }

@@ -168,7 +168,7 @@ extension Room {
         if !track.sinks.contains(ref) { track.sinks.append(ref) }
         // A move between layers of the same source starts the up hold; a new source may climb as soon as its
         // layers are measured.
-        if ref.kind == .video, let shown, t != shown { mutateSlot(s, ref) { $0.layerChangedAt = now; $0.layerDownSince = nil } }
+        if ref.kind == .video, let shown, t != shown { mutateSlot(s, ref) { $0.layerChangedAt = now } }
         if ref.kind == .video, s.slot(ref).pending == t {
             track.keyframes.startWaiting(now: now)
             requestKeyframe(track, now: now, into: out)

@@ -105,10 +105,8 @@ struct Slot {
     /// Video: the size the subscriber renders this slot at, at most (its hint): a simulcast source is sent no
     /// larger a layer than the smallest that covers it.
     var renderLimit: RenderLimit?
-    /// When the slot last moved to another video track, and since when the layer it shows has been too dear
-    /// for the subscriber's share (`reviewLayers`' hold times).
+    /// When the slot last moved between layers of one source (`reviewLayers`' up hold).
     var layerChangedAt: MonoTime = .zero
-    var layerDownSince: MonoTime?
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?

@@ -6,6 +6,16 @@
 ///     |M| PictureID   |   if I (M: 15-bit picture ID, one more byte)
 ///     |   TL0PICIDX   |   if L
 ///     |TID|Y| KEYIDX  |   if T or K
+/// Writes a picture ID in the width it was received with (RFC 7741 section 4.2, RFC 9628 section 4.2: M=1 and
+/// 15 bits, or 7 bits, modulo 128): VP8's and VP9's descriptors carry it alike.
+func writePictureID(_ pid: UInt16, is15Bit: Bool, at offset: Int, in payload: UnsafeMutableRawBufferPointer) {
+    if is15Bit {
+        payload.setU16(0x8000 | (pid & 0x7FFF), at: offset)
+    } else {
+        payload[offset] = UInt8(pid & 0x7F)
+    }
+}
+
 public struct VP8Descriptor: Equatable, Sendable {
     public var nonReference: Bool
     public var startOfPartition: Bool
@@ -88,13 +98,7 @@ public struct VP8Descriptor: Equatable, Sendable {
     /// Writes a picture ID (same width as received: 7 or 15 bits), TL0PICIDX and KEYIDX into `payload`, where
     /// this descriptor was parsed from. Fields the descriptor does not carry are left alone.
     public func rewrite(pictureID: UInt16?, tl0PicIdx: UInt8?, keyIndex: UInt8?, in payload: UnsafeMutableRawBufferPointer) {
-        if let pid = pictureID, self.pictureID != nil {
-            if pictureIDIs15Bit {
-                payload.setU16(0x8000 | (pid & 0x7FFF), at: pictureIDOffset)
-            } else {
-                payload[pictureIDOffset] = UInt8(pid & 0x7F)
-            }
-        }
+        if let pid = pictureID, self.pictureID != nil { writePictureID(pid, is15Bit: pictureIDIs15Bit, at: pictureIDOffset, in: payload) }
         if let t = tl0PicIdx, self.tl0PicIdx != nil { payload[tl0Offset] = t }
         if let k = keyIndex, self.keyIndex != nil { payload[tkOffset] = (payload[tkOffset] & 0xE0) | (k & 0x1F) }
     }

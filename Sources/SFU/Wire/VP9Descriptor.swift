@@ -115,13 +115,7 @@ public struct VP9Descriptor: Equatable, Sendable {
     /// into `payload`, where this descriptor was parsed from. Fields the descriptor does not carry are left
     /// alone.
     public func rewrite(pictureID: UInt16?, tl0PicIdx: UInt8?, in payload: UnsafeMutableRawBufferPointer) {
-        if let pid = pictureID, self.pictureID != nil {
-            if pictureIDIs15Bit {
-                payload.setU16(0x8000 | (pid & 0x7FFF), at: pictureIDOffset)
-            } else {
-                payload[pictureIDOffset] = UInt8(pid & 0x7F)
-            }
-        }
+        if let pid = pictureID, self.pictureID != nil { writePictureID(pid, is15Bit: pictureIDIs15Bit, at: pictureIDOffset, in: payload) }
         if let t = tl0PicIdx, self.tl0PicIdx != nil { payload[tl0Offset] = t }
     }
 }

@@ -166,13 +166,17 @@ public final class WorkerCore {
 
     /// Answers a participant's offer to send: a new transport, a renegotiation, an ICE restart or a
     /// replacement (see the type's comment). Nothing changes when the offer is refused.
-    public func publish(room: String, participant: String, offer: String, now: MonoTime) throws -> SessionAnswer {
-        try negotiate(.publish, room: room, participant: participant, offer: offer, now: now)
+    /// `screenShareMids` names the offer's video m-lines that are screen shares (`OfferAnswer.source`).
+    public func publish(room: String, participant: String, offer: String, screenShareMids: Set<String> = [],
+                        now: MonoTime) throws -> SessionAnswer {
+        try negotiate(.publish, room: room, participant: participant, offer: offer, screenShareMids: screenShareMids, now: now)
     }
 
-    /// Answers a participant's offer to receive: each recvonly m-line is a slot.
-    public func subscribe(room: String, participant: String, offer: String, now: MonoTime) throws -> SessionAnswer {
-        try negotiate(.subscribe, room: room, participant: participant, offer: offer, now: now)
+    /// Answers a participant's offer to receive: each recvonly m-line is a slot; those in `screenShareMids`
+    /// show screen shares.
+    public func subscribe(room: String, participant: String, offer: String, screenShareMids: Set<String> = [],
+                          now: MonoTime) throws -> SessionAnswer {
+        try negotiate(.subscribe, room: room, participant: participant, offer: offer, screenShareMids: screenShareMids, now: now)
     }
 
     /// Removes a participant and closes its transports; returns how many were closed.
@@ -185,7 +189,7 @@ public final class WorkerCore {
     }
 
     private func negotiate(_ direction: TransportDirection, room name: String, participant: String, offer text: String,
-                           now: MonoTime) throws -> SessionAnswer {
+                           screenShareMids: Set<String>, now: MonoTime) throws -> SessionAnswer {
         guard let room = rooms[name] else { throw NoSuchRoom(room: name) }
         guard room.contains(participant: participant) else {
             throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(participant)")
@@ -204,7 +208,7 @@ public final class WorkerCore {
             let restart = t.remote.ufrag != remote.ufrag || t.remote.password != remote.password
             var local = t.local
             if restart { local.ice = .random() }
-            let sdp = try bind(t, offer: offer, local: local, now: now)
+            let sdp = try bind(t, offer: offer, local: local, screenShareMids: screenShareMids, now: now)
             if restart {
                 if let host = t.host {
                     post(.restartICE(t.id, local: local.ice, remote: remote), to: host)
@@ -235,7 +239,7 @@ public final class WorkerCore {
         let sdp: String
         do {
             if host == nil { try edge.attach(id, remote: remote) }
-            sdp = try bind(t, offer: offer, local: t.local, now: now)
+            sdp = try bind(t, offer: offer, local: t.local, screenShareMids: screenShareMids, now: now)
         } catch {
             if host == nil { _ = edge.remove(id, notify: false) }
             throw error
@@ -255,15 +259,16 @@ public final class WorkerCore {
     }
 
     /// Builds the answer and binds the offer's tracks or slots to the transport in the room.
-    private func bind(_ t: Transport, offer: SessionDescription, local: LocalTransport, now: MonoTime) throws -> String {
+    private func bind(_ t: Transport, offer: SessionDescription, local: LocalTransport, screenShareMids: Set<String>,
+                      now: MonoTime) throws -> String {
         switch t.direction {
         case .publish:
-            let r = try OfferAnswer.answerPublish(offer, local: local)
+            let r = try OfferAnswer.answerPublish(offer, local: local, screenShareMids: screenShareMids)
             try t.room.attachPublisher(t.participant, connection: t.id, tracks: r.tracks, now: now)
             return r.answer.text
         case .subscribe:
             var ssrcs = t.slotSSRCs
-            let r = try OfferAnswer.answerSubscribe(offer, local: local) { mid, _, _ in
+            let r = try OfferAnswer.answerSubscribe(offer, local: local, screenShareMids: screenShareMids) { mid, _, _ in
                 if let s = ssrcs[mid] { return s }
                 var s: UInt32
                 repeat { s = UInt32.random(in: 0x1000_0000...0xEFFF_FFFF) } while ssrcs.values.contains(s)

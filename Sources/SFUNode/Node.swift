@@ -136,13 +136,17 @@ public final class Node: Sendable {
     }
 
     /// Answers a participant's offer to send (see `WorkerCore.publish`).
-    public func publish(room: String, participant: String, offer: String) async throws -> SessionAnswer {
-        try await session(room) { core, now in try core.publish(room: room, participant: participant, offer: offer, now: now) }
+    public func publish(room: String, participant: String, offer: String, screenShareMids: Set<String> = []) async throws -> SessionAnswer {
+        try await session(room) { core, now in
+            try core.publish(room: room, participant: participant, offer: offer, screenShareMids: screenShareMids, now: now)
+        }
     }
 
     /// Answers a participant's offer to receive (see `WorkerCore.subscribe`).
-    public func subscribe(room: String, participant: String, offer: String) async throws -> SessionAnswer {
-        try await session(room) { core, now in try core.subscribe(room: room, participant: participant, offer: offer, now: now) }
+    public func subscribe(room: String, participant: String, offer: String, screenShareMids: Set<String> = []) async throws -> SessionAnswer {
+        try await session(room) { core, now in
+            try core.subscribe(room: room, participant: participant, offer: offer, screenShareMids: screenShareMids, now: now)
+        }
     }
 
     private func session(_ room: String, _ body: @escaping @Sendable (WorkerCore, MonoTime) throws -> SessionAnswer) async throws -> SessionAnswer {

@@ -37,6 +37,8 @@ public final class RoomHarness {
         public let subscribe: SimulatedClient
         public var audio: RTPStreamWriter
         public var video: RTPStreamWriter
+        /// The screen share's stream (SSRC base + 4), sent when the member joined with `publishScreen`.
+        public var screen: RTPStreamWriter
         /// The publisher's transport-wide sequence number (extension id 5), when it sends one.
         public var transportSequence: UInt16?
         public let options: FeedbackOptions
@@ -63,11 +65,13 @@ public final class RoomHarness {
     }
 
     /// Admits a participant that publishes Opus (level extension id 1 when `levelExtension`) and optionally
-    /// VP8, and subscribes to `audioSlots` + `videoSlots` slots. With `keySubscription: false` the subscribing
-    /// connection has no SRTP keys yet (its DTLS handshake is still under way) until `keySubscription(of:)`.
-    public func join(_ id: String, role: Role = .participant, publishVideo: Bool = false, levelExtension: Bool = true,
-                     audioSlots: Int = 3, videoSlots: Int = 0, talkerCount: Int? = nil,
-                     options o: FeedbackOptions = .init(), keySubscription: Bool = true) throws -> Member {
+    /// VP8 (a camera, and a screen share with `publishScreen`), and subscribes to `audioSlots` + `videoSlots`
+    /// (talkers' cameras, mids v0..) + `screenSlots` (screen shares, mids s0.., SSRCs base + 0x280 + i) slots.
+    /// With `keySubscription: false` the subscribing connection has no SRTP keys yet (its DTLS handshake is
+    /// still under way) until `keySubscription(of:)`.
+    public func join(_ id: String, role: Role = .participant, publishVideo: Bool = false, publishScreen: Bool = false,
+                     levelExtension: Bool = true, audioSlots: Int = 3, videoSlots: Int = 0, screenSlots: Int = 0,
+                     talkerCount: Int? = nil, options o: FeedbackOptions = .init(), keySubscription: Bool = true) throws -> Member {
         try room.admit(id, role: role, talkerCount: talkerCount, now: now)
         let pub = newClient()
         let sub = newClient()
@@ -79,6 +83,11 @@ public final class RoomHarness {
         if publishVideo {
             tracks.append(PublishedTrack(codec: .vp8, ssrc: base + 2, rtxSSRC: base + 3, payloadType: 96, rtxPayloadType: 97,
                                          transportCCExtensionID: tcc, nack: o.repair, remb: o.repair))
+        }
+        if publishScreen {
+            var screen = PublishedTrack(codec: .vp8, ssrc: base + 4, payloadType: 96, transportCCExtensionID: tcc, nack: o.repair, remb: o.repair)
+            screen.source = .screen
+            tracks.append(screen)
         }
         try room.attachPublisher(id, connection: pub.connection, tracks: tracks, now: now)
         try room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
@@ -92,12 +101,19 @@ public final class RoomHarness {
                                          absSendTimeExtensionID: o.transportCC ? nil : 4, transportCCExtensionID: tcc,
                                          rtxPayloadType: o.repair ? 99 : nil, rtxSSRC: o.repair ? base + 0x300 + UInt32(i) : nil))
         }
+        for i in 0..<screenSlots {
+            var d = SlotDescription(codec: .vp8, mid: "s\(i)", ssrc: base + 0x280 + UInt32(i), payloadType: 98,
+                                    absSendTimeExtensionID: o.transportCC ? nil : 4, transportCCExtensionID: tcc)
+            d.source = .screen
+            slots.append(d)
+        }
         try room.attachSubscriber(id, connection: sub.connection, slots: slots, now: now, into: batch)
         if keySubscription { try room.setSRTP(connection: sub.connection, inbound: sub.nodeInbound, outbound: sub.nodeOutbound) }
         flush()
         return Member(id: id, publish: pub, subscribe: sub,
                       audio: RTPStreamWriter(ssrc: base + 1, payloadType: 111, audioLevelExtensionID: levelExtension ? 1 : nil),
                       video: RTPStreamWriter(ssrc: base + 2, payloadType: 96, timestamp: 90_000),
+                      screen: RTPStreamWriter(ssrc: base + 4, payloadType: 96, timestamp: 45_000),
                       transportSequence: o.transportCC ? 1 : nil, options: o)
     }
 
@@ -137,7 +153,8 @@ public final class RoomHarness {
         for i in 0..<audioSlots { slots.append(SlotDescription(codec: .opus, mid: "a\(i)", ssrc: base + 0x100 + UInt32(i), payloadType: 109, audioLevelExtensionID: 3)) }
         for i in 0..<videoSlots { slots.append(SlotDescription(codec: .vp8, mid: "v\(i)", ssrc: base + 0x200 + UInt32(i), payloadType: 98)) }
         var next = m
-        if newConnection { next = Member(id: m.id, publish: m.publish, subscribe: newClient(), audio: m.audio, video: m.video, transportSequence: m.transportSequence, options: m.options) }
+        if newConnection { next = Member(id: m.id, publish: m.publish, subscribe: newClient(), audio: m.audio, video: m.video, screen: m.screen,
+                                               transportSequence: m.transportSequence, options: m.options) }
         try room.attachSubscriber(m.id, connection: next.subscribe.connection, slots: slots, now: now, into: batch)
         if newConnection {
             try room.setSRTP(connection: next.subscribe.connection, inbound: next.subscribe.nodeInbound, outbound: next.subscribe.nodeOutbound)
@@ -154,6 +171,7 @@ public final class RoomHarness {
             next = Member(id: m.id, publish: newClient(), subscribe: m.subscribe,
                           audio: RTPStreamWriter(ssrc: m.audio.ssrc ^ 0x00F0_0000, payloadType: 111, audioLevelExtensionID: m.audio.audioLevelExtensionID),
                           video: RTPStreamWriter(ssrc: m.video.ssrc ^ 0x00F0_0000, payloadType: 96, timestamp: 90_000),
+                          screen: RTPStreamWriter(ssrc: m.screen.ssrc ^ 0x00F0_0000, payloadType: 96, timestamp: 45_000),
                           transportSequence: m.transportSequence, options: m.options)
         }
         var tracks = [PublishedTrack(codec: .opus, ssrc: next.audio.ssrc, payloadType: 111, audioLevelExtensionID: next.audio.audioLevelExtensionID)]

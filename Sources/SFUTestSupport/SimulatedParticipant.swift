@@ -15,6 +15,13 @@ public final class SimulatedParticipant {
     /// Video of this bitrate made of stand-in frames (a VP8 frame tag, then random bytes) instead of libvpx
     /// output: what bandwidth scenarios need is realistic sizes and rates, not pictures.
     public var videoKbps: Int?
+    /// Sends its screen share (the member must have joined with `publishScreen`): stand-in VP8 frames of
+    /// `screenKbps` at 5 fps, a keyframe when the node asks for one on the screen's SSRC.
+    public var sendsScreen = false
+    public var screenKbps = 300
+    private var screenPackets = VP8Packetizer(pictureID: 7000, tl0PicIdx: 70)
+    private var screenKeyframePending = true
+    public private(set) var screenKeyframesSent = 0
     /// Sent Opus frames wrapped in RED (RFC 2198) with the previous frame as redundancy, when the member's
     /// options negotiated RED.
     private var previousOpus: [UInt8]?
@@ -37,8 +44,9 @@ public final class SimulatedParticipant {
         self.packetizer = VP8Packetizer(pictureID: UInt16(seed) &* 1000, tl0PicIdx: seed &* 10)
     }
 
-    /// Sends this 20 ms step's audio (and video every other step) into the harness.
+    /// Sends this 20 ms step's audio (and video every other step, the screen share every tenth) into the harness.
     public func step(_ h: RoomHarness, t: Double, stepIndex: Int) {
+        if sendsScreen, stepIndex % 10 == 0 { sendScreenFrame(h) }
         if let pcm = audioScript(t) {
             let payload = opus.encode(pcm)
             h.payloadSenders[payload, default: []].insert(id)
@@ -83,6 +91,23 @@ public final class SimulatedParticipant {
 
     private var plisPending = false
 
+    private func sendScreenFrame(_ h: RoomHarness) {
+        readFeedback(h)
+        let keyframe = screenKeyframePending
+        screenKeyframePending = false
+        if keyframe { screenKeyframesSent += 1 }
+        // 5 frames a second: kbps * 1000 / 8 / 5 bytes, keyframes 3x.
+        let size = max(10, screenKbps * 25 * (keyframe ? 3 : 1))
+        let frame = VP8Frame(data: [keyframe ? 0x10 : 0x11] + (0..<(size - 1)).map { _ in UInt8(truncatingIfNeeded: rng.next()) },
+                             isKeyframe: keyframe)
+        let payloads = screenPackets.packetize(frame)
+        for (i, p) in payloads.enumerated() {
+            let packet = member.screen.packet(p, marker: i == payloads.count - 1, transportSequence: member.nextTransportSequence())
+            h.send(packet, from: member.publish)
+        }
+        member.screen.timestamp &+= 18_000
+    }
+
     /// Sends a keyframe with the next video frame, asked or not.
     public func sendKeyframe() { plisPending = true }
 
@@ -94,8 +119,13 @@ public final class SimulatedParticipant {
             _ = p.withUnsafeBytes { RTCPCompound.forEach($0) { pkts.append($0) } }
             for pkt in pkts {
                 if pkt.packetType == RTCPPacketType.payloadFeedback.rawValue, pkt.countOrFormat == FeedbackFormat.pli {
-                    plisReceived += 1
-                    plisPending = true
+                    // RFC 4585 section 6.1: the media source's SSRC follows the sender's.
+                    let at = pkt.range.lowerBound + 8
+                    let media = p.count >= at + 4 ? UInt32(p[at]) << 24 | UInt32(p[at + 1]) << 16 | UInt32(p[at + 2]) << 8 | UInt32(p[at + 3]) : 0
+                    if media == member.screen.ssrc { screenKeyframePending = true } else {
+                        plisReceived += 1
+                        plisPending = true
+                    }
                 }
                 if pkt.packetType == RTCPPacketType.transportFeedback.rawValue, pkt.countOrFormat == FeedbackFormat.nack {
                     nacksReceived += 1

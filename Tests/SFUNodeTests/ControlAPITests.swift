@@ -181,6 +181,39 @@ import WebRTCEdge
         #expect(r[7].json["closed_connections"] as? Int == 2)
     }
 
+    /// A publish offer with a camera (mid 1) and a second VP8 m-line (mid 2) for the screen share.
+    static func cameraAndScreenOffer() -> String {
+        let ice = ICECredentials.random()
+        var l = ["v=0", "o=- 1 1 IN IP4 0.0.0.0", "s=-", "t=0 0", "a=group:BUNDLE 1 2", "a=fingerprint:\(cert.fingerprint)",
+                 "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)"]
+        for (mid, ssrc) in [("1", 5151), ("2", 5252)] {
+            l += ["m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:\(mid)", "a=sendonly", "a=rtcp-mux", "a=setup:actpass",
+                  "a=rtpmap:96 VP8/90000", "a=ssrc:\(ssrc) cname:c"]
+        }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    @Test func aPublishNamesItsScreenShareBySignaledMid() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "s"], [:]),
+            (.post, "/v1/rooms/s/participants", ["participant": "a"], [:]),
+            (.post, "/v1/rooms/s/participants/a/publish", ["sdp": Self.cameraAndScreenOffer(), "screen_share_mids": ["2"]], [:]),
+            (.get, "/v1/rooms/s", nil, [:]),
+            (.post, "/v1/rooms/s/participants/a/publish", ["sdp": Self.cameraAndScreenOffer(), "screen_share_mids": "2"], [:]),
+            (.post, "/v1/rooms/s/participants/a/publish", ["sdp": Self.cameraAndScreenOffer(),
+                                                           "screen_share_mids": [String(repeating: "m", count: 33)]], [:]),
+        ])
+        #expect(r[2].status == 200)
+        let video = try SessionDescription.parse(try #require(r[2].json["sdp"] as? String)).media
+        #expect(video.map(\.port).allSatisfy { $0 != 0 }, "both video m-lines accepted")
+        let member = (r[3].json["participants"] as? [[String: Any]])?.first
+        #expect((member?["publishes"] as? [String: Bool]) == ["audio": false, "video": true, "screen": true])
+        #expect(r[4].status == 400 && (r[4].json["msg"] as? String)?.contains("'screen_share_mids'") == true)
+        #expect(r[5].status == 400 && r[5].result == 6010)
+    }
+
     @Test func theRestOfTheRoutesAndTheirRefusals() async throws {
         let node = try Self.node()
         defer { node.stop() }

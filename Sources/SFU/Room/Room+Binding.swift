@@ -13,12 +13,14 @@ extension Room {
         guard published.filter({ ($0.simulcast?.index ?? 0) == 0 }).count <= limits.tracksPerPublish else {
             throw RoomError(.limitReached, .invalid, "a publish may send at most \(limits.tracksPerPublish) tracks", limit: "tracks_per_publish")
         }
-        let videos = published.filter { $0.codec.kind == .video }
-        let layers = videos.compactMap(\.simulcast?.index)
-        guard published.filter({ $0.codec.kind == .audio }).count <= 1,
-              videos.count <= 1 || (layers.count == videos.count && Set(layers).count == layers.count && layers.count <= 3) else {
+        func oneSource(_ source: VideoSource) -> Bool {
+            let videos = published.filter { $0.codec.kind == .video && $0.source == source }
+            let layers = videos.compactMap(\.simulcast?.index)
+            return videos.count <= 1 || (layers.count == videos.count && Set(layers).count == layers.count && layers.count <= 3)
+        }
+        guard published.filter({ $0.codec.kind == .audio }).count <= 1, oneSource(.camera), oneSource(.screen) else {
             throw RoomError(.invalidMediaDescription, .invalid,
-                            "a participant publishes at most one audio and one video track (of up to 3 simulcast layers)")
+                            "a participant publishes at most one audio track, one camera and one screen share (each of up to 3 simulcast layers)")
         }
         let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
         guard Set(ssrcs).count == ssrcs.count else {
@@ -42,16 +44,20 @@ extension Room {
         }
         for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn) }
         p.audioTrack = kept.first { $0.kind == .audio }?.index
-        p.videoTracks = kept.filter { $0.kind == .video }.map(\.index)
+        var video = kept.filter { $0.kind == .video }.map(\.index)
         p.publishConnection = connection
         for d in fresh {
             let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
             nextTrackIndex += 1
             tracks[t.index] = t
-            if d.codec.kind == .audio { p.audioTrack = t.index } else { p.videoTracks.append(t.index) }
+            if d.codec.kind == .audio { p.audioTrack = t.index } else { video.append(t.index) }
         }
         // Layers in the offer's order: the lowest first, as browsers and RFC 8853's examples list them.
-        p.videoTracks.sort { (tracks[$0]?.description.simulcast?.index ?? 0) < (tracks[$1]?.description.simulcast?.index ?? 0) }
+        video.sort { (tracks[$0]?.description.simulcast?.index ?? 0) < (tracks[$1]?.description.simulcast?.index ?? 0) }
+        p.cameraTracks = video.filter { tracks[$0]?.description.source == .camera }
+        p.screenTracks = video.filter { tracks[$0]?.description.source == .screen }
+        p.layerRankings = [:]
+        if p.screenTracks.isEmpty { p.screenSharedSince = nil }
         rebuildRoutes(conn, of: p)
         if p.audioTrack != nil { detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
         conn.nextReceiverReport = min(conn.nextReceiverReport, now + configuration.receiverReportInterval)
@@ -173,7 +179,10 @@ extension Room {
         let conn = p.publishConnection.flatMap { connections[$0] }
         for t in [p.audioTrack].compactMap({ $0 }) + p.videoTracks { removeTrack(t, conn: conn) }
         p.audioTrack = nil
-        p.videoTracks = []
+        p.cameraTracks = []
+        p.screenTracks = []
+        p.layerRankings = [:]
+        p.screenSharedSince = nil
         if let conn { rebuildRoutes(conn, of: p) }
         stopSpeaking(p)
     }

@@ -79,10 +79,10 @@ extension Room {
     /// would take (`VideoCountPolicy`'s up rule: reserve + k videos x 1.15); nil when it has all it can use.
     func bandwidthForMoreVideos(_ p: Participant, _ s: SubscriberState, now: MonoTime) -> Double? {
         let n = s.videoCount.numberOfVideos
-        let showable = participants.values.filter { q in
-            q.index != p.index && videoLive(q) && videoAllowed(q) && !q.videoMuted
-        }.count
-        let wanted = min(s.videoSlots.count, showable)
+        let cameras = participants.values.count { q in q.index != p.index && videoLive(q) && videoAllowed(q) && !q.videoMuted }
+        let screens = participants.values.count { q in q.index != p.index && videoLive(q, .screen) && videoAllowed(q) }
+        let screenSlots = s.videoSlots.count { $0.description.source == .screen }
+        let wanted = min(s.videoSlots.count - screenSlots, cameras) + min(screenSlots, screens)
         guard n < wanted else { return nil }
         let stream = streamBandwidthKbps(now: now)
         let audio = configuration.audioReserveKbps * max(1, s.audioSlots.filter { $0.current != nil }.count)

@@ -33,10 +33,16 @@ extension Room {
             if now >= conn.nextREMB {
                 conn.nextREMB = now + .seconds(1)
                 // A simulcast publisher's layers share its REMB (RFC 8853 leaves the split to it): no cap from
-                // the room, whose subscribers each take the layer that fits them; its uplink still applies.
-                let video = p.videoTracks.compactMap { tracks[$0] }
-                let ssrcs = video.compactMap(\.ssrc)
-                let cap = video.count == 1 ? publisherCap(video[0]) : Self.unconstrainedBitrate
+                // the room, whose subscribers each take the layer that fits them; its uplink still applies. A
+                // camera and a screen share are capped each, and the REMB (one figure for all its SSRCs) is
+                // their sum.
+                let ssrcs = p.videoTracks.compactMap { tracks[$0]?.ssrc }
+                var cap: UInt64 = 0
+                for source in VideoSource.allCases {
+                    let layers = p.tracks(source).compactMap { tracks[$0] }
+                    cap = min(cap &+ (layers.count == 1 ? publisherCap(layers[0]) : layers.isEmpty ? 0 : Self.unconstrainedBitrate),
+                              Self.unconstrainedBitrate)
+                }
                 if !ssrcs.isEmpty, let buf = out.nextBuffer(),
                    let n = REMB(senderSSRC: nodeSSRC, bitrate: min(cap, conn.uplink?.estimate ?? .max), ssrcs: ssrcs).write(into: buf) {
                     commitRTCP(buf, length: n, conn: conn, into: out)

@@ -177,19 +177,22 @@ extension Room {
     /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at
     /// most every 500 ms), or the configured `stream_bandwidth` before any is measured. A simulcast source
     /// counts at its lowest live layer: a subscriber whose share shrinks takes lower layers first, and only
-    /// when even those do not fit is it shown fewer videos (and back up in the reverse order).
+    /// when even those do not fit is it shown fewer videos (and back up in the reverse order). A camera and a
+    /// screen share are two videos.
     func streamBandwidthKbps(now: MonoTime) -> Int {
         if let c = streamRateCache, now - c.at < .milliseconds(500) { return c.kbps }
         var total = 0.0, n = 0
-        for p in participants.values where !p.videoTracks.isEmpty {
-            var cheapest: Double?
-            for t in p.videoTracks {
-                guard let track = tracks[t], track.live, let bps = track.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
-                cheapest = min(cheapest ?? bps, bps)
+        for p in participants.values {
+            for source in VideoSource.allCases {
+                var cheapest: Double?
+                for t in p.tracks(source) {
+                    guard let track = tracks[t], track.live, let bps = track.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
+                    cheapest = min(cheapest ?? bps, bps)
+                }
+                guard let bps = cheapest else { continue }
+                total += bps
+                n += 1
             }
-            guard let bps = cheapest else { continue }
-            total += bps
-            n += 1
         }
         let kbps = n == 0 ? configuration.streamBandwidthKbps : max(50, Int(total / Double(n) / 1000))
         streamRateCache = (now, kbps)

@@ -17,26 +17,29 @@ extension Room {
     /// or came back is not measured cheap on a half-empty window.
     static let layerRateWindow: MonoTime.Interval = .seconds(2)
 
-    /// Whether any layer of the participant's video is arriving.
-    func videoLive(_ p: Participant) -> Bool { p.videoTracks.contains { tracks[$0]?.live == true } }
+    /// Whether any layer of the participant's camera (or `source`) is arriving.
+    func videoLive(_ p: Participant, _ source: VideoSource = .camera) -> Bool {
+        p.tracks(source).contains { tracks[$0]?.live == true }
+    }
 
-    /// The track of `participant`'s `kind` to send subscriber `s` (nil: no subscriber context, the top layer).
-    /// A slot that already shows a live layer of a simulcast source keeps it: `reviewLayers` alone moves it,
-    /// with its hold times.
-    func track(of participant: Int, _ kind: MediaKind, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil,
-               now: MonoTime) -> Int? {
+    /// The track of `participant`'s `kind` (and video `source`) to send subscriber `s` (nil: no subscriber
+    /// context, the top layer). A slot that already shows a live layer of a simulcast source keeps it:
+    /// `reviewLayers` alone moves it, with its hold times.
+    func track(of participant: Int, _ kind: MediaKind, _ source: VideoSource = .camera, for s: SubscriberState?, current: Int?,
+               render: RenderLimit? = nil, now: MonoTime) -> Int? {
         guard let p = participants[participant] else { return nil }
         if kind == .audio { return p.audioTrack }
-        guard p.videoTracks.count > 1 else { return p.videoTracks.first }
-        if let current, p.videoTracks.contains(current), tracks[current]?.live == true { return current }
-        return videoLayer(of: p, for: s, current: current, render: render, now: now)
+        let layers = p.tracks(source)
+        guard layers.count > 1 else { return layers.first }
+        if let current, layers.contains(current), tracks[current]?.live == true { return current }
+        return videoLayer(of: p, source, for: s, current: current, render: render, now: now)
     }
 
     /// `q`'s live layers, lowest first (by key frame size once every one has sent one, else in the offer's
     /// order), with their trusted rates; cached for 250 ms.
-    func layerRanking(_ q: Participant, now: MonoTime) -> (layers: [Int], rates: [Double?]) {
-        if let r = q.layerRanking, now - r.at < .milliseconds(250) { return (r.layers, r.rates) }
-        var layers = q.videoTracks.filter { tracks[$0]?.live == true }
+    func layerRanking(_ q: Participant, _ source: VideoSource, now: MonoTime) -> (layers: [Int], rates: [Double?]) {
+        if let r = q.layerRankings[source], now - r.at < .milliseconds(250) { return (r.layers, r.rates) }
+        var layers = q.tracks(source).filter { tracks[$0]?.live == true }
         let sizes = layers.map { tracks[$0]?.frameSize.map { $0.width * $0.height } }
         if sizes.allSatisfy({ $0 != nil }) {
             layers = zip(layers, sizes).sorted { $0.1! < $1.1! }.map(\.0)
@@ -45,7 +48,7 @@ extension Room {
             guard let track = tracks[t], let since = track.liveSince, now - since >= Self.layerRateWindow else { return nil }
             return track.rate.bitsPerSecond(now: now)
         }
-        q.layerRanking = (now, layers, rates)
+        q.layerRankings[source] = LayerRanking(at: now, layers: layers, rates: rates)
         return (layers, rates)
     }
 
@@ -63,9 +66,11 @@ extension Room {
     /// without a trusted rate is not taken, except the lowest), the lowest when none fits, the highest
     /// before the subscriber has an estimate. With a render limit, none above the smallest whose key frames
     /// cover it.
-    func videoLayer(of q: Participant, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil, now: MonoTime) -> Int? {
-        var (layers, rates) = layerRanking(q, now: now)
-        guard layers.count > 1 else { return layers.first ?? (current.flatMap { q.videoTracks.contains($0) ? $0 : nil } ?? q.videoTracks.last) }
+    func videoLayer(of q: Participant, _ source: VideoSource, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil,
+                    now: MonoTime) -> Int? {
+        var (layers, rates) = layerRanking(q, source, now: now)
+        let all = q.tracks(source)
+        guard layers.count > 1 else { return layers.first ?? (current.flatMap { all.contains($0) ? $0 : nil } ?? all.last) }
         if let render, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
             layers = Array(layers[...cover])
             rates = Array(rates[...cover])
@@ -84,7 +89,7 @@ extension Room {
     /// The simulcast layer a video slot carries or waits for, nil when its source is not simulcast.
     func layerShown(_ slot: Slot) -> Int? {
         guard let t = slot.pending ?? slot.current, let track = tracks[t], let owner = participants[track.owner],
-              owner.videoTracks.count > 1 else { return nil }
+              owner.tracks(track.description.source).count > 1 else { return nil }
         return track.description.simulcast?.index
     }
 
@@ -96,10 +101,11 @@ extension Room {
         var moved = false
         for i in s.videoSlots.indices {
             let slot = s.videoSlots[i]
-            guard let who = slot.assigned, let q = participants[who], q.videoTracks.count > 1 else { continue }
+            let source = slot.description.source
+            guard let who = slot.assigned, let q = participants[who], q.tracks(source).count > 1 else { continue }
             let shown = slot.pending ?? slot.current
-            guard let want = videoLayer(of: q, for: s, current: shown, render: slot.renderLimit, now: now) else { continue }
-            let layers = layerRanking(q, now: now).layers
+            guard let want = videoLayer(of: q, source, for: s, current: shown, render: slot.renderLimit, now: now) else { continue }
+            let layers = layerRanking(q, source, now: now).layers
             guard want != shown, let wantAt = layers.firstIndex(of: want) else { continue }
             if let shown, let shownAt = layers.firstIndex(of: shown), wantAt > shownAt,
                now - slot.layerChangedAt < Self.layerUpHold { continue }
@@ -117,7 +123,7 @@ extension Room {
         var better = false
         for slot in s.videoSlots {
             guard let who = slot.assigned, let q = participants[who], let t = slot.pending ?? slot.current else { continue }
-            var (layers, rates) = layerRanking(q, now: now)
+            var (layers, rates) = layerRanking(q, slot.description.source, now: now)
             if let render = slot.renderLimit, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
                 layers = Array(layers[...cover])
                 rates = Array(rates[...cover])

@@ -81,24 +81,33 @@ extension Room {
 
     /// Rebuilds one subscriber's list, moves sources between its slots (sticky: a kept source keeps its slot;
     /// a newcomer takes an evicted source's slot), and reports the list and slot map when either changed.
+    /// Screen slots show screen shares (`screenSharesWanted`) and take their share of the subscriber's
+    /// number_of_videos first; camera slots show the talkers' cameras with what is left.
     func refreshSubscriber(_ p: Participant, _ prepared: TalkerListBuilder.Prepared, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         let c = prepared.candidates
         let k = configuration.maxActiveTalkers
-        let length = min(k, p.talkerCount ?? k, max(s.audioSlots.count, s.videoSlots.count))
+        let cameraSlots = s.videoSlots.indices.filter { s.videoSlots[$0].description.source == .camera }
+        let screenSlots = s.videoSlots.indices.filter { s.videoSlots[$0].description.source == .screen }
+        let length = min(k, p.talkerCount ?? k, max(s.audioSlots.count, cameraSlots.count))
         let videos = min(s.videoCount.numberOfVideos, s.videoSlots.count)
-        var list = prepared.list(for: p.index, length: length, videos: videos)
+        var list = prepared.list(for: p.index, length: length, videos: min(videos, cameraSlots.count))
+        let screenWanted = screenSlots.isEmpty ? [] : Array(screenSharesWanted(by: p, talkers: list).prefix(min(videos, screenSlots.count)))
+        if !screenWanted.isEmpty {
+            list = prepared.list(for: p.index, length: length, videos: min(videos - screenWanted.count, cameraSlots.count))
+        }
         let audioWanted = Array(list.filter { c[$0.participant]!.hasAudio }.map(\.participant).prefix(s.audioSlots.count))
-        var videoWanted = Array(list.filter(\.video).map(\.participant).prefix(s.videoSlots.count))
+        var videoWanted = Array(list.filter(\.video).map(\.participant).prefix(cameraSlots.count))
         // A talker who only just started takes no video slot from someone still showing: the burst may be
         // a "yeah" (no video switch for bursts under 600 ms, media-core.md).
-        var showing = s.videoSlots.compactMap(\.assigned).filter { c[$0]?.hasVideo == true && !videoWanted.contains($0) && $0 != p.index }
+        var showing = cameraSlots.compactMap { s.videoSlots[$0].assigned }.filter { c[$0]?.hasVideo == true && !videoWanted.contains($0) && $0 != p.index }
         for i in videoWanted.indices where c[videoWanted[i]]?.young == true && !showing.isEmpty {
             videoWanted[i] = showing.removeFirst()
         }
         for i in list.indices { list[i].video = videoWanted.contains(list[i].participant) }
-        assign(audioWanted, kind: .audio, subscriber: p, now: now, into: out)
-        assign(videoWanted, kind: .video, subscriber: p, now: now, into: out)
+        assign(audioWanted, kind: .audio, slots: Array(s.audioSlots.indices), subscriber: p, now: now, into: out)
+        assign(videoWanted, kind: .video, slots: cameraSlots, subscriber: p, now: now, into: out)
+        if !screenSlots.isEmpty { assign(screenWanted, kind: .video, slots: screenSlots, subscriber: p, now: now, into: out) }
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
         let layers = s.videoSlots.map(layerShown)
         guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers else { return }
@@ -115,27 +124,49 @@ extension Room {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assigned.flatMap { participants[$0]?.id })
         } + s.videoSlots.map {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assigned.flatMap { participants[$0]?.id },
-                                     layer: layerShown($0))
+                                     layer: layerShown($0), source: $0.description.source)
         }
         events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
     }
 
-    private func assign(_ wanted: [Int], kind: MediaKind, subscriber p: Participant, now: MonoTime, into out: DatagramBatch) {
+    /// The screen shares subscriber `p`'s screen slots should show, most important first: under
+    /// `ScreenShareRule.always` every live share but its own, pinned presenters first, then the oldest share
+    /// (a presentation keeps its slot when another begins); under `.talker` the shares of the talkers in its
+    /// list, in the list's order. A hard-muted or floor-less presenter's share is not forwarded (its packets
+    /// are dropped at ingress as a camera's are).
+    func screenSharesWanted(by p: Participant, talkers: [TalkerEntry]) -> [Int] {
+        func showable(_ q: Participant) -> Bool { q.index != p.index && videoLive(q, .screen) && videoAllowed(q) }
+        switch configuration.screenShare {
+        case .talker:
+            return talkers.map(\.participant).filter { participants[$0].map(showable) ?? false }
+        case .always:
+            return participants.values.filter(showable).sorted { a, b in
+                let pa = pins.firstIndex(of: a.index) ?? Int.max, pb = pins.firstIndex(of: b.index) ?? Int.max
+                if pa != pb { return pa < pb }
+                let sa = a.screenSharedSince ?? .never, sb = b.screenSharedSince ?? .never
+                return sa != sb ? sa < sb : a.index < b.index
+            }.map(\.index)
+        }
+    }
+
+    /// Applies the slot planner's moves to the subscriber's slots of `kind` listed in `slots` (camera and
+    /// screen slots are planned apart: each kind keeps its own sources).
+    private func assign(_ wanted: [Int], kind: MediaKind, slots: [Int], subscriber p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
-        let count = kind == .audio ? s.audioSlots.count : s.videoSlots.count
-        let current = (0..<count).map { s.slot(SlotRef(subscriber: p.index, kind: kind, index: $0)).assigned }
+        let current = slots.map { s.slot(SlotRef(subscriber: p.index, kind: kind, index: $0)).assigned }
         for move in SlotPlanner.plan(current: current, wanted: wanted) {
             switch move {
-            case .place(let who, let i): place(who, in: SlotRef(subscriber: p.index, kind: kind, index: i), subscriber: s, now: now, into: out)
-            case .clear(let i): clear(SlotRef(subscriber: p.index, kind: kind, index: i), subscriber: s)
+            case .place(let who, let i): place(who, in: SlotRef(subscriber: p.index, kind: kind, index: slots[i]), subscriber: s, now: now, into: out)
+            case .clear(let i): clear(SlotRef(subscriber: p.index, kind: kind, index: slots[i]), subscriber: s)
             }
         }
         // A placed participant whose track changed (re-published) is re-pointed.
-        for i in 0..<count {
+        for i in slots {
             let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
             let slot = s.slot(ref)
             if let a = slot.assigned,
-               let t = track(of: a, kind, for: s, current: slot.pending ?? slot.current, render: slot.renderLimit, now: now),
+               let t = track(of: a, kind, slot.description.source, for: s, current: slot.pending ?? slot.current,
+                             render: slot.renderLimit, now: now),
                slot.current != t, slot.pending != t {
                 place(a, in: ref, subscriber: s, now: now, into: out)
             }
@@ -147,7 +178,8 @@ extension Room {
     func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, layer: Int? = nil, now: MonoTime, into out: DatagramBatch) {
         let before = s.slot(ref)
         let shown = before.assigned == who ? before.pending ?? before.current : nil
-        guard let t = layer ?? track(of: who, ref.kind, for: s, current: shown, render: before.renderLimit, now: now),
+        guard let t = layer ?? track(of: who, ref.kind, before.description.source, for: s, current: shown, render: before.renderLimit,
+                                     now: now),
               let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
             slot.assigned = who
@@ -242,6 +274,10 @@ extension Room {
                 t.live = live
                 t.liveSince = live ? now : nil
                 listsDirty = true
+                if t.description.source == .screen, let p = participants[t.owner] {
+                    let sharing = videoLive(p, .screen)
+                    if !sharing { p.screenSharedSince = nil } else if p.screenSharedSince == nil { p.screenSharedSince = now }
+                }
             }
         }
     }

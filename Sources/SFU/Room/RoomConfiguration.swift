@@ -28,6 +28,8 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// bursts under 600 ms).
     public var sustainedSpeech: MonoTime.Interval = .milliseconds(600)
     public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
+    /// Which screen shares a subscriber's screen slots show (see `ScreenShareRule`).
+    public var screenShare: ScreenShareRule = .always
 
     public static let maxActiveTalkersRange = 1...12
 
@@ -80,6 +82,8 @@ public struct PublishedTrack: Sendable, Equatable {
     /// `a=ssrc-group:SIM`), and, rid-based, its rid and the ids of the RID and repaired-RID header extensions
     /// (RFC 8852) that bind its SSRCs when the offer gives none.
     public var simulcast: SimulcastLayer?
+    /// Video: a camera or a screen share (a participant may publish one of each).
+    public var source: VideoSource = .camera
 
     public init(codec: Codec, ssrc: UInt32?, rtxSSRC: UInt32? = nil, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
                 mid: String? = nil, midExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,
@@ -97,6 +101,23 @@ public struct PublishedTrack: Sendable, Equatable {
         self.nack = nack
         self.remb = remb
     }
+}
+
+/// Where a video comes from. A screen share is a second video source of its participant, with its own slots
+/// at subscribers (`SlotDescription.source`) and its own rule (`ScreenShareRule`), not a talker's camera.
+public enum VideoSource: String, Sendable, Codable, CaseIterable {
+    case camera, screen
+}
+
+/// Which screen shares a subscriber's screen slots show.
+public enum ScreenShareRule: String, Sendable, Codable, CaseIterable {
+    /// Every screen share in the room while it is present, whoever talks (as a pin is kept), oldest share
+    /// first when there are more shares than screen slots: a presentation must not vanish because its
+    /// presenter paused or someone else spoke up.
+    case always
+    /// A screen share only while its presenter is in the subscriber's talker list (the same ranking as
+    /// cameras), for rooms where many share at once and only the current talkers' screens matter.
+    case talker = "with_talker"
 }
 
 /// A published video's spatial layer (see `PublishedTrack.simulcast`).
@@ -134,6 +155,9 @@ public struct SlotDescription: Sendable, Equatable {
     public var rtxSSRC: UInt32?
     /// Audio: the subscriber takes Opus with redundancy (RFC 2198) under this payload type.
     public var redPayloadType: UInt8?
+    /// Video: what the slot shows, talkers' cameras or screen shares (a slot kind of its own: screen shares
+    /// are not ranked as talkers).
+    public var source: VideoSource = .camera
 
     public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
                 absSendTimeExtensionID: UInt8? = nil, transportCCExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,

@@ -39,12 +39,16 @@ public enum RoomEvent: Equatable, Sendable {
         /// For a video slot showing a simulcast publisher: the layer it carries or is switching to (0 = the
         /// first in the publisher's offer, its lowest). Nil otherwise.
         public var layer: Int?
+        /// For a video slot: whether it shows talkers' cameras or screen shares (the subscriber's choice of
+        /// slot kind). Nil for audio.
+        public var source: VideoSource?
 
-        public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil) {
+        public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil, source: VideoSource? = nil) {
             self.mid = mid
             self.kind = kind
             self.participant = participant
             self.layer = layer
+            self.source = source
         }
     }
 }

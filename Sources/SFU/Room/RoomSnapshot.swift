@@ -10,6 +10,8 @@ public struct RoomSnapshot: Sendable, Equatable {
         public var publishesAudio: Bool
         public var publishesVideo: Bool
         public var subscribedSlots: Int
+        /// It publishes a screen share (a second video source).
+        public var publishesScreen = false
     }
 
     public var name: String
@@ -60,8 +62,9 @@ extension Room {
                     id: p.id, name: p.name, role: p.role,
                     connected: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.contains { connections[$0]?.inbound != nil },
                     hardMutedAudio: p.hardMutedAudio || (roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
-                    publishesAudio: p.audioTrack != nil, publishesVideo: !p.videoTracks.isEmpty,
-                    subscribedSlots: (p.subscriber?.audioSlots.count ?? 0) + (p.subscriber?.videoSlots.count ?? 0))
+                    publishesAudio: p.audioTrack != nil, publishesVideo: !p.cameraTracks.isEmpty,
+                    subscribedSlots: (p.subscriber?.audioSlots.count ?? 0) + (p.subscriber?.videoSlots.count ?? 0),
+                    publishesScreen: !p.screenTracks.isEmpty)
             })
     }
 

@@ -12,11 +12,16 @@ final class Participant {
     var publishConnection: ConnectionID?
     var subscribeConnection: ConnectionID?
     var audioTrack: Int?
-    /// The published video: one track, or one per simulcast layer in the offer's order.
-    var videoTracks: [Int] = []
-    /// Its live simulcast layers, lowest first, and the rate of each that can be trusted (nil: still ramping
-    /// or unmeasured), re-read at most every 250 ms: layer choice runs on every subscriber's feedback.
-    var layerRanking: (at: MonoTime, layers: [Int], rates: [Double?])?
+    /// The published camera: one track, or one per simulcast layer (lowest first).
+    var cameraTracks: [Int] = []
+    /// The published screen share, the same way.
+    var screenTracks: [Int] = []
+    /// Each source's live simulcast layers, lowest first, and the rate of each that can be trusted (nil: still
+    /// ramping or unmeasured), re-read at most every 250 ms: layer choice runs on every subscriber's feedback.
+    var layerRankings: [VideoSource: LayerRanking] = [:]
+    /// Since when its screen share has been arriving (without a gap of `videoStaleAfter`): under
+    /// `ScreenShareRule.always` the oldest share keeps the screen slot when another begins.
+    var screenSharedSince: MonoTime?
     var subscriber: SubscriberState?
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
@@ -32,6 +37,20 @@ final class Participant {
         self.role = role
         self.talkerCount = talkerCount
     }
+}
+
+extension Participant {
+    /// Every video track of both sources: what hard mute, floor, feedback and stats cover.
+    var videoTracks: [Int] { screenTracks.isEmpty ? cameraTracks : cameraTracks + screenTracks }
+
+    func tracks(_ source: VideoSource) -> [Int] { source == .camera ? cameraTracks : screenTracks }
+}
+
+/// A video source's live layers, lowest first, with their trusted rates, as ranked at `at`.
+struct LayerRanking {
+    var at: MonoTime
+    var layers: [Int]
+    var rates: [Double?]
 }
 
 /// A subscriber's slots, talker list and downlink estimate.

@@ -46,6 +46,7 @@ public enum ControlAPI {
             c.maxActiveTalkers = node.configuration.roomMaxActiveTalkers
             c.streamBandwidthKbps = node.configuration.roomStreamBandwidthKbps
             c.levelSource = node.configuration.roomLevelSource
+            c.screenShare = node.configuration.roomScreenShare
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
             return ok(RoomName(room: b.room), status: .created)
@@ -98,13 +99,15 @@ public enum ControlAPI {
         // One transport per direction over a participant's life: the worker core decides whether an offer
         // creates it, renegotiates it, restarts its ICE or replaces it (`change` in the answer).
         router.post("/v1/rooms/:room/participants/:p/publish") { request, context in
-            let offer = try await decode(OfferRequest.self, request).sdp
-            let a = try await node.publish(room: try room(context), participant: try participant(context), offer: offer)
+            let offer = try await decode(OfferRequest.self, request)
+            let a = try await node.publish(room: try room(context), participant: try participant(context), offer: offer.sdp,
+                                           screenShareMids: offer.screenShareMids)
             return ok(Answer(sdp: a.sdp, change: a.change.rawValue))
         }
         router.post("/v1/rooms/:room/participants/:p/subscribe") { request, context in
-            let offer = try await decode(OfferRequest.self, request).sdp
-            let a = try await node.subscribe(room: try room(context), participant: try participant(context), offer: offer)
+            let offer = try await decode(OfferRequest.self, request)
+            let a = try await node.subscribe(room: try room(context), participant: try participant(context), offer: offer.sdp,
+                                             screenShareMids: offer.screenShareMids)
             return ok(Answer(sdp: a.sdp, change: a.change.rawValue))
         }
 

@@ -12,7 +12,7 @@ struct CreateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source"])
+        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share"])
         room = try f.identifier("room")
         settings = try RoomSettings(f)
     }
@@ -23,7 +23,7 @@ struct UpdateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source"]))
+        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share"]))
     }
 }
 
@@ -33,12 +33,14 @@ struct RoomSettings: Sendable {
     var maxActiveTalkers: Int?
     var streamBandwidth: Int?
     var levelSource: LevelSource?
+    var screenShare: ScreenShareRule?
 
     init(_ f: FieldReader) throws {
         mode = try f.oneOf("mode", RoomConfiguration.Mode.self, "group or lecture")
         maxActiveTalkers = try f.int("max_active_talkers", 1...12)
         streamBandwidth = try f.int("stream_bandwidth", 1...100_000)
         levelSource = try f.oneOf("level_source", LevelSource.self, "extension, decode or verify")
+        screenShare = try f.oneOf("screen_share", ScreenShareRule.self, "always or with_talker")
     }
 
     func apply(to c: inout RoomConfiguration) {
@@ -46,6 +48,7 @@ struct RoomSettings: Sendable {
         if let maxActiveTalkers { c.maxActiveTalkers = maxActiveTalkers }
         if let streamBandwidth { c.streamBandwidthKbps = streamBandwidth }
         if let levelSource { c.levelSource = levelSource }
+        if let screenShare { c.screenShare = screenShare }
     }
 }
 
@@ -88,12 +91,21 @@ struct RemoveParticipantRequest: RequestBody {
     }
 }
 
-/// POST .../publish and .../subscribe: the client's SDP offer.
+/// POST .../publish and .../subscribe: the client's SDP offer, and which of its video m-lines (by mid) are
+/// screen shares (publish) or screen slots (subscribe).
 struct OfferRequest: RequestBody {
     var sdp: String
+    var screenShareMids: Set<String>
 
     init(from decoder: any Decoder) throws {
-        sdp = try FieldReader(decoder, allowed: ["sdp"]).requiredString("sdp")
+        let f = try FieldReader(decoder, allowed: ["sdp", "screen_share_mids"])
+        sdp = try f.requiredString("sdp")
+        let mids = try f.strings("screen_share_mids") ?? []
+        // Bounded: a mid is an RFC 5888 token, and browsers number them; no offer has more screen m-lines.
+        guard mids.count <= 16, mids.allSatisfy({ !$0.isEmpty && $0.count <= 32 }) else {
+            throw APIError(.badRequest, code: 6010, "screen_share_mids must be at most 16 mids of 1-32 characters")
+        }
+        screenShareMids = Set(mids)
     }
 }
 

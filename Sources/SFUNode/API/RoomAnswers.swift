@@ -11,6 +11,7 @@ struct RoomState: JSONFields {
 
     enum CodingKeys: String, CodingKey {
         case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
+        case screenShare = "screen_share"
         case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
         case floor, participants
     }
@@ -23,6 +24,7 @@ struct RoomState: JSONFields {
         try c.encode(s.configuration.maxActiveTalkers, forKey: .maxActiveTalkers)
         try c.encode(s.configuration.streamBandwidthKbps, forKey: .streamBandwidth)
         try c.encode(s.configuration.levelSource.rawValue, forKey: .levelSource)
+        try c.encode(s.configuration.screenShare.rawValue, forKey: .screenShare)
         try c.encode(s.roomAudioMuted, forKey: .hardMuted)
         try c.encode(s.locked, forKey: .locked)
         try c.encode(s.pinned, forKey: .pinned)
@@ -46,6 +48,7 @@ struct RoomState: JSONFields {
         w.array(s.participants) { w, p in w.object { Member(p).writeFields(&$0) } }
         w.field("pinned", s.pinned)
         w.field("room", s.name)
+        w.field("screen_share", s.configuration.screenShare.rawValue)
         w.field("stream_bandwidth", s.configuration.streamBandwidthKbps)
     }
 
@@ -57,7 +60,7 @@ struct RoomState: JSONFields {
         var role: String
         var connected: Bool
         var hardMuted: AudioVideo
-        var publishes: AudioVideo
+        var publishes: Publishes
         var slots: Int
 
         init(_ p: RoomSnapshot.Participant) {
@@ -66,7 +69,7 @@ struct RoomState: JSONFields {
             role = p.role.rawValue
             connected = p.connected
             hardMuted = AudioVideo(audio: p.hardMutedAudio, video: p.hardMutedVideo)
-            publishes = AudioVideo(audio: p.publishesAudio, video: p.publishesVideo)
+            publishes = Publishes(audio: p.publishesAudio, video: p.publishesVideo, screen: p.publishesScreen)
             slots = p.subscribedSlots
         }
 
@@ -89,6 +92,19 @@ struct RoomState: JSONFields {
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("audio", audio)
+            w.field("video", video)
+        }
+    }
+
+    /// What a participant publishes: `video` is its camera, `screen` its screen share.
+    struct Publishes: JSONFields {
+        var audio: Bool
+        var video: Bool
+        var screen: Bool
+
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("audio", audio)
+            w.field("screen", screen)
             w.field("video", video)
         }
     }

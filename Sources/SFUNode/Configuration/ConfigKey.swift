@@ -62,6 +62,20 @@ public struct ConfigKey: Sendable {
                          })
     }
 
+    /// A key whose value names one case of `T` (its raw value).
+    static func oneOf<T: RawRepresentable & CaseIterable & Sendable>(
+        _ name: String, _ path: WritableKeyPath<NodeConfiguration, T> & Sendable, _ help: String
+    ) -> ConfigKey where T.RawValue == String {
+        let names = T.allCases.map(\.rawValue)
+        let list = names.dropLast().joined(separator: ", ") + " or " + names.last!
+        return ConfigKey(name: name, help: help, expected: list, current: { .string($0[keyPath: path].rawValue) },
+                         store: { c, v in
+                             guard case .string(let s) = v, let value = T(rawValue: s) else { return false }
+                             c[keyPath: path] = value
+                             return true
+                         })
+    }
+
     static func address(_ name: String, _ path: WritableKeyPath<NodeConfiguration, TransportAddress> & Sendable,
                         _ help: String) -> ConfigKey {
         ConfigKey(name: name, help: help, expected: "an address like \"127.0.0.1:8080\"",

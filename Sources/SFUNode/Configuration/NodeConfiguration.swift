@@ -24,6 +24,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var roomMaxActiveTalkers = 6
     public var roomStreamBandwidthKbps = 300
     public var roomLevelSource: LevelSource = .decode
+    public var roomScreenShare: ScreenShareRule = .always
     /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
     /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).
@@ -81,6 +82,8 @@ public struct NodeConfiguration: Sendable, Equatable {
                       c.roomLevelSource = l
                       return true
                   }),
+        .oneOf("rooms.screen_share", \.roomScreenShare,
+               "default screen share rule: always (every share while present, whoever talks) or with_talker (while its presenter is a talker)"),
         .int("events.queue", 1...10_000_000, \.eventsQueue, "events each worker holds for the control plane before dropping"),
         .int("events.consumer_buffer", 1...1_000_000, \.eventsConsumerBuffer,
              "events a slow /v1/events consumer may fall behind by before it loses some"),

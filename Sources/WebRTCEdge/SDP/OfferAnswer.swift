@@ -50,18 +50,22 @@ public enum OfferAnswer {
 
     /// Answers a client's sending connection: accepts one Opus and one VP8 (with RTX) m-line, binds their
     /// SSRCs to tracks, rejects everything else (port 0).
-    public static func answerPublish(_ offerText: String, local: LocalTransport) throws(SDPError) -> Publish {
-        try answerPublish(SessionDescription.parse(offerText), local: local)
+    /// A second video m-line is accepted when it is a screen share (`source`): its mid is in
+    /// `screenShareMids` (the signaling server says so), or the offer marks it.
+    public static func answerPublish(_ offerText: String, local: LocalTransport, screenShareMids: Set<String> = []) throws(SDPError) -> Publish {
+        try answerPublish(SessionDescription.parse(offerText), local: local, screenShareMids: screenShareMids)
     }
 
-    public static func answerPublish(_ offer: SessionDescription, local: LocalTransport) throws(SDPError) -> Publish {
+    public static func answerPublish(_ offer: SessionDescription, local: LocalTransport,
+                                     screenShareMids: Set<String> = []) throws(SDPError) -> Publish {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
         var tracks: [PublishedTrack] = []
         for m in offer.media {
             let kind = m.kind
+            let source = kind == "video" ? source(of: m, screenShareMids: screenShareMids) : .camera
             guard (kind == "audio" || kind == "video"), m.isLive, m.direction == .sendonly || m.direction == .sendrecv,
-                  !tracks.contains(where: { $0.codec.kind.rawValue == kind }) else {
+                  !tracks.contains(where: { $0.codec.kind.rawValue == kind && $0.source == source }) else {
                 answer.media.append(rejected(m))
                 continue
             }
@@ -120,6 +124,7 @@ public enum OfferAnswer {
                                reason: "neither a=ssrc lines nor the MID header extension: packets could not be bound to the track")
             }
             track.transportCCExtensionID = tccID
+            track.source = source
             // Without transport-cc, abs-send-time lets the node estimate the uplink itself for its REMB.
             let sendTimeID = remb && tccID == nil ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
             track.absSendTimeExtensionID = sendTimeID
@@ -130,6 +135,7 @@ public enum OfferAnswer {
                 tracks.append(track)
             } else {
                 for var layer in layers {
+                    layer.source = source
                     layer.transportCCExtensionID = tccID
                     layer.absSendTimeExtensionID = sendTimeID
                     layer.nack = nack
@@ -164,12 +170,14 @@ public enum OfferAnswer {
 
     /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8) m-line becomes a
     /// slot the node sends on with an SSRC from `ssrc(mid, kind, index)` (a renegotiation keeps a mid's SSRC).
-    public static func answerSubscribe(_ offerText: String, local: LocalTransport,
+    /// A video m-line whose mid is in `screenShareMids`, or that the offer marks as a screen share, is a
+    /// screen slot (`SlotDescription.source`).
+    public static func answerSubscribe(_ offerText: String, local: LocalTransport, screenShareMids: Set<String> = [],
                                        ssrc: (String, MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
-        try answerSubscribe(SessionDescription.parse(offerText), local: local, ssrc: ssrc)
+        try answerSubscribe(SessionDescription.parse(offerText), local: local, screenShareMids: screenShareMids, ssrc: ssrc)
     }
 
-    public static func answerSubscribe(_ offer: SessionDescription, local: LocalTransport,
+    public static func answerSubscribe(_ offer: SessionDescription, local: LocalTransport, screenShareMids: Set<String> = [],
                                        ssrc: (String, MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
@@ -189,9 +197,11 @@ public enum OfferAnswer {
             let tccID = fb.contains("transport-cc") || kind == .audio ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
             let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
             let rtxSSRC = codec.rtx.map { _ in ssrc(mid + "/rtx", kind, index) }
-            slots.append(SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt, audioLevelExtensionID: levelID,
-                                         absSendTimeExtensionID: sendTimeID, transportCCExtensionID: tccID,
-                                         rtxPayloadType: codec.rtx, rtxSSRC: rtxSSRC, redPayloadType: codec.red))
+            var slot = SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                                       absSendTimeExtensionID: sendTimeID, transportCCExtensionID: tccID,
+                                       rtxPayloadType: codec.rtx, rtxSSRC: rtxSSRC, redPayloadType: codec.red)
+            if kind == .video { slot.source = source(of: m, screenShareMids: screenShareMids) }
+            slots.append(slot)
             var a = acceptedMedia(m, codec: codec, direction: "sendonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in [(levelID, audioLevelURI), (sendTimeID, absSendTimeURI), (tccID, transportCCURI)] {
                 if let id { a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)")) }
@@ -222,6 +232,21 @@ public enum OfferAnswer {
     }
 
     // MARK: Pieces
+
+    /// Whether a video m-line is a screen share: the signaling server named its mid (what browser apps do:
+    /// browsers give media streams random ids), or the offer marks it with `a=content:slides` (RFC 4796
+    /// section 5: presentation content) or with a media stream id that begins with "screen" (`a=msid`,
+    /// RFC 8830 section 2; SDKs and aiortc choose their stream ids).
+    static func source(of m: MediaDescription, screenShareMids: Set<String>) -> VideoSource {
+        if let mid = m.mid, screenShareMids.contains(mid) { return .screen }
+        if m.values("content").contains(where: { $0.split(separator: ",").contains("slides") }) { return .screen }
+        let streams = m.values("msid").compactMap { $0.split(separator: " ").first }
+            + m.values("ssrc").compactMap { v -> Substring? in
+                guard let r = v.range(of: " msid:") else { return nil }
+                return v[r.upperBound...].split(separator: " ").first
+            }
+        return streams.contains { $0.lowercased().hasPrefix("screen") } ? .screen : .camera
+    }
 
     struct CodecChoice {
         var codec: Codec

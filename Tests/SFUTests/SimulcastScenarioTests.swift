@@ -219,36 +219,55 @@ import Testing
     /// ABWD with layers: as a subscriber's estimate falls it is sent lower layers first; it is shown fewer
     /// videos only when even the lowest layers do not fit (a simulcast source costs its lowest layer in
     /// `stream_bandwidth`).
-    @Test func aFallingEstimateLowersLayersBeforeItDropsVideos() throws {
-        let h = try RoomHarness()
+    /// Two simulcast publishers, P and Q (three layers each, as `run` sends them; P talks when asked, its level
+    /// in the extension), and subscriber S with two audio and two video slots, its estimate sent as REMB.
+    final class TwoPublishers {
+        let h: RoomHarness
         var pubs: [(member: RoomHarness.Member, writers: [RTPStreamWriter])] = []
-        for (k, id) in ["P", "Q"].enumerated() {
-            let m = try h.join(id)
-            var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
-            var writers: [RTPStreamWriter] = []
-            for i in 0..<3 {
-                let ssrc = UInt32(0xB000 + k * 16 + i)
-                var t = PublishedTrack(codec: .vp8, ssrc: ssrc, payloadType: 96)
-                t.simulcast = SimulcastLayer(index: i)
-                tracks.append(t)
-                writers.append(RTPStreamWriter(ssrc: ssrc, payloadType: 96, timestamp: 90_000))
-            }
-            try h.room.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: h.now)
-            pubs.append((m, writers))
-        }
-        let sub = try h.join("S", audioSlots: 2, videoSlots: 2)
+        let sub: RoomHarness.Member
         var pictureID: UInt16 = 1
         var rtcpRead = 0
-        func run(ms: Int, bps: UInt64) {
+
+        init(_ configuration: RoomConfiguration = .init()) throws {
+            var c = configuration
+            c.levelSource = .extension
+            h = try RoomHarness(configuration: c)
+            for (k, id) in ["P", "Q"].enumerated() {
+                let m = try h.join(id)
+                var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+                var writers: [RTPStreamWriter] = []
+                for i in 0..<3 {
+                    let ssrc = UInt32(0xB000 + k * 16 + i)
+                    var t = PublishedTrack(codec: .vp8, ssrc: ssrc, payloadType: 96)
+                    t.simulcast = SimulcastLayer(index: i)
+                    tracks.append(t)
+                    writers.append(RTPStreamWriter(ssrc: ssrc, payloadType: 96, timestamp: 90_000))
+                }
+                try h.room.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: h.now)
+                pubs.append((m, writers))
+            }
+            sub = try h.join("S", audioSlots: 2, videoSlots: 2)
+        }
+
+        /// `ms` of both publishers' layers (a keyframe every second and on PLI), S's estimate `bps` every
+        /// 100 ms, and with `talker` that publisher's voice every 20 ms, the other silent.
+        func run(ms: Int, bps: UInt64, talker: String? = nil) {
             for step in 0..<(ms / 10) {
                 let all = h.rtcp(to: pubs[0].member.publish.connection) + h.rtcp(to: pubs[1].member.publish.connection)
                 let plis = Set(all.dropFirst(rtcpRead).filter { $0.count >= 12 && $0[1] == 206 && $0[0] & 0x1F == 1 }
                     .map { UInt32($0[8]) << 24 | UInt32($0[9]) << 16 | UInt32($0[10]) << 8 | UInt32($0[11]) })
                 rtcpRead = all.count
                 for k in 0..<2 {
+                    if talker != nil, step % 2 == 0 {
+                        // Speech-like: syllables of ~-20 dBov with short dips (a steady level reads as background noise).
+                        let voice: UInt8 = (step / 10) % 4 == 3 ? 80 : 20 + UInt8((step / 2) % 5) * 3
+                        let level: UInt8 = pubs[k].member.id == talker ? voice : 127
+                        h.send(pubs[k].member.audio.packet([0xFC] + [UInt8](repeating: 0x5A, count: 99), level: level), from: pubs[k].member.publish)
+                        pubs[k].member.audio.timestamp &+= 960
+                    }
                     for i in 0..<3 {
                         let key = step % 100 == 0 || plis.contains(pubs[k].writers[i].ssrc)
-                        var payload = [UInt8](repeating: UInt8(i), count: Self.sizes[i])
+                        var payload = [UInt8](repeating: UInt8(i), count: SimulcastScenarioTests.sizes[i])
                         payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8(pictureID >> 8), UInt8(pictureID & 0xFF), key ? 0x10 : 0x11, UInt8(i)])
                         let packet = pubs[k].writers[i].packet(payload, marker: true)
                         pubs[k].writers[i].timestamp &+= 900
@@ -264,22 +283,64 @@ import Testing
                 h.advance(by: 10)
             }
         }
+
         func videos() -> Int? { h.room.stats().first { $0.participant == "S" }?.numberOfVideos }
-        func layers() -> [Int?] {
+
+        /// S's video slots as its last slot map reported them: who, at which layer.
+        func shown() -> [(participant: String?, layer: Int?)] {
             let last = h.events.compactMap { e -> [RoomEvent.SlotAssignment]? in
                 if case .activeTalkers("S", _, let slots) = e.1 { return slots } else { return nil }
             }.last ?? []
-            return last.filter { $0.kind == .video }.map(\.layer)
+            return last.filter { $0.kind == .video }.map { ($0.participant, $0.layer) }
         }
-        run(ms: 12_000, bps: 3_000_000)
-        #expect(videos() == 2 && layers() == [2, 2], "3 Mbit/s: both videos at their highest layer")
-        run(ms: 4_000, bps: 1_200_000)
-        #expect(videos() == 2 && layers() == [1, 1], "1.2 Mbit/s: both videos, one layer down")
-        run(ms: 4_000, bps: 500_000)
+
+        func layers() -> [Int?] { shown().map(\.layer) }
+        func layer(of participant: String) -> Int? { shown().first { $0.participant == participant }?.layer ?? nil }
+    }
+
+    @Test func aFallingEstimateLowersLayersBeforeItDropsVideos() throws {
+        let t = try TwoPublishers()
+        t.run(ms: 12_000, bps: 3_000_000)
+        #expect(t.videos() == 2 && t.layers() == [2, 2], "3 Mbit/s: both videos at their highest layer")
+        t.run(ms: 4_000, bps: 1_200_000)
+        #expect(t.videos() == 2 && t.layers() == [1, 1], "1.2 Mbit/s: both videos, one layer down")
+        t.run(ms: 4_000, bps: 500_000)
         // Counted at their average layer (~650 kbit/s each) two videos would not fit 500 kbit/s.
-        #expect(videos() == 2 && layers() == [0, 0], "500 kbit/s: both videos, at their lowest layer")
-        run(ms: 6_000, bps: 200_000)
-        #expect((videos() ?? 2) < 2, "200 kbit/s: even the lowest layers do not fit twice; fewer videos")
+        #expect(t.videos() == 2 && t.layers() == [0, 0], "500 kbit/s: both videos, at their lowest layer")
+        t.run(ms: 6_000, bps: 200_000)
+        #expect((t.videos() ?? 2) < 2, "200 kbit/s: even the lowest layers do not fit twice; fewer videos")
+    }
+
+    /// At 1.5 Mbit/s (a congested link: below what two top layers send) layers_first keeps both videos, the
+    /// first talker's at its highest layer and the other's at its lowest; videos_first counts videos at their
+    /// highest layer and shows one, at its highest.
+    @Test func videosFirstDropsAVideoBeforeItLowersALayer() throws {
+        var config = RoomConfiguration()
+        config.videoDegradation = .videosFirst
+        let t = try TwoPublishers(config)
+        t.run(ms: 12_000, bps: 4_000_000)
+        #expect(t.videos() == 2 && t.layers() == [2, 2], "4 Mbit/s: both videos at their highest layer")
+        t.run(ms: 4_000, bps: 1_500_000)
+        #expect(t.videos() == 1 && t.layers().compactMap { $0 } == [2], "one video, still at its highest layer: \(t.shown())")
+        t.run(ms: 4_000, bps: 400_000)
+        #expect(t.videos() == 1 && t.layers().compactMap { $0 } == [0], "then that one video's layers go: \(t.shown())")
+        config.videoDegradation = .layersFirst
+        let layersFirst = try TwoPublishers(config)
+        layersFirst.run(ms: 12_000, bps: 4_000_000)
+        layersFirst.run(ms: 4_000, bps: 1_500_000)
+        #expect(layersFirst.videos() == 2 && layersFirst.layers() == [2, 0], "layers_first: \(layersFirst.shown())")
+    }
+
+    /// 1.4 Mbit/s split evenly would give each video ~670 kbit/s (the middle layer); the dominant speaker's
+    /// slot is served first and gets the highest layer, the other the lowest with what is left. Q joined
+    /// second: it is served first because it talks, not because of its place.
+    @Test func theDominantSpeakersSlotGetsTheBestLayerThatFits() throws {
+        let t = try TwoPublishers()
+        t.run(ms: 12_000, bps: 3_000_000, talker: "Q")
+        #expect(t.layers() == [2, 2])
+        t.run(ms: 4_000, bps: 1_400_000, talker: "Q")
+        #expect(t.h.dominantSpeakers.last?.1 == "Q")
+        #expect(t.layer(of: "Q") == 2 && t.layer(of: "P") == 0, "\(t.shown())")
     }
 
     /// A render-size hint: the slot is sent no larger a layer than the smallest that covers it, whatever the

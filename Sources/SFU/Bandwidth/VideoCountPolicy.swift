@@ -68,15 +68,17 @@ public struct VideoCountPolicy: Sendable {
         self.numberOfVideos = initial
     }
 
-    /// Feeds an estimate (kbps). `maxVideos` is the subscriber's video slot count; `audioKbps` the reserve for
-    /// its forwarded audio; `sentKbps`, when known, what the node sent the subscriber lately. Returns an alert
-    /// when the number of videos changed.
+    /// Feeds an estimate (kbps). `maxVideos` is the subscriber's video slot count; `minVideos` what fits
+    /// whatever the rule says (a room that counts videos at their best layer may still show one at a lower
+    /// one); `audioKbps` the reserve for its forwarded audio; `sentKbps`, when known, what the node sent the
+    /// subscriber lately. Returns an alert when the number of videos changed.
     public mutating func update(
-        estimateKbps b: Int, streamKbps s: Int, audioKbps a: Int, maxVideos: Int, sentKbps: Int? = nil, now: MonoTime
+        estimateKbps b: Int, streamKbps s: Int, audioKbps a: Int, minVideos: Int = 0, maxVideos: Int, sentKbps: Int? = nil,
+        now: MonoTime
     ) -> Alert? {
         guard s > 0 else { return nil }
         let r = max(s, a)
-        var fit = max(0, min(maxVideos, (b - r) / s))
+        var fit = max(min(minVideos, maxVideos), min(maxVideos, (b - r) / s))
         let n = numberOfVideos
         let firstAt = firstEstimateAt ?? now
         firstEstimateAt = firstAt

@@ -164,8 +164,17 @@ extension Room {
         for i in s.videoSlots.indices { bytesSent &+= s.videoSlots[i].bytesSent }
         // Before a first measurement the node has sent next to nothing: any estimate is app-limited.
         let sent = s.egress.kbps(bytes: bytesSent, now: now) ?? 0
-        if let alert = s.videoCount.update(estimateKbps: Int(bps / 1000), streamKbps: streamBandwidthKbps(now: now),
-                                           audioKbps: audio, maxVideos: s.videoSlots.count, sentKbps: sent, now: now) {
+        // videos_first: videos are counted at their highest layer, but one is kept (at a lower layer) while
+        // even one highest layer does not fit and a lowest one does: fewer videos first, then lower layers.
+        // Its estimate is not read as capped by what is sent: layers lowered for a share that no longer fits
+        // send less, and an estimate just above that must still take a video away.
+        let costs = streamCosts(now: now)
+        let estimate = Int(bps / 1000)
+        let videosFirst = configuration.videoDegradation == .videosFirst
+        let keepOne = videosFirst && estimate - max(costs.lowest, audio) >= costs.lowest
+        if let alert = s.videoCount.update(estimateKbps: estimate, streamKbps: streamBandwidthKbps(now: now), audioKbps: audio,
+                                           minVideos: keepOne ? 1 : 0, maxVideos: s.videoSlots.count,
+                                           sentKbps: videosFirst ? nil : sent, now: now) {
             events.append(.bandwidthAlert(participant: p.id, bandwidthKbps: alert.bandwidthKbps,
                                           streamBandwidthKbps: alert.streamBandwidthKbps,
                                           numberOfVideos: alert.numberOfVideos))
@@ -176,27 +185,36 @@ extension Room {
 
     /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at
     /// most every 500 ms), or the configured `stream_bandwidth` before any is measured. A simulcast source
-    /// counts at its lowest live layer: a subscriber whose share shrinks takes lower layers first, and only
-    /// when even those do not fit is it shown fewer videos (and back up in the reverse order). A camera and a
-    /// screen share are two videos.
+    /// counts at its lowest live layer (`VideoDegradation.layersFirst`): a subscriber whose share shrinks
+    /// takes lower layers first, and only when even those do not fit is it shown fewer videos (and back up in
+    /// the reverse order); or at its highest (`.videosFirst`): fewer videos first, each kept at the best layer
+    /// that fits. A camera and a screen share are two videos.
     func streamBandwidthKbps(now: MonoTime) -> Int {
-        if let c = streamRateCache, now - c.at < .milliseconds(500) { return c.kbps }
-        var total = 0.0, n = 0
+        let c = streamCosts(now: now)
+        return configuration.videoDegradation == .layersFirst ? c.lowest : c.highest
+    }
+
+    /// The mean cost of a video at its sources' lowest and at their highest live layers (kbps).
+    func streamCosts(now: MonoTime) -> (lowest: Int, highest: Int) {
+        if let c = streamRateCache, now - c.at < .milliseconds(500) { return (c.lowest, c.highest) }
+        var lowest = 0.0, highest = 0.0, n = 0
         for p in participants.values {
             for source in VideoSource.allCases {
-                var cheapest: Double?
+                var low: Double?, high: Double?
                 for t in p.tracks(source) {
                     guard let track = tracks[t], track.live, let bps = track.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
-                    cheapest = min(cheapest ?? bps, bps)
+                    low = min(low ?? bps, bps)
+                    high = max(high ?? bps, bps)
                 }
-                guard let bps = cheapest else { continue }
-                total += bps
+                guard let low, let high else { continue }
+                lowest += low
+                highest += high
                 n += 1
             }
         }
-        let kbps = n == 0 ? configuration.streamBandwidthKbps : max(50, Int(total / Double(n) / 1000))
-        streamRateCache = (now, kbps)
-        return kbps
+        func kbps(_ total: Double) -> Int { n == 0 ? configuration.streamBandwidthKbps : max(50, Int(total / Double(n) / 1000)) }
+        streamRateCache = (now, kbps(lowest), kbps(highest))
+        return (kbps(lowest), kbps(highest))
     }
 
     /// The node's receiver reports to each publisher (RFC 3550 section 6.4.2): loss and jitter per track.

@@ -1,6 +1,6 @@
 /// Simulcast (RFC 8853): a publisher's video may arrive as up to three spatial layers, each a track of its
 /// own (own SSRC, keyframes, NACK history). Each subscriber's slot shows one layer of it, chosen from the
-/// subscriber's downlink estimate: the best layer whose measured rate fits the subscriber's share per video.
+/// subscriber's downlink estimate (`layerPlan`: the most relevant sources get the best layers that fit).
 /// A new choice is placed like a new speaker (`place`): the old layer keeps flowing until the new one's
 /// keyframe, asked for with a PLI on that layer's SSRC, and the slot's rewriter keeps sequence numbers,
 /// timestamps and picture ids continuous across the switch.
@@ -22,17 +22,22 @@ extension Room {
         p.tracks(source).contains { tracks[$0]?.live == true }
     }
 
-    /// The track of `participant`'s `kind` (and video `source`) to send subscriber `s` (nil: no subscriber
-    /// context, the top layer). A slot that already shows a live layer of a simulcast source keeps it:
-    /// `reviewLayers` alone moves it, with its hold times.
-    func track(of participant: Int, _ kind: MediaKind, _ source: VideoSource = .camera, for s: SubscriberState?, current: Int?,
-               render: RenderLimit? = nil, now: MonoTime) -> Int? {
+    /// The track of `participant`'s `kind` (and video `source`) to send subscriber `s` in its video slot
+    /// `slot` (nil: no subscriber context, the top layer). A slot that already shows a live layer of a
+    /// simulcast source keeps it: `reviewLayers` alone moves it, with its hold times.
+    func track(of participant: Int, _ kind: MediaKind, _ source: VideoSource = .camera, for s: SubscriberState?, slot: Int? = nil,
+               current: Int?, render: RenderLimit? = nil, now: MonoTime) -> Int? {
         guard let p = participants[participant] else { return nil }
         if kind == .audio { return p.audioTrack }
-        let layers = p.tracks(source)
-        guard layers.count > 1 else { return layers.first }
-        if let current, layers.contains(current), tracks[current]?.live == true { return current }
-        return videoLayer(of: p, source, for: s, current: current, render: render, now: now)
+        let all = p.tracks(source)
+        guard all.count > 1 else { return all.first }
+        if let current, all.contains(current), tracks[current]?.live == true { return current }
+        let live = renderLimited(layerRanking(p, source, now: now), render).layers
+        guard live.count > 1 else { return live.first ?? (current.flatMap { all.contains($0) ? $0 : nil } ?? all.last) }
+        guard let s, let slot, let plan = layerPlan(s, placing: (slot, participant, current), now: now), let t = plan[slot] else {
+            return live.last  // before the subscriber has an estimate
+        }
+        return t
     }
 
     /// `q`'s live layers, lowest first (by key frame size once every one has sent one, else in the offer's
@@ -52,38 +57,35 @@ extension Room {
         return (layers, rates)
     }
 
-    /// What subscriber `s` can spend on one video: its estimate less its audio, over the videos it is shown
-    /// (slots with a source, at most its number_of_videos); nil before it has an estimate.
-    func videoShare(_ s: SubscriberState) -> Double? {
-        guard let estimate = s.estimator.estimate else { return nil }
-        let audio = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
-        let shown = max(1, min(s.videoCount.numberOfVideos, s.videoSlots.count { $0.assigned != nil }))
-        return max(0, Double(estimate) - audio) / Double(shown)
+    /// A ranking cut at the smallest layer whose key frames cover the render limit: a larger one would be
+    /// scaled down by the subscriber anyway.
+    func renderLimited(_ r: (layers: [Int], rates: [Double?]), _ render: RenderLimit?) -> (layers: [Int], rates: [Double?]) {
+        guard let render, let cover = r.layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) else { return r }
+        return (Array(r.layers[...cover]), Array(r.rates[...cover]))
     }
 
-    /// The layer of `q`'s simulcast video that fits subscriber `s`: the highest whose trusted rate is within
-    /// its share per video (`videoShare`; a layer above `current` needs `layerUpMargin` to spare; a layer
-    /// without a trusted rate is not taken, except the lowest), the lowest when none fits, the highest
-    /// before the subscriber has an estimate. With a render limit, none above the smallest whose key frames
-    /// cover it.
-    func videoLayer(of q: Participant, _ source: VideoSource, for s: SubscriberState?, current: Int?, render: RenderLimit? = nil,
-                    now: MonoTime) -> Int? {
-        var (layers, rates) = layerRanking(q, source, now: now)
-        let all = q.tracks(source)
-        guard layers.count > 1 else { return layers.first ?? (current.flatMap { all.contains($0) ? $0 : nil } ?? all.last) }
-        if let render, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
-            layers = Array(layers[...cover])
-            rates = Array(rates[...cover])
+    /// The layer each of subscriber `s`'s video slots should carry (slot index -> track), for the slots
+    /// showing a source with live layers: `LayerAllocator` shares its estimate, less its audio, among them,
+    /// screen shares first, then cameras in the order of its talker list (the dominant speaker's slot gets
+    /// the best layer that fits). `placing` counts a source about to take a slot. Nil before an estimate.
+    func layerPlan(_ s: SubscriberState, placing: (slot: Int, who: Int, shown: Int?)? = nil, now: MonoTime) -> [Int: Int]? {
+        guard let estimate = s.estimator.estimate else { return nil }
+        let audio = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
+        var entries: [(slot: Int, priority: Int, layers: [Int], source: LayerAllocator.Source)] = []
+        for (i, slot) in s.videoSlots.enumerated() {
+            let placed = placing?.slot == i ? placing : nil
+            guard let who = placed?.who ?? slot.assigned, let q = participants[who] else { continue }
+            let (layers, rates) = renderLimited(layerRanking(q, slot.description.source, now: now), slot.renderLimit)
+            guard !layers.isEmpty else { continue }
+            let shown = (placed != nil ? placed?.shown : slot.pending ?? slot.current).flatMap { layers.firstIndex(of: $0) }
+            let priority = slot.description.source == .screen ? -1 : s.talkers.firstIndex { $0.participant == who } ?? Int.max
+            entries.append((i, priority, layers, LayerAllocator.Source(rates: rates, shown: shown)))
         }
-        guard let s, let share = videoShare(s) else { return layers.last }
-        let at = current.flatMap { layers.firstIndex(of: $0) }
-        // A layer shown but not yet measured is kept: there is no evidence yet that it is too dear.
-        var choice = at.flatMap { rates[$0] == nil ? $0 : nil } ?? 0
-        for i in 1..<layers.count {
-            guard let rate = rates[i] else { continue }
-            if (at.map { i > $0 } == true ? rate * Self.layerUpMargin : rate) <= share { choice = i }
-        }
-        return layers[choice]
+        entries.sort { ($0.priority, $0.slot) < ($1.priority, $1.slot) }
+        let choice = LayerAllocator.allocate(entries.map(\.source), budget: Double(estimate) - audio, upMargin: Self.layerUpMargin)
+        var plan: [Int: Int] = [:]
+        for (e, c) in zip(entries, choice) { plan[e.slot] = e.layers[c] }
+        return plan
     }
 
     /// The simulcast layer a video slot carries or waits for, nil when its source is not simulcast.
@@ -93,19 +95,21 @@ extension Room {
         return track.description.simulcast?.index
     }
 
-    /// After a subscriber's estimate changed: each video slot showing a simulcast publisher moves to the layer
-    /// that now fits, if another (at that layer's next keyframe): down at once, up no sooner than `layerUpHold`
-    /// after the last change.
+    /// After a subscriber's estimate or render limits changed: each video slot showing a simulcast source
+    /// moves to the layer `layerPlan` gives it, if another (at that layer's next keyframe): down at once, up
+    /// no sooner than `layerUpHold` after the last change. Without an estimate: the top layer its render
+    /// limit allows.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
+        let plan = layerPlan(s, now: now)
         var moved = false
         for i in s.videoSlots.indices {
             let slot = s.videoSlots[i]
             let source = slot.description.source
             guard let who = slot.assigned, let q = participants[who], q.tracks(source).count > 1 else { continue }
             let shown = slot.pending ?? slot.current
-            guard let want = videoLayer(of: q, source, for: s, current: shown, render: slot.renderLimit, now: now) else { continue }
-            let layers = layerRanking(q, source, now: now).layers
+            let layers = renderLimited(layerRanking(q, source, now: now), slot.renderLimit).layers
+            guard let want = plan.map({ $0[i] }) ?? layers.last else { continue }
             guard want != shown, let wantAt = layers.firstIndex(of: want) else { continue }
             if let shown, let shownAt = layers.firstIndex(of: shown), wantAt > shownAt,
                now - slot.layerChangedAt < Self.layerUpHold { continue }
@@ -123,11 +127,7 @@ extension Room {
         var better = false
         for slot in s.videoSlots {
             guard let who = slot.assigned, let q = participants[who], let t = slot.pending ?? slot.current else { continue }
-            var (layers, rates) = layerRanking(q, slot.description.source, now: now)
-            if let render = slot.renderLimit, let cover = layers.firstIndex(where: { tracks[$0]?.frameSize.map(render.isCovered) ?? false }) {
-                layers = Array(layers[...cover])
-                rates = Array(rates[...cover])
-            }
+            let (layers, rates) = renderLimited(layerRanking(q, slot.description.source, now: now), slot.renderLimit)
             guard let at = layers.firstIndex(of: t) else { continue }
             // The next layer up, not the top: a short cluster at the top layer's rate passes a shaper's burst
             // and reads as capacity that is not there (measured with Chromium under a 500 kbit/s tbf).

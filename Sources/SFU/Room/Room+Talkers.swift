@@ -165,7 +165,7 @@ extension Room {
             let ref = SlotRef(subscriber: p.index, kind: kind, index: i)
             let slot = s.slot(ref)
             if let a = slot.assigned,
-               let t = track(of: a, kind, slot.description.source, for: s, current: slot.pending ?? slot.current,
+               let t = track(of: a, kind, slot.description.source, for: s, slot: i, current: slot.pending ?? slot.current,
                              render: slot.renderLimit, now: now),
                slot.current != t, slot.pending != t {
                 place(a, in: ref, subscriber: s, now: now, into: out)
@@ -178,8 +178,8 @@ extension Room {
     func place(_ who: Int, in ref: SlotRef, subscriber s: SubscriberState, layer: Int? = nil, now: MonoTime, into out: DatagramBatch) {
         let before = s.slot(ref)
         let shown = before.assigned == who ? before.pending ?? before.current : nil
-        guard let t = layer ?? track(of: who, ref.kind, before.description.source, for: s, current: shown, render: before.renderLimit,
-                                     now: now),
+        guard let t = layer ?? track(of: who, ref.kind, before.description.source, for: s, slot: ref.index, current: shown,
+                                     render: before.renderLimit, now: now),
               let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
             slot.assigned = who

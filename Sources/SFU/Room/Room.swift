@@ -29,7 +29,7 @@ public final class Room {
     /// `nextDeadline`, until something may have scheduled earlier work.
     var deadlineCache: MonoTime?
     /// The measured per-video bitrate and when it was taken (`streamBandwidthKbps`).
-    var streamRateCache: (at: MonoTime, kbps: Int)?
+    var streamRateCache: (at: MonoTime, lowest: Int, highest: Int)?
 
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
     public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"

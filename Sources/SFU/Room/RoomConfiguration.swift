@@ -30,6 +30,8 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
     /// Which screen shares a subscriber's screen slots show (see `ScreenShareRule`).
     public var screenShare: ScreenShareRule = .always
+    /// What a shrinking downlink costs a subscriber first: simulcast layers, or videos (see `VideoDegradation`).
+    public var videoDegradation: VideoDegradation = .layersFirst
 
     public static let maxActiveTalkersRange = 1...12
 
@@ -118,6 +120,17 @@ public enum ScreenShareRule: String, Sendable, Codable, CaseIterable {
     /// A screen share only while its presenter is in the subscriber's talker list (the same ranking as
     /// cameras), for rooms where many share at once and only the current talkers' screens matter.
     case talker = "with_talker"
+}
+
+/// The order in which ABWD gives up video when a subscriber's estimate falls (and takes it back when it rises,
+/// in reverse), for rooms whose publishers send simulcast.
+public enum VideoDegradation: String, Sendable, Codable, CaseIterable {
+    /// Lower layers first, then fewer videos: every talker stays in view, smaller. A video costs ABWD its
+    /// source's lowest layer, so number_of_videos falls only when even the lowest layers no longer fit.
+    case layersFirst = "layers_first"
+    /// Fewer videos first, then lower layers: the videos kept stay sharp (a lecture, a presentation). A video
+    /// costs its source's highest live layer.
+    case videosFirst = "videos_first"
 }
 
 /// A published video's spatial layer (see `PublishedTrack.simulcast`).

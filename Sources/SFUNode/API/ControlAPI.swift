@@ -47,6 +47,7 @@ public enum ControlAPI {
             c.streamBandwidthKbps = node.configuration.roomStreamBandwidthKbps
             c.levelSource = node.configuration.roomLevelSource
             c.screenShare = node.configuration.roomScreenShare
+            c.videoDegradation = node.configuration.roomVideoDegradation
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
             return ok(RoomName(room: b.room), status: .created)

@@ -12,7 +12,7 @@ struct CreateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share"])
+        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation"])
         room = try f.identifier("room")
         settings = try RoomSettings(f)
     }
@@ -23,7 +23,7 @@ struct UpdateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share"]))
+        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation"]))
     }
 }
 
@@ -34,6 +34,7 @@ struct RoomSettings: Sendable {
     var streamBandwidth: Int?
     var levelSource: LevelSource?
     var screenShare: ScreenShareRule?
+    var videoDegradation: VideoDegradation?
 
     init(_ f: FieldReader) throws {
         mode = try f.oneOf("mode", RoomConfiguration.Mode.self, "group or lecture")
@@ -41,6 +42,7 @@ struct RoomSettings: Sendable {
         streamBandwidth = try f.int("stream_bandwidth", 1...100_000)
         levelSource = try f.oneOf("level_source", LevelSource.self, "extension, decode or verify")
         screenShare = try f.oneOf("screen_share", ScreenShareRule.self, "always or with_talker")
+        videoDegradation = try f.oneOf("video_degradation", VideoDegradation.self, "layers_first or videos_first")
     }
 
     func apply(to c: inout RoomConfiguration) {
@@ -49,6 +51,7 @@ struct RoomSettings: Sendable {
         if let streamBandwidth { c.streamBandwidthKbps = streamBandwidth }
         if let levelSource { c.levelSource = levelSource }
         if let screenShare { c.screenShare = screenShare }
+        if let videoDegradation { c.videoDegradation = videoDegradation }
     }
 }
 

@@ -11,7 +11,7 @@ struct RoomState: JSONFields {
 
     enum CodingKeys: String, CodingKey {
         case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
-        case screenShare = "screen_share"
+        case screenShare = "screen_share", videoDegradation = "video_degradation"
         case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
         case floor, participants
     }
@@ -25,6 +25,7 @@ struct RoomState: JSONFields {
         try c.encode(s.configuration.streamBandwidthKbps, forKey: .streamBandwidth)
         try c.encode(s.configuration.levelSource.rawValue, forKey: .levelSource)
         try c.encode(s.configuration.screenShare.rawValue, forKey: .screenShare)
+        try c.encode(s.configuration.videoDegradation.rawValue, forKey: .videoDegradation)
         try c.encode(s.roomAudioMuted, forKey: .hardMuted)
         try c.encode(s.locked, forKey: .locked)
         try c.encode(s.pinned, forKey: .pinned)
@@ -50,6 +51,7 @@ struct RoomState: JSONFields {
         w.field("room", s.name)
         w.field("screen_share", s.configuration.screenShare.rawValue)
         w.field("stream_bandwidth", s.configuration.streamBandwidthKbps)
+        w.field("video_degradation", s.configuration.videoDegradation.rawValue)
     }
 
     var estimatedJSONSize: Int { 512 + snapshot.participants.count * 192 }

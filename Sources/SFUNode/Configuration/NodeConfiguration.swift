@@ -25,6 +25,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var roomStreamBandwidthKbps = 300
     public var roomLevelSource: LevelSource = .decode
     public var roomScreenShare: ScreenShareRule = .always
+    public var roomVideoDegradation: VideoDegradation = .layersFirst
     /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
     /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).
@@ -84,6 +85,8 @@ public struct NodeConfiguration: Sendable, Equatable {
                   }),
         .oneOf("rooms.screen_share", \.roomScreenShare,
                "default screen share rule: always (every share while present, whoever talks) or with_talker (while its presenter is a talker)"),
+        .oneOf("rooms.video_degradation", \.roomVideoDegradation,
+               "default order in which a falling estimate takes video away: layers_first (lower simulcast layers, then fewer videos) or videos_first"),
         .int("events.queue", 1...10_000_000, \.eventsQueue, "events each worker holds for the control plane before dropping"),
         .int("events.consumer_buffer", 1...1_000_000, \.eventsConsumerBuffer,
              "events a slow /v1/events consumer may fall behind by before it loses some"),

@@ -116,6 +116,20 @@ public struct SlotRewriter: Sendable {
         return out
     }
 
+    /// A packet of the current source the slot does not send (a temporal layer it drops, `TemporalFilter`):
+    /// later packets close its sequence gap, and a dropped frame's picture id is taken out (at its first
+    /// packet), so the subscriber sees one continuous stream with fewer frames (mediasoup drops them from its
+    /// sequence and picture id managers the same way). Only drops in order are absorbed: a packet older than
+    /// one already forwarded is left alone, its number kept (a gap a receiver's NACK cannot fill, no harm).
+    public mutating func skip(extendedSequence ext: Int64, vp8: VP8Descriptor?) {
+        guard started, !pendingSwitch, ext > highestIn else { return }
+        seqOffset -= 1
+        highestIn = ext
+        if let d = vp8, d.startOfPartition, d.partitionIndex == 0, d.pictureID != nil {
+            picOffset = (picOffset &- 1) & (d.pictureIDModulus - 1)
+        }
+    }
+
     /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a
     /// hard mute), `tsIncrement` after the last output. Keeps the stream continuous for the next switch.
     public mutating func synthesize(tsIncrement: UInt32, now: MonoTime) -> (sequenceNumber: UInt16, timestamp: UInt32)? {

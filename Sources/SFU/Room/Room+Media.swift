@@ -119,6 +119,9 @@ extension Room {
             let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
             guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload, conn) }
             track.history?.store(extendedSequence: ext, packet: plain)
+            if !repaired, let tid = vp8.temporalLayer {
+                track.noteTemporal(tid, bytes: header.payloadLength + 40, frameStart: vp8.startOfPartition && vp8.partitionIndex == 0, now: now)
+            }
             if vp8.isKeyframeStart {
                 track.keyframes.keyframeArrived()
                 if let size = vp8.keyframeSize(in: payload) { track.frameSize = size }
@@ -215,9 +218,16 @@ extension Room {
                     s.videoSlots[ref.index].current = t
                     s.videoSlots[ref.index].pending = nil
                     s.videoSlots[ref.index].rewriter.switchTo(t)
+                    s.videoSlots[ref.index].temporal.restart()
                     if let old, old != t, let oldTrack = tracks[old] { oldTrack.sinks.removeAll { $0 == ref } }
                 }
                 guard s.videoSlots[ref.index].current == t else { continue }
+                if let d = vp8, let tid = d.temporalLayer,
+                   !s.videoSlots[ref.index].temporal.admits(tid: tid, frameStart: d.startOfPartition && d.partitionIndex == 0,
+                                                            layerSync: d.layerSync, keyframe: d.isKeyframeStart) {
+                    s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, vp8: d)
+                    continue
+                }
                 guard let rw = s.videoSlots[ref.index].rewriter.rewrite(
                     extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: vp8, now: now)
                 else { drop(.staleAfterSwitch); continue }

@@ -34,10 +34,10 @@ extension Room {
         if let current, all.contains(current), tracks[current]?.live == true { return current }
         let live = renderLimited(layerRanking(p, source, now: now), render).layers
         guard live.count > 1 else { return live.first ?? (current.flatMap { all.contains($0) ? $0 : nil } ?? all.last) }
-        guard let s, let slot, let plan = layerPlan(s, placing: (slot, participant, current), now: now), let t = plan[slot] else {
+        guard let s, let slot, let plan = layerPlan(s, placing: (slot, participant, current), now: now), let step = plan[slot] else {
             return live.last  // before the subscriber has an estimate
         }
-        return t
+        return step.track
     }
 
     /// `q`'s live layers, lowest first (by key frame size once every one has sent one, else in the offer's
@@ -64,27 +64,49 @@ extension Room {
         return (Array(r.layers[...cover]), Array(r.rates[...cover]))
     }
 
-    /// The layer each of subscriber `s`'s video slots should carry (slot index -> track), for the slots
+    /// The steps a source can be sent at, cheapest first: each live spatial layer (as ranked, cut at the render
+    /// limit) at each of its VP8 temporal layers, the last being the whole layer. A temporal step costs the
+    /// layer's trusted rate times the share its temporal layers carry. Above the lowest spatial layer a step
+    /// must keep `minTemporalFrameRate` (a sharp picture at 7 frames a second is worse than a smaller one at
+    /// 20); the lowest layer's are all kept: below it there is only a smaller number of videos.
+    func ladder(_ q: Participant, _ source: VideoSource, render: RenderLimit?, now: MonoTime) -> [LadderStep] {
+        let (layers, rates) = renderLimited(layerRanking(q, source, now: now), render)
+        var steps: [LadderStep] = []
+        for (i, (t, rate)) in zip(layers, rates).enumerated() {
+            if let track = tracks[t], track.temporalTop > 0, let rate {
+                for tid in 0..<track.temporalTop {
+                    guard i == 0 || track.temporalFrameRate(upTo: tid, now: now) >= configuration.minTemporalFrameRate else { continue }
+                    if let share = track.temporalShare(upTo: tid, now: now) { steps.append(LadderStep(track: t, temporal: tid, rate: rate * share)) }
+                }
+            }
+            steps.append(LadderStep(track: t, temporal: nil, rate: rate))
+        }
+        return steps
+    }
+
+    /// What each of subscriber `s`'s video slots should carry (slot index -> ladder step), for the slots
     /// showing a source with live layers: `LayerAllocator` shares its estimate, less its audio, among them,
     /// screen shares first, then cameras in the order of its talker list (the dominant speaker's slot gets
     /// the best layer that fits). `placing` counts a source about to take a slot. Nil before an estimate.
-    func layerPlan(_ s: SubscriberState, placing: (slot: Int, who: Int, shown: Int?)? = nil, now: MonoTime) -> [Int: Int]? {
+    func layerPlan(_ s: SubscriberState, placing: (slot: Int, who: Int, shown: Int?)? = nil, now: MonoTime) -> [Int: LadderStep]? {
         guard let estimate = s.estimator.estimate else { return nil }
         let audio = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
-        var entries: [(slot: Int, priority: Int, layers: [Int], source: LayerAllocator.Source)] = []
+        var entries: [(slot: Int, priority: Int, steps: [LadderStep], source: LayerAllocator.Source)] = []
         for (i, slot) in s.videoSlots.enumerated() {
             let placed = placing?.slot == i ? placing : nil
             guard let who = placed?.who ?? slot.assigned, let q = participants[who] else { continue }
-            let (layers, rates) = renderLimited(layerRanking(q, slot.description.source, now: now), slot.renderLimit)
-            guard !layers.isEmpty else { continue }
-            let shown = (placed != nil ? placed?.shown : slot.pending ?? slot.current).flatMap { layers.firstIndex(of: $0) }
+            let steps = ladder(q, slot.description.source, render: slot.renderLimit, now: now)
+            guard !steps.isEmpty else { continue }
+            let shownTrack = placed != nil ? placed?.shown : slot.pending ?? slot.current
+            let temporal = placed != nil ? nil : slot.temporal.target
+            let shown = steps.firstIndex { $0.track == shownTrack && $0.temporal == temporal } ?? steps.lastIndex { $0.track == shownTrack }
             let priority = slot.description.source == .screen ? -1 : s.talkers.firstIndex { $0.participant == who } ?? Int.max
-            entries.append((i, priority, layers, LayerAllocator.Source(rates: rates, shown: shown)))
+            entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown)))
         }
         entries.sort { ($0.priority, $0.slot) < ($1.priority, $1.slot) }
         let choice = LayerAllocator.allocate(entries.map(\.source), budget: Double(estimate) - audio, upMargin: Self.layerUpMargin)
-        var plan: [Int: Int] = [:]
-        for (e, c) in zip(entries, choice) { plan[e.slot] = e.layers[c] }
+        var plan: [Int: LadderStep] = [:]
+        for (e, c) in zip(entries, choice) { plan[e.slot] = e.steps[c] }
         return plan
     }
 
@@ -95,25 +117,30 @@ extension Room {
         return track.description.simulcast?.index
     }
 
-    /// After a subscriber's estimate or render limits changed: each video slot showing a simulcast source
-    /// moves to the layer `layerPlan` gives it, if another (at that layer's next keyframe): down at once, up
-    /// no sooner than `layerUpHold` after the last change. Without an estimate: the top layer its render
-    /// limit allows.
+    /// After a subscriber's estimate or render limits changed: each video slot showing a source of several
+    /// steps (simulcast layers, temporal layers) moves to the step `layerPlan` gives it, if another - a new
+    /// spatial layer at its next keyframe, a temporal one at the next frame that allows it: down at once, up no
+    /// sooner than `layerUpHold` after the last change. Without an estimate: the top step its render limit
+    /// allows.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         guard let s = p.subscriber else { return }
         let plan = layerPlan(s, now: now)
         var moved = false
         for i in s.videoSlots.indices {
             let slot = s.videoSlots[i]
-            let source = slot.description.source
-            guard let who = slot.assigned, let q = participants[who], q.tracks(source).count > 1 else { continue }
+            guard let who = slot.assigned, let q = participants[who] else { continue }
+            let steps = ladder(q, slot.description.source, render: slot.renderLimit, now: now)
+            guard steps.count > 1, let want = plan.map({ $0[i] }) ?? steps.last else { continue }
             let shown = slot.pending ?? slot.current
-            let layers = renderLimited(layerRanking(q, source, now: now), slot.renderLimit).layers
-            guard let want = plan.map({ $0[i] }) ?? layers.last else { continue }
-            guard want != shown, let wantAt = layers.firstIndex(of: want) else { continue }
-            if let shown, let shownAt = layers.firstIndex(of: shown), wantAt > shownAt,
+            guard want.track != shown || want.temporal != slot.temporal.target,
+                  let wantAt = steps.firstIndex(where: { $0.track == want.track && $0.temporal == want.temporal }) else { continue }
+            if let shownAt = steps.firstIndex(where: { $0.track == shown && $0.temporal == slot.temporal.target }), wantAt > shownAt,
                now - slot.layerChangedAt < Self.layerUpHold { continue }
-            place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, layer: want, now: now, into: out)
+            if want.track != shown {
+                place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, layer: want.track, now: now, into: out)
+            }
+            s.videoSlots[i].temporal.target = want.temporal
+            s.videoSlots[i].layerChangedAt = now
             moved = true
         }
         if moved { refreshSubscriber(p, now: now, into: out) }  // the slot map reports the new layer
@@ -140,6 +167,14 @@ extension Room {
         }
         return better ? total : nil
     }
+}
+
+/// One way to send a source: a spatial layer's track, up to temporal layer `temporal` (nil: all of it), and
+/// what that costs (nil: not measured yet).
+struct LadderStep: Equatable {
+    var track: Int
+    var temporal: UInt8?
+    var rate: Double?
 }
 
 /// How large a subscriber renders a video slot, at most (either side may be open).

@@ -109,7 +109,7 @@ extension Room {
         assign(videoWanted, kind: .video, slots: cameraSlots, subscriber: p, now: now, into: out)
         if !screenSlots.isEmpty { assign(screenWanted, kind: .video, slots: screenSlots, subscriber: p, now: now, into: out) }
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
-        let layers = s.videoSlots.map(layerShown)
+        let layers = s.videoSlots.map { [layerShown($0), $0.temporal.target.map(Int.init)] }
         guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers else { return }
         s.lastEmittedLayers = layers
         counters.slotSwitches &+= UInt64(zip(map, s.lastEmittedMap).filter { $0 != $1 && $0 != nil }.count)
@@ -124,7 +124,7 @@ extension Room {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assigned.flatMap { participants[$0]?.id })
         } + s.videoSlots.map {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assigned.flatMap { participants[$0]?.id },
-                                     layer: layerShown($0), source: $0.description.source)
+                                     layer: layerShown($0), temporalLayer: $0.temporal.target.map(Int.init), source: $0.description.source)
         }
         events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
     }
@@ -182,6 +182,7 @@ extension Room {
                                      render: before.renderLimit, now: now),
               let track = tracks[t] else { return }
         mutateSlot(s, ref) { slot in
+            if slot.assigned != who { slot.temporal = TemporalFilter() }  // another source: all its frames
             slot.assigned = who
             if ref.kind == .audio {
                 slot.current = t
@@ -214,6 +215,7 @@ extension Room {
             slot.current = nil
             slot.pending = nil
             slot.rewriter.switchTo(nil)
+            slot.temporal = TemporalFilter()
         }
     }
 

@@ -32,6 +32,9 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var screenShare: ScreenShareRule = .always
     /// What a shrinking downlink costs a subscriber first: simulcast layers, or videos (see `VideoDegradation`).
     public var videoDegradation: VideoDegradation = .layersFirst
+    /// A simulcast layer above the lowest is sent with some VP8 temporal layers dropped only if this many
+    /// frames a second remain (`Room.ladder`).
+    public var minTemporalFrameRate = 15.0
 
     public static let maxActiveTalkersRange = 1...12
 

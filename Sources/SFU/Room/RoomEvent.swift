@@ -39,15 +39,20 @@ public enum RoomEvent: Equatable, Sendable {
         /// For a video slot showing a simulcast publisher: the layer it carries or is switching to (0 = the
         /// first in the publisher's offer, its lowest). Nil otherwise.
         public var layer: Int?
+        /// When the slot passes only some of its source's VP8 temporal layers: the highest it passes (0 = the
+        /// base frame rate). Nil: all of them.
+        public var temporalLayer: Int?
         /// For a video slot: whether it shows talkers' cameras or screen shares (the subscriber's choice of
         /// slot kind). Nil for audio.
         public var source: VideoSource?
 
-        public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil, source: VideoSource? = nil) {
+        public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil, temporalLayer: Int? = nil,
+                    source: VideoSource? = nil) {
             self.mid = mid
             self.kind = kind
             self.participant = participant
             self.layer = layer
+            self.temporalLayer = temporalLayer
             self.source = source
         }
     }

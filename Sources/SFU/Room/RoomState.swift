@@ -61,8 +61,8 @@ final class SubscriberState {
     var videoSlots: [Slot]
     var talkers: [TalkerEntry] = []
     var lastEmittedMap: [Int?] = []
-    /// The simulcast layer each video slot showed when the slot map was last reported.
-    var lastEmittedLayers: [Int?] = []
+    /// The simulcast and temporal layer each video slot showed when the slot map was last reported.
+    var lastEmittedLayers: [[Int?]] = []
     var estimator: any DownlinkEstimator = REMBEstimator()
     var videoCount: VideoCountPolicy
     var egress = EgressRate()
@@ -126,6 +126,8 @@ struct Slot {
     var renderLimit: RenderLimit?
     /// When the slot last moved between layers of one source (`reviewLayers`' up hold).
     var layerChangedAt: MonoTime = .zero
+    /// Video: the VP8 temporal layers it passes of its source's layer (all unless its share calls for fewer).
+    var temporal = TemporalFilter()
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?
@@ -178,6 +180,12 @@ final class SourceTrack {
     var nacks = NackGenerator()
     /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.
     var rate = RateMeter()
+    /// VP8 temporal layers (RFC 7741 TID): what each adds, measured (bytes, and frames as 1-byte counts), and
+    /// the highest seen; a slot may send only the lower ones (`TemporalFilter`). Empty until a packet carries
+    /// a TID.
+    var temporalRates: [RateMeter] = []
+    var temporalFrames: [RateMeter] = []
+    var temporalTop: UInt8 = 0
     var lastSRMiddle: UInt32 = 0
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?
@@ -194,6 +202,35 @@ final class SourceTrack {
     }
 
     var kind: MediaKind { description.codec.kind }
+
+    /// Counts a packet of temporal layer `tid` (its bytes as `rate` counts them; `frameStart`: a frame).
+    func noteTemporal(_ tid: UInt8, bytes: Int, frameStart: Bool, now: MonoTime) {
+        if temporalRates.isEmpty {
+            temporalRates = Array(repeating: RateMeter(), count: 4)
+            temporalFrames = Array(repeating: RateMeter(), count: 4)
+        }
+        temporalRates[Int(tid & 3)].add(bytes: bytes, now: now)
+        if frameStart { temporalFrames[Int(tid & 3)].add(bytes: 1, now: now) }
+        temporalTop = max(temporalTop, tid & 3)
+    }
+
+    /// Frames per second of temporal layers up to `tid`, measured.
+    func temporalFrameRate(upTo tid: UInt8, now: MonoTime) -> Double {
+        guard !temporalFrames.isEmpty else { return 0 }
+        return (0...Int(min(tid, 3))).reduce(0) { $0 + (temporalFrames[$1].bitsPerSecond(now: now) ?? 0) / 8 }
+    }
+
+    /// The share of the stream's rate that temporal layers up to `tid` carry, from what was measured.
+    func temporalShare(upTo tid: UInt8, now: MonoTime) -> Double? {
+        guard !temporalRates.isEmpty else { return nil }
+        var upTo = 0.0, total = 0.0
+        for i in 0...Int(temporalTop) {
+            let r = temporalRates[i].bitsPerSecond(now: now) ?? 0
+            total += r
+            if i <= Int(tid) { upTo += r }
+        }
+        return total > 0 ? upTo / total : nil
+    }
 }
 
 /// A client transport bound to a participant, with its SRTP contexts and SSRC routing.

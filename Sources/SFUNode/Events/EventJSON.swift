@@ -48,13 +48,14 @@ enum EventPayload: Encodable, Sendable {
 
     struct Slot: Encodable {
         var slot: RoomEvent.SlotAssignment
-        enum CodingKeys: String, CodingKey { case mid, kind, participant, layer, source }
+        enum CodingKeys: String, CodingKey { case mid, kind, participant, layer, temporalLayer = "temporal_layer", source }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(slot.mid, forKey: .mid)
             try c.encode(slot.kind.rawValue, forKey: .kind)
             try c.encode(slot.participant, forKey: .participant)  // null for an empty slot
             try c.encodeIfPresent(slot.layer, forKey: .layer)  // only for a simulcast publisher's layer
+            try c.encodeIfPresent(slot.temporalLayer, forKey: .temporalLayer)  // only when some are dropped
             try c.encodeIfPresent(slot.source?.rawValue, forKey: .source)  // video slots: camera or screen
         }
     }

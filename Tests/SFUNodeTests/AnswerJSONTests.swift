@@ -49,7 +49,9 @@ import Testing
                 ParticipantStats.SlotStats(mid: "\(s)", kind: s < 4 ? .audio : .video, participant: s % 5 == 4 ? nil : "p-\(s)",
                                            packetsSent: UInt64(i * 100_003 + s), bytesSent: UInt64(i) << 33 + UInt64(s),
                                            retransmissions: UInt64(s * i % 7), fractionLost: UInt8(truncatingIfNeeded: i * 37 + s),
-                                           rttMilliseconds: s % 3 == 0 ? nil : Int64(i + s))
+                                           rttMilliseconds: s % 3 == 0 ? nil : Int64(i + s),
+                                           source: s < 4 ? nil : s == 7 ? .screen : .camera, layer: s >= 4 && i % 2 == 0 ? s % 3 : nil,
+                                           temporalLayer: s == 5 ? 1 : nil)
             }
             var drops: [DropReason: UInt64] = [:]
             if i % 3 == 0 { drops[.hardMuted] = UInt64(i) }

@@ -37,6 +37,11 @@ public struct ParticipantStats: Sendable, Equatable {
         public var retransmissions: UInt64
         public var fractionLost: UInt8
         public var rttMilliseconds: Int64?
+        /// Video: camera or screen slot, the simulcast layer it carries and the highest temporal layer it
+        /// passes when it drops some (as the slot map says).
+        public var source: VideoSource? = nil
+        public var layer: Int? = nil
+        public var temporalLayer: Int? = nil
     }
 
     public var participant: String
@@ -80,7 +85,9 @@ extension Room {
                     ParticipantStats.SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind,
                                                participant: $0.assigned.flatMap { participants[$0]?.id }, packetsSent: $0.packetsSent,
                                                bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
-                                               fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds)
+                                               fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds,
+                                               source: $0.description.codec.kind == .video ? $0.description.source : nil,
+                                               layer: layerShown($0), temporalLayer: $0.temporal.target.map(Int.init))
                 },
                 drops: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.compactMap { connections[$0] }
                     .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in

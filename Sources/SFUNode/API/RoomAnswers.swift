@@ -184,6 +184,7 @@ struct RoomStats: JSONFields {
 
         enum CodingKeys: String, CodingKey {
             case mid, kind, participant, packets, bytes, retransmissions, fractionLost = "fraction_lost", rtt = "rtt_ms"
+            case source, layer, temporalLayer = "temporal_layer"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -196,17 +197,23 @@ struct RoomStats: JSONFields {
             try c.encode(slot.retransmissions, forKey: .retransmissions)
             try c.encode(Int(slot.fractionLost), forKey: .fractionLost)
             try c.encode(slot.rttMilliseconds, forKey: .rtt)
+            try c.encode(slot.source?.rawValue, forKey: .source)
+            try c.encode(slot.layer, forKey: .layer)
+            try c.encode(slot.temporalLayer, forKey: .temporalLayer)
         }
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("bytes", slot.bytesSent)
             w.field("fraction_lost", slot.fractionLost)
             w.field("kind", slot.kind.rawValue)
+            w.field("layer", slot.layer)
             w.field("mid", slot.mid)
             w.field("packets", slot.packetsSent)
             w.field("participant", slot.participant)
             w.field("retransmissions", slot.retransmissions)
             w.field("rtt_ms", slot.rttMilliseconds)
+            w.field("source", slot.source?.rawValue)
+            w.field("temporal_layer", slot.temporalLayer)
         }
     }
 }

@@ -31,13 +31,18 @@ public final class LoadClient {
         /// then stamps every packet with the transport-wide sequence number, which the client records and
         /// reports in transport-cc feedback every 100 ms (instead of REMB).
         public var transportCC = false
+        /// Publishers: the video is sent as this many simulcast layers (`a=ssrc-group:SIM`, RFC 8853), lowest
+        /// first; 0 or 1: one stream.
+        public var simulcastLayers = 0
         public init() {}
 
-        public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true) -> Profile {
+        public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true,
+                                     simulcastLayers: Int = 0) -> Profile {
             var p = Profile()
             p.publishAudio = audio
             p.publishVideo = video
             p.levelExtension = levelExtension
+            p.simulcastLayers = simulcastLayers
             return p
         }
 
@@ -59,6 +64,9 @@ public final class LoadClient {
     public private(set) var state: State = .new
     /// The node asked for a keyframe (PLI or FIR) since the flag was last cleared.
     public var keyframeRequested = false
+    /// The SSRCs the node asked keyframes of since the caller last cleared the set (a simulcast publisher
+    /// answers each layer's PLI on that layer).
+    public var keyframeRequestedSSRCs: Set<UInt32> = []
     /// PLIs and FIRs received, ever.
     public private(set) var keyframeRequests = 0
     /// Interval of consent checks once connected (RFC 7675 allows 4-6 s; browsers use about 5 s). A node whose
@@ -118,6 +126,8 @@ public final class LoadClient {
     var nextCheckAt = MonoTime.zero
     var writer: RTPStreamHeader
     var videoWriter: RTPStreamHeader
+    /// Simulcast layers above the lowest (which `videoWriter` sends).
+    var layerWriters: [RTPStreamHeader] = []
     private let rxBatch = ReceiveBatch(capacity: 64)
     private var scratch = [UInt8](repeating: 0, count: 1500)
     private var rtcpScratch = [UInt8](repeating: 0, count: 1500 + SRTPSession.maxOverhead)
@@ -132,6 +142,9 @@ public final class LoadClient {
         self.profile = profile
         writer = RTPStreamHeader(ssrc: profile.audioSSRC ?? .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
         videoWriter = RTPStreamHeader(ssrc: profile.videoSSRC ?? .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
+        layerWriters = (1..<max(1, profile.simulcastLayers)).map { _ in
+            RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
+        }
     }
 
     /// The SSRCs this client sends audio and video with.
@@ -176,7 +189,13 @@ public final class LoadClient {
                     l += ["a=rtcp-fb:96 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)",
                           "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"]
                 }
-                if section.send { l.append("a=ssrc:\(videoWriter.ssrc) cname:load") }
+                if section.send, layerWriters.isEmpty {
+                    l.append("a=ssrc:\(videoWriter.ssrc) cname:load")
+                } else if section.send {
+                    let ssrcs = [videoWriter.ssrc] + layerWriters.map(\.ssrc)
+                    l.append("a=ssrc-group:SIM " + ssrcs.map(String.init).joined(separator: " "))
+                    l += ssrcs.map { "a=ssrc:\($0) cname:load" }
+                }
                 l += transportLines()
             }
         }
@@ -395,6 +414,11 @@ public final class LoadClient {
             if pkt.type == .payloadFeedback, pkt.countOrFormat == FeedbackFormat.pli || pkt.countOrFormat == FeedbackFormat.fir {
                 keyframeRequested = true
                 keyframeRequests += 1
+                // RFC 4585 section 6.1: the media source follows the packet sender's SSRC.
+                let at = pkt.range.lowerBound + 8
+                if p.count >= at + 4 {
+                    keyframeRequestedSSRCs.insert(UInt32(p[at]) << 24 | UInt32(p[at + 1]) << 16 | UInt32(p[at + 2]) << 8 | UInt32(p[at + 3]))
+                }
             }
         }
     }
@@ -406,11 +430,20 @@ public final class LoadClient {
         writer.advance(samples: samples)
     }
 
-    /// Sends one video frame's RTP payloads (the last with the marker bit), then advances the timestamp.
-    public func sendVideo(_ payloads: [[UInt8]], samples: UInt32) {
-        for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &videoWriter, level: nil) }
-        videoWriter.advance(samples: samples)
+    /// Sends one video frame's RTP payloads (the last with the marker bit) on simulcast layer `layer` (0: the
+    /// lowest, or the only stream), then advances that layer's timestamp.
+    public func sendVideo(_ payloads: [[UInt8]], samples: UInt32, layer: Int = 0) {
+        if layer == 0 {
+            for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &videoWriter, level: nil) }
+            videoWriter.advance(samples: samples)
+        } else {
+            for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &layerWriters[layer - 1], level: nil) }
+            layerWriters[layer - 1].advance(samples: samples)
+        }
     }
+
+    /// The SSRC of simulcast layer `layer` (0: the lowest, or the only stream).
+    public func videoSSRC(layer: Int) -> UInt32 { layer == 0 ? videoWriter.ssrc : layerWriters[layer - 1].ssrc }
 
     private func send(_ payload: [UInt8], marker: Bool, writer w: inout RTPStreamHeader, level: UInt8?) {
         guard state == .connected, let tx, let node else { return }

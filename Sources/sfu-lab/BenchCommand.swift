@@ -82,7 +82,8 @@ struct BenchCommand: AsyncParsableCommand {
             }
         }
         print("bench: encoding media (Opus speech, VP8 \(plan.width)x\(plan.height) at \(plan.videoKbps) kbps)")
-        let media = MediaLibrary(videoKbps: plan.videoKbps, fps: plan.fps, width: plan.width, height: plan.height)
+        let media = MediaLibrary(videoKbps: plan.videoKbps, fps: plan.fps, width: plan.width, height: plan.height,
+                                 simulcast: plan.simulcast || sweepKey == "simulcast")
         var reports: [BenchReport] = []
         var nodeReports: [BenchReport] = []
         var comparisons: [BenchComparison] = []

@@ -35,6 +35,30 @@ import WebRTCEdge
         #expect(SubscriberSeries.median([1, 2, 3, 10]) == 2.5 && SubscriberSeries.median([]) == nil)
     }
 
+    @Test func theLayersShownAreCountedPerSubscriberAndByREMBFigure() {
+        let reply: [String: Any] = ["result": 0, "participants": [
+            ["participant": "sub0", "bandwidth_estimate": 300_000, "number_of_videos": 2,
+             "slots": [["kind": "audio", "layer": NSNull()], ["kind": "video", "layer": 0], ["kind": "video", "layer": 0]]],
+            ["participant": "sub1", "bandwidth_estimate": 5_000_000, "number_of_videos": 2,
+             "slots": [["kind": "video", "layer": 2], ["kind": "video", "layer": NSNull()]]],
+        ]]
+        var series = SubscriberSeries()
+        series.append(at: 0, NodeServer.subscriberSamples(reply, room: "bench-0"))
+        series.append(at: 1, NodeServer.subscriberSamples(reply, room: "bench-0"))
+        #expect(series.layerCounts() == [0: 4, 2: 2], "slots without a simulcast source are not counted")
+        var plan = BenchPlan()
+        try? plan.set("simulcast", "true")
+        try? plan.set("transport_cc", "false")
+        try? plan.set("remb_kbps", "300/5000")
+        #expect(plan.rembKbps(subscriber: 0) == 300 && plan.rembKbps(subscriber: 1) == 5000 && plan.rembKbps(subscriber: 2) == 300)
+        var report = BenchReport(plan: plan)
+        report.subscriberSeries = series
+        let lines = report.layerShares ?? []
+        #expect(lines.contains { $0.contains("REMB   300 kbit/s: layer 0 100 %") }, "\(lines)")
+        #expect(lines.contains { $0.contains("REMB  5000 kbit/s: layer 2 100 %") }, "\(lines)")
+        #expect(throws: BenchPlan.Invalid.self) { try plan.set("remb_kbps", "300/x") }
+    }
+
     @Test func theNodesStatsReplyGivesTheBenchsSubscribers() {
         let reply: [String: Any] = ["result": 0, "participants": [
             ["participant": "pub0", "bandwidth_estimate": NSNull(), "number_of_videos": NSNull()],

@@ -36,6 +36,9 @@ public struct Bench {
         var joinedAfter: Double?
         var packetizer = VP8Packetizer(pictureID: UInt16.random(in: 0...0x7FFF))
         var videoFrame = 0
+        /// Simulcast layers above the lowest: each its own picture ids and place in its frames.
+        var layerPacketizers = (1..<3).map { _ in VP8Packetizer(pictureID: UInt16.random(in: 0...0x7FFF)) }
+        var layerFrames = [0, 0]
         /// When this publisher sends its next audio and video frame: publishers are spread over the frame
         /// interval, as independent clients are, instead of all sending at the same instant.
         var nextAudio = MonoTime.zero
@@ -131,7 +134,9 @@ public struct Bench {
         var members: [Member] = []
         for r in 0..<plan.rooms {
             for p in 0..<plan.publishers {
-                let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension))
+                let layers = plan.video && plan.simulcast && !media.layers.isEmpty ? media.layers.count : 0
+                let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension,
+                                                                                    simulcastLayers: layers))
                 members.append(Member(room: r, index: p, id: "pub\(p)", client: c, receiver: nil))
             }
             for s in 0..<plan.subscribers { members.append(try newSubscriber(room: r, index: s)) }
@@ -188,11 +193,16 @@ public struct Bench {
                     for m in publishers where now >= m.nextVideo {
                         m.nextVideo = m.nextVideo + videoInterval
                         guard m.client.state == .connected else { continue }
+                        let sentAt = UInt64(MonoClock.now().nanoseconds)
+                        if m.client.profile.simulcastLayers > 1 {
+                            sendSimulcastFrames(m, sentAt: sentAt)
+                            busy = true
+                            continue
+                        }
                         if m.client.keyframeRequested { m.videoFrame = 0; m.client.keyframeRequested = false }
                         let frame = media.video[m.videoFrame % media.video.count]
                         m.videoFrame += 1
                         if m.videoFrame % media.video.count == 0 { m.videoFrame = 1 }  // loop past the keyframe
-                        let sentAt = UInt64(MonoClock.now().nanoseconds)
                         let payloads = m.packetizer.packetize(frame).map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) }
                         m.client.sendVideo(payloads, samples: UInt32(90_000 / plan.fps))
                         busy = true
@@ -218,7 +228,7 @@ public struct Bench {
                     rembTick = rembTick + .seconds(1)
                     // Subscribers with transport-cc send its feedback instead (from `poll`, every 100 ms).
                     for m in subscribers where m.client.state == .connected && m.client.transportCCExtensionID == nil {
-                        m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps) * 1000)
+                        m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps(subscriber: m.index)) * 1000)
                     }
                 }
                 for m in members where m.joinStartedAt != nil {
@@ -333,6 +343,25 @@ public struct Bench {
         report.srtpProfile = members.lazy.compactMap { $0.client.srtpProfile?.description }.first
         await server.finish(rooms: plan.rooms)
         return report
+    }
+
+    /// One frame on each of a simulcast publisher's layers (lowest first), each layer restarting at its key
+    /// frame when the node asked for one on that layer's SSRC.
+    func sendSimulcastFrames(_ m: Member, sentAt: UInt64) {
+        let asked = m.client.keyframeRequestedSSRCs
+        m.client.keyframeRequestedSSRCs.removeAll()
+        m.client.keyframeRequested = false
+        for (layer, frames) in media.layers.enumerated() {
+            var at = layer == 0 ? m.videoFrame : m.layerFrames[layer - 1]
+            if asked.contains(m.client.videoSSRC(layer: layer)) { at = 0 }
+            let frame = frames[at % frames.count]
+            at += 1
+            if at % frames.count == 0 { at = 1 }  // loop past the keyframe
+            let packets = layer == 0 ? m.packetizer.packetize(frame) : m.layerPacketizers[layer - 1].packetize(frame)
+            m.client.sendVideo(packets.map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) },
+                               samples: UInt32(90_000 / plan.fps), layer: layer)
+            if layer == 0 { m.videoFrame = at } else { m.layerFrames[layer - 1] = at }
+        }
     }
 
     /// A subscribe-only participant with the plan's slots, counting what it receives.

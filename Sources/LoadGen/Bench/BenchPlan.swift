@@ -10,6 +10,8 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     public var subscribers = 10
     public var maxActiveTalkers = 4
     public var video = false
+    /// Publishers send their video as three simulcast layers (`MediaLibrary.simulcastScales`).
+    public var simulcast = false
     public var videoKbps = 500
     public var fps = 30
     public var width = 640
@@ -29,6 +31,9 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     public var transportCC = true
     /// What subscribers report in REMB, kbps (a cap exercises the video-count rule); only without transport-cc.
     public var rembKbps = 50_000
+    /// Several REMB figures, given to subscribers in turn (`remb_kbps = 300/1200/5000`): a room of receivers
+    /// on different links, each shown the simulcast layers its figure fits.
+    public var rembKbpsEach: [Int]?
     /// Decrypt one video packet in this many for latency (audio: every packet).
     public var sampleEvery = 16
     /// Subscribers replaced per second during the measured window (one leaves, a new one joins its room).
@@ -44,12 +49,13 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("rooms", "rooms"), ("publishers", "publishers per room"), ("speakers", "publishers per room that take turns talking"),
         ("subscribers", "subscribe-only participants per room"), ("max_active_talkers", "talker slots per subscriber (1-12)"),
         ("video", "publishers also send VP8 (true/false)"), ("video_kbps", "VP8 bitrate"), ("fps", "VP8 frame rate"),
+        ("simulcast", "publishers send VP8 as 3 simulcast layers: 1/4, 1/2 and full size at 15, 35 and 100 % of video_kbps (true/false)"),
         ("width", "VP8 width"), ("height", "VP8 height"), ("level_extension", "send the audio level extension (true/false)"),
         ("seconds", "measured duration"), ("ramp_seconds", "time over which participants join"),
         ("settle_seconds", "time after the ramp before measuring (estimates and video counts settle)"),
         ("turn_seconds", "seconds per speaker turn"),
         ("transport_cc", "subscribers negotiate transport-cc and send its feedback (true, default; false with --against) or send REMB (false)"),
-        ("remb_kbps", "subscribers' REMB when transport_cc is false"), ("sample_every", "decrypt 1 video packet in N"),
+        ("remb_kbps", "subscribers' REMB when transport_cc is false; several as 300/1200/5000 go to subscribers in turn"), ("sample_every", "decrypt 1 video packet in N"),
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
         ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
     ]
@@ -82,6 +88,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "subscribers": subscribers = try int(0...10_000)
         case "max_active_talkers": maxActiveTalkers = try int(1...12)
         case "video": video = try bool()
+        case "simulcast": simulcast = try bool()
         case "video_kbps": videoKbps = try int(50...10_000)
         case "fps": fps = try int(1...60)
         case "width": width = try int(16...1920)
@@ -92,7 +99,16 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "settle_seconds": settleSeconds = try double(0...600)
         case "turn_seconds": turnSeconds = try double(0.5...600)
         case "transport_cc": transportCC = try bool()
-        case "remb_kbps": rembKbps = try int(10...1_000_000)
+        case "remb_kbps":
+            let each = try text.split(separator: "/").map { part throws(Invalid) -> Int in
+                guard let v = Int(part), (10...1_000_000).contains(v) else {
+                    throw Invalid(description: "remb_kbps must be whole numbers 10-1000000 (several as 300/1200/5000), got '\(text)'")
+                }
+                return v
+            }
+            guard let first = each.first else { throw Invalid(description: "remb_kbps must not be empty") }
+            rembKbps = first
+            rembKbpsEach = each.count > 1 ? each : nil
         case "sample_every": sampleEvery = try int(1...1000)
         case "churn_per_second": churnPerSecond = try double(0...100)
         case "observe": observe = try bool()
@@ -125,6 +141,9 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         for v in values { try probe.set(parts[0], v) }
         return (parts[0], values)
     }
+
+    /// The REMB figure (kbps) the `i`th subscriber of a room sends.
+    public func rembKbps(subscriber i: Int) -> Int { rembKbpsEach.map { $0[i % $0.count] } ?? rembKbps }
 
     /// Participants the node serves in this plan.
     public var participants: Int { rooms * (publishers + subscribers) }

@@ -122,7 +122,7 @@ public struct BenchReport: Codable, Sendable {
     /// The report for people.
     public var text: String {
         var l: [String] = []
-        l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)" : "audio only")\(plan.levelExtension ? "" : ", no level extension"), \(plan.transportCC ? "transport-cc" : "REMB \(plan.rembKbps) kbps")")
+        l.append("== \(label): \(plan.rooms) room(s) x \(plan.publishers) publishers (\(plan.speakers) talking) + \(plan.subscribers) subscribers, max_active_talkers \(plan.maxActiveTalkers), \(plan.video ? "audio + VP8 \(plan.videoKbps) kbps \(plan.width)x\(plan.height)@\(plan.fps)\(plan.simulcast ? " in 3 simulcast layers" : "")" : "audio only")\(plan.levelExtension ? "" : ", no level extension"), \(plan.transportCC ? "transport-cc" : "REMB \(plan.rembKbpsEach.map { $0.map(String.init).joined(separator: "/") } ?? String(plan.rembKbps)) kbps")")
         if let backend = srtpBackend {
             l.append("node SRTP        libsrtp on \(backend)" + (srtpProtectNanoseconds.map { String(format: ", %.0f ns per protect (1200 B, AEAD_AES_128_GCM)", $0) } ?? ""))
         }
@@ -160,6 +160,7 @@ public struct BenchReport: Codable, Sendable {
                             subscribers > 0 ? rate(probeBytesReceived * 8) / 1000 / Double(subscribers) : 0))
         }
         if let series = subscriberSeries { l += series.text }
+        if let layers = layerShares { l += layers }
         l.append("drops            " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.key)=\(Int($0.value))" }.joined(separator: " ")))
         if let node = nodeRunQueueWaitSeconds {
             l.append(String(format: "waiting for CPU  node %.0f ms/s, generator %@ (runnable but not running: other work on their cores)",
@@ -167,6 +168,28 @@ public struct BenchReport: Codable, Sendable {
         }
         l.append(String(format: "generator CPU    %.2f cores%@", rate(generatorCPUSeconds), generatorWasBottleneck ? " - THE GENERATOR WAS THE BOTTLENECK: the node was not loaded to its limit" : ""))
         return l.joined(separator: "\n")
+    }
+
+    /// Which simulcast layers subscribers were shown (share of video slot samples, lowest layer first): for all
+    /// of them, and by REMB figure when the plan gives subscribers several.
+    var layerShares: [String]? {
+        guard plan.simulcast, let series = subscriberSeries else { return nil }
+        func line(_ counts: [Int: Int]) -> String {
+            let total = max(1, counts.values.reduce(0, +))
+            return counts.sorted { $0.key < $1.key }.map { String(format: "layer %d %.0f %%", $0.key, Double($0.value) * 100 / Double(total)) }
+                .joined(separator: ", ") + " (\(counts.values.reduce(0, +)) slot samples)"
+        }
+        var l = ["simulcast        layers shown: " + line(series.layerCounts())]
+        if !plan.transportCC, let each = plan.rembKbpsEach {
+            for kbps in Set(each).sorted() {
+                // Subscriber ids are "room/subN"; the Nth subscriber of a room sends `rembKbps(subscriber: N)`.
+                let counts = series.layerCounts { id in
+                    id.split(separator: "/").last.flatMap { Int($0.dropFirst(3)) }.map { plan.rembKbps(subscriber: $0) == kbps } ?? false
+                }
+                l.append(String(format: "                 REMB %5d kbit/s: ", kbps) + line(counts))
+            }
+        }
+        return l
     }
 
     /// The report as JSON, with the derived figures next to the raw ones.
@@ -194,6 +217,9 @@ public struct BenchReport: Codable, Sendable {
         if let series = subscriberSeries,
            let summary = (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(series.summary))) {
             out["subscriber_summary"] = summary
+        }
+        if plan.simulcast, let series = subscriberSeries {
+            out["simulcast_layer_samples"] = Dictionary(uniqueKeysWithValues: series.layerCounts().map { (String($0.key), $0.value) })
         }
         return out
     }

@@ -110,8 +110,9 @@ public final class NodeServer: BenchServer {
         var out: [String: SubscriberSample] = [:]
         for p in json["participants"] as? [[String: Any]] ?? [] {
             guard let id = p["participant"] as? String, id.hasPrefix("sub") else { continue }
+            let layers = (p["slots"] as? [[String: Any]] ?? []).compactMap { ($0["layer"] as? NSNumber)?.intValue }
             out["\(room)/\(id)"] = SubscriberSample(estimate: (p["bandwidth_estimate"] as? NSNumber)?.doubleValue,
-                                                     videos: (p["number_of_videos"] as? NSNumber)?.intValue)
+                                                     videos: (p["number_of_videos"] as? NSNumber)?.intValue, layers: layers)
         }
         return out
     }

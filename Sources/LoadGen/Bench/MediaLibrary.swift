@@ -14,7 +14,14 @@ public final class MediaLibrary: @unchecked Sendable {
     /// How much of the speech is voice (its level, -dBov, per frame), for the audio level extension.
     public let speechLevels: [UInt8]
 
-    public init(videoKbps: Int, fps: Int, width: Int = 640, height: Int = 360, videoSeconds: Double = 2) {
+    /// With `simulcast`, the video as three layers, lowest first (`layers`; `video` is the top one).
+    public let layers: [[VP8Frame]]
+
+    /// Simulcast layers relative to the top one: a quarter and half of its size at 15 % and 35 % of its
+    /// bitrate (about what libwebrtc gives three layers of a 720p camera).
+    public static let simulcastScales: [(size: Int, bitrate: Double)] = [(4, 0.15), (2, 0.35), (1, 1)]
+
+    public init(videoKbps: Int, fps: Int, width: Int = 640, height: Int = 360, videoSeconds: Double = 2, simulcast: Bool = false) {
         let pcm: [Int16]
         if let said = try? Speech.say("Thanks everyone for joining. Let me walk you through the numbers from last week, then we can take questions about the release plan.") {
             pcm = said
@@ -29,9 +36,16 @@ public final class MediaLibrary: @unchecked Sendable {
         }
         silence = OpusFrameEncoder().encodeAll(TestSignal.noise(dbfs: -70, seconds: 1))
         self.fps = fps
-        let vp8 = VP8FrameEncoder(width: width, height: height, bitrateKbps: videoKbps, fps: fps)
         let count = max(1, Int(videoSeconds * Double(fps)))
-        video = (0..<count).map { vp8.next(keyframe: $0 == 0) }
+        func encode(width: Int, height: Int, kbps: Int) -> [VP8Frame] {
+            let vp8 = VP8FrameEncoder(width: width, height: height, bitrateKbps: kbps, fps: fps)
+            return (0..<count).map { vp8.next(keyframe: $0 == 0) }
+        }
+        // libvpx wants even sizes of at least 16.
+        layers = simulcast ? Self.simulcastScales.map { s in
+            encode(width: max(16, width / s.size / 2 * 2), height: max(16, height / s.size / 2 * 2), kbps: max(20, Int(Double(videoKbps) * s.bitrate)))
+        } : []
+        video = layers.last ?? encode(width: width, height: height, kbps: videoKbps)
     }
 
     /// Bits per second of the video as encoded (what the replay sends, before RTP and SRTP overhead).

@@ -6,10 +6,13 @@ import Synchronization
 public struct SubscriberSample: Sendable, Equatable {
     public var estimate: Double?
     public var videos: Int?
+    /// The simulcast layer each of its video slots carries (slots showing a simulcast source only).
+    public var layers: [Int]
 
-    public init(estimate: Double?, videos: Int?) {
+    public init(estimate: Double?, videos: Int?, layers: [Int] = []) {
         self.estimate = estimate
         self.videos = videos
+        self.layers = layers
     }
 }
 
@@ -20,6 +23,8 @@ public struct SubscriberSeries: Codable, Sendable, Equatable {
         /// Bits per second, one per sample time; nil where the subscriber was absent or had no estimate.
         public var estimates: [Double?] = []
         public var videos: [Int?] = []
+        /// Per sample, the simulcast layers its video slots carried (nil where it was absent).
+        public var layers: [[Int]?] = []
     }
 
     /// Seconds since the start of the measured window, one per sample.
@@ -34,12 +39,14 @@ public struct SubscriberSeries: Codable, Sendable, Equatable {
         let k = seconds.count
         seconds.append(t)
         for id in samples.keys where subscribers[id] == nil {
-            subscribers[id] = Track(estimates: Array(repeating: nil, count: k), videos: Array(repeating: nil, count: k))
+            subscribers[id] = Track(estimates: Array(repeating: nil, count: k), videos: Array(repeating: nil, count: k),
+                                    layers: Array(repeating: nil, count: k))
         }
         for id in subscribers.keys {
             let s = samples[id]
             subscribers[id]!.estimates.append(s?.estimate)
             subscribers[id]!.videos.append(s?.videos)
+            subscribers[id]!.layers.append(s?.layers)
         }
     }
 
@@ -92,6 +99,16 @@ public struct SubscriberSeries: Codable, Sendable, Equatable {
         guard !sorted.isEmpty else { return nil }
         let m = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2
+    }
+
+    /// How often each simulcast layer was shown, over every sample of every video slot of the subscribers
+    /// `include` accepts (by id): layer -> slot samples.
+    public func layerCounts(_ include: (String) -> Bool = { _ in true }) -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for (id, t) in subscribers where include(id) {
+            for layers in t.layers.compactMap({ $0 }) { for l in layers { counts[l, default: 0] += 1 } }
+        }
+        return counts
     }
 
     /// Summary lines for the text report.

@@ -117,6 +117,18 @@ public final class RoomHarness {
                       transportSequence: o.transportCC ? 1 : nil, options: o)
     }
 
+    /// Publishes again as `m`'s Opus (level extension id 1) and a VP8 simulcast video with one layer per SSRC
+    /// in `layers`, lowest first (`a=ssrc-group:SIM` as the room receives it).
+    public func publishSimulcast(_ m: Member, layers: [UInt32]) throws {
+        var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        for (i, s) in layers.enumerated() {
+            var t = PublishedTrack(codec: .vp8, ssrc: s, payloadType: 96)
+            t.simulcast = SimulcastLayer(index: i)
+            tracks.append(t)
+        }
+        try room.attachPublisher(m.id, connection: m.publish.connection, tracks: tracks, now: now)
+    }
+
     /// The subscribing connection's DTLS handshake finished: the room gets its SRTP keys.
     public func keySubscription(of m: Member) throws {
         try room.setSRTP(connection: m.subscribe.connection, inbound: m.subscribe.nodeInbound, outbound: m.subscribe.nodeOutbound)

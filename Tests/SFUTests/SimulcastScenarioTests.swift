@@ -28,13 +28,7 @@ import Testing
         let p = try h.join("P")
         let low = try h.join("low", audioSlots: 1, videoSlots: 1, options: lowOptions)
         let high = try h.join("high", audioSlots: 1, videoSlots: 1)
-        var tracks = [PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
-        for (i, s) in Self.ssrcs.enumerated() {
-            var t = PublishedTrack(codec: .vp8, ssrc: s, payloadType: 96)
-            t.simulcast = SimulcastLayer(index: i)
-            tracks.append(t)
-        }
-        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
+        try h.publishSimulcast(p, layers: Self.ssrcs)
         return Call(h: h, publisher: p, low: low, high: high)
     }
 
@@ -234,16 +228,9 @@ import Testing
             h = try RoomHarness(configuration: c)
             for (k, id) in ["P", "Q"].enumerated() {
                 let m = try h.join(id)
-                var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
-                var writers: [RTPStreamWriter] = []
-                for i in 0..<3 {
-                    let ssrc = UInt32(0xB000 + k * 16 + i)
-                    var t = PublishedTrack(codec: .vp8, ssrc: ssrc, payloadType: 96)
-                    t.simulcast = SimulcastLayer(index: i)
-                    tracks.append(t)
-                    writers.append(RTPStreamWriter(ssrc: ssrc, payloadType: 96, timestamp: 90_000))
-                }
-                try h.room.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: h.now)
+                let ssrcs = (0..<3).map { UInt32(0xB000 + k * 16 + $0) }
+                try h.publishSimulcast(m, layers: ssrcs)
+                let writers = ssrcs.map { RTPStreamWriter(ssrc: $0, payloadType: 96, timestamp: 90_000) }
                 pubs.append((m, writers))
             }
             sub = try h.join("S", audioSlots: 2, videoSlots: 2)

@@ -24,13 +24,7 @@ import Testing
             h = try RoomHarness(configuration: configuration)
             publisher = try h.join("P")
             subscriber = try h.join("S", audioSlots: 1, videoSlots: 1)
-            var tracks = [PublishedTrack(codec: .opus, ssrc: publisher.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
-            for (i, s) in TemporalLayerScenarioTests.ssrcs.enumerated() {
-                var t = PublishedTrack(codec: .vp8, ssrc: s, payloadType: 96)
-                t.simulcast = SimulcastLayer(index: i)
-                tracks.append(t)
-            }
-            try h.room.attachPublisher("P", connection: publisher.publish.connection, tracks: tracks, now: h.now)
+            try h.publishSimulcast(publisher, layers: TemporalLayerScenarioTests.ssrcs)
         }
 
         /// `ms` of frames, one packet per layer every 10 ms (a key frame on a layer when the node asks), and the

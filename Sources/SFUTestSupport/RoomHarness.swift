@@ -13,6 +13,9 @@ public final class RoomHarness {
     public private(set) var undecryptable = 0
     private var nextConnection: UInt32 = 1
     public var keepReceived = true
+    /// Sees every plain packet a client receives, as it arrives (whether or not it is kept): for runs too long
+    /// to keep everything.
+    public var onReceive: ((ConnectionID, [UInt8]) -> Void)?
     /// The network between node and clients: return false to lose a datagram (it sees the encrypted bytes;
     /// the RTP header is in clear).
     public var network: ((ConnectionID, [UInt8]) -> Bool)?
@@ -68,18 +71,21 @@ public final class RoomHarness {
     /// VP8 (a camera, and a screen share with `publishScreen`), and subscribes to `audioSlots` + `videoSlots`
     /// (talkers' cameras, mids v0..) + `screenSlots` (screen shares, mids s0.., SSRCs base + 0x280 + i) slots.
     /// With `keySubscription: false` the subscribing connection has no SRTP keys yet (its DTLS handshake is
-    /// still under way) until `keySubscription(of:)`.
-    public func join(_ id: String, role: Role = .participant, publishVideo: Bool = false, publishScreen: Bool = false,
-                     levelExtension: Bool = true, audioSlots: Int = 3, videoSlots: Int = 0, screenSlots: Int = 0,
-                     talkerCount: Int? = nil, options o: FeedbackOptions = .init(), keySubscription: Bool = true) throws -> Member {
+    /// still under way) until `keySubscription(of:)`. With `publishAudio: false` the participant publishes no
+    /// audio (a listen-only client: never a talker candidate) and, without video either, no publisher is
+    /// attached at all.
+    public func join(_ id: String, role: Role = .participant, publishAudio: Bool = true, publishVideo: Bool = false,
+                     publishScreen: Bool = false, levelExtension: Bool = true, audioSlots: Int = 3, videoSlots: Int = 0,
+                     screenSlots: Int = 0, talkerCount: Int? = nil, options o: FeedbackOptions = .init(),
+                     keySubscription: Bool = true) throws -> Member {
         try room.admit(id, role: role, talkerCount: talkerCount, now: now)
         let pub = newClient()
         let sub = newClient()
         let base = UInt32(nextConnection) * 0x1000
         let tcc: UInt8? = o.transportCC ? 5 : nil
-        var tracks = [PublishedTrack(codec: .opus, ssrc: base + 1, payloadType: 111,
-                                     audioLevelExtensionID: levelExtension ? 1 : nil, transportCCExtensionID: tcc,
-                                     redPayloadType: o.red ? 63 : nil)]
+        var tracks = publishAudio ? [PublishedTrack(codec: .opus, ssrc: base + 1, payloadType: 111,
+                                                    audioLevelExtensionID: levelExtension ? 1 : nil, transportCCExtensionID: tcc,
+                                                    redPayloadType: o.red ? 63 : nil)] : []
         if publishVideo {
             tracks.append(PublishedTrack(codec: .vp8, ssrc: base + 2, rtxSSRC: base + 3, payloadType: 96, rtxPayloadType: 97,
                                          transportCCExtensionID: tcc, nack: o.repair, remb: o.repair))
@@ -89,8 +95,10 @@ public final class RoomHarness {
             screen.source = .screen
             tracks.append(screen)
         }
-        try room.attachPublisher(id, connection: pub.connection, tracks: tracks, now: now)
-        try room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
+        if !tracks.isEmpty {
+            try room.attachPublisher(id, connection: pub.connection, tracks: tracks, now: now)
+            try room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
+        }
         var slots: [SlotDescription] = []
         for i in 0..<audioSlots {
             slots.append(SlotDescription(codec: .opus, mid: "a\(i)", ssrc: base + 0x100 + UInt32(i), payloadType: 109, audioLevelExtensionID: 3,
@@ -257,6 +265,7 @@ public final class RoomHarness {
                         downlinks[conn]!.recorder.record(sequence: UInt16(p[r.lowerBound]) << 8 | UInt16(p[r.lowerBound + 1]), arrival: first.arrival)
                     }
                 }
+                onReceive?(conn, plain)
                 if keepReceived { received[conn, default: []].append(plain) }
             }
             if downlinks[conn]!.recorder.isDue(now) {
@@ -286,6 +295,7 @@ public final class RoomHarness {
                 continue
             }
             if let plain = c.unprotect(datagram) {
+                onReceive?(dest, plain)
                 if keepReceived { received[dest, default: []].append(plain) }
             } else {
                 undecryptable += 1

@@ -3,7 +3,7 @@ import NodeCommandLine
 
 /// The node's binary: it serves and checks configuration, and links nothing else (no encoders, load
 /// generator, fuzz targets or test harnesses). The tools (`sfu bench`, `demo`, `signaling`, `soak`, `hostile`,
-/// `scenario`) live in `sfu-lab`, built next to it; `sfu <tool> ...` runs `sfu-lab <tool> ...`, as git runs
+/// `scenario`, `tune`) live in `sfu-lab`, built next to it; `sfu <tool> ...` runs `sfu-lab <tool> ...`, as git runs
 /// its `git-<name>` helpers, so the commands people know keep working.
 struct SFUCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -46,13 +46,13 @@ struct TuneCommand: ParsableCommand {
         }
         let start = Date()
         print("tune: synthesising and encoding speech (espeak-ng, libopus)")
-        let media = try ConversationMedia()
+        let media = try ConversationMedia(encodeGains: plan.levelSource == .decode)
         let script = ConversationModel.generate(plan.conversation, voices: media.voiceCount, backchannelFrames: media.backchannelFrames)
         let statistics = ConversationStatistics(script)
         print("tune: \(plan.conversation.participants) participants, \(statistics.talkers) of them talk; running \(String(format: "%.0f", plan.conversation.minutes)) minutes through the room for K = \(plan.ks.map(String.init).joined(separator: ","))")
         let run = TuneRun(plan: plan, script: script, media: media)
         let results = try run.run { print($0) }
-        let report = TuneReport(plan: plan, statistics: statistics, results: results, elapsedSeconds: Date().timeIntervalSince(start))
+        let report = TuneReport(plan: plan, statistics: statistics, results: results, elapsedSeconds: Date().timeIntervalSince(start), script: script)
         print("tune: encoded \(media.framesEncoded) Opus frames once")
         print(report.text, terminator: "")
         if let chart {

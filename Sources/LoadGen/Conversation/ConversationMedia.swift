@@ -6,9 +6,12 @@ import SFUTestSupport
 /// voices, each mixed with a participant's steady room noise at its microphone gain and encoded with libopus
 /// into 20 ms frames, with each frame's level (RFC 6464) computed from the mixed PCM as a browser does.
 ///
-/// Encoding happens once per (voice, gain, noise) that some participant uses, not per participant or frame:
-/// a 30-minute meeting of 50 replays a few tens of seconds of encoded speech. A talkspurt plays the voice's
-/// sentences from some offset, looping; a backchannel plays one clip whole; silence is the noise alone.
+/// Encoding happens once per (voice, noise) that some participant uses, not per participant or frame: a
+/// 30-minute meeting of 50 replays a few tens of seconds of encoded speech. The levels are always those of
+/// the participant's own gain; the Opus payloads are too with `encodeGains`, and otherwise those of the
+/// voice at unit gain (libopus takes ~0.3 ms a frame here, and a room that reads levels from the extension
+/// never decodes them). A talkspurt plays the voice's sentences from some offset, looping; a backchannel
+/// plays one clip whole; silence is the noise alone.
 public final class ConversationMedia: @unchecked Sendable {
     /// espeak-ng voices (two accents, a female variant, a third accent).
     public static let voiceNames = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland"]
@@ -52,13 +55,16 @@ public final class ConversationMedia: @unchecked Sendable {
     /// Runs may share one library from several threads (tests do).
     private let lock = NSLock()
     public var voiceCount: Int { voices.count }
+    /// Payloads encoded at each participant's gain (needed when the room decodes them for levels).
+    public let encodeGains: Bool
     /// Lengths of each voice's acknowledgement clips, in frames (what the model needs to place them).
     public var backchannelFrames: [[Int]] { voices.map { $0.clips.map { $0.count / OpusFrameEncoder.frameSamples } } }
     /// Frames encoded so far (each once).
     public private(set) var framesEncoded = 0
 
     /// Synthesises the voices with espeak-ng (cached on disk by `Speech`).
-    public init(voiceNames: [String] = ConversationMedia.voiceNames) throws {
+    public init(voiceNames: [String] = ConversationMedia.voiceNames, encodeGains: Bool = false) throws {
+        self.encodeGains = encodeGains
         voices = try voiceNames.map { v in
             let speech = try Self.sentences.flatMap { try Self.trimmed(Speech.say($0, voice: v, peakDbfs: -9)) }
             let clips = try Self.acknowledgements.map { try Self.trimmed(Speech.say($0, voice: v, peakDbfs: -9)) }
@@ -72,12 +78,21 @@ public final class ConversationMedia: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let e = encoded[key] { return e }
-        let e = encode(key)
+        var e = encode(key, payloads: encodeGains || key.gainStep == 0)
+        if e.speech.isEmpty {
+            let unit = Key(voice: key.voice, gainStep: 0, noiseDbov: key.noiseDbov)
+            let payloads = encoded[unit] ?? encode(unit, payloads: true)
+            encoded[unit] = payloads
+            e.speech = payloads.speech
+            e.clips = payloads.clips
+            e.noise = payloads.noise
+        }
         encoded[key] = e
         return e
     }
 
-    private func encode(_ key: Key) -> Encoded {
+    /// The mixed sound's levels, and its Opus frames when `payloads`.
+    private func encode(_ key: Key, payloads: Bool) -> Encoded {
         let gain = exp(Double(key.gainStep) * 3 / 20 * log(10))
         let voice = voices[key.voice]
         let seed = UInt64(key.voice * 1000 + (key.gainStep + 50) * 10) &+ UInt64(bitPattern: Int64(key.noiseDbov))
@@ -91,7 +106,7 @@ public final class ConversationMedia: @unchecked Sendable {
             var frames: [[UInt8]] = [], levels: [UInt8] = []
             for start in stride(from: 0, to: pcm.count - n + 1, by: n) {
                 let frame = pcm[start..<(start + n)]
-                frames.append(encoder.encode(frame))
+                if payloads { frames.append(encoder.encode(frame)) }
                 levels.append(frame.withUnsafeBufferPointer { LevelMath.level(of: $0) })
             }
             framesEncoded += frames.count

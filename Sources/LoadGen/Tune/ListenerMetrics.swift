@@ -7,6 +7,8 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
     public var spurtCoverage: Double
     /// The lowest coverage of one talker with at least a second of speech.
     public var worstTalkerCoverage: Double
+    /// Each talker's coverage, by participant id (who was not heard).
+    public var talkerCoverage: [String: Double] = [:]
     /// From a turn's first speech frame to the first of its frames the listener received, over the turns it
     /// received at all: median and 90th percentile, milliseconds.
     public var clippedOnsetMedianMs: Double?
@@ -43,6 +45,7 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
             heardAll += heardHere
             saidAll += saidHere
             if saidHere >= 50 { worst = min(worst, Double(heardHere) / Double(saidHere)) }
+            if saidHere > 0 { talkerCoverage[person.id] = Double(heardHere) / Double(saidHere) }
         }
         coverage = saidAll > 0 ? Double(heardAll) / Double(saidAll) : 1
         spurtCoverage = saidSpurts > 0 ? Double(heardSpurts) / Double(saidSpurts) : 1

@@ -26,6 +26,14 @@ public struct TunePlan: Sendable {
     /// One room per K, each with its own listener, instead of one room whose listeners ask for K talkers each
     /// (see `TuneRun`).
     public var roomPerK = false
+    /// SRTP with libsrtp's null cipher on every connection (`SRTPKeyingMaterial.nullCipher`): the room runs the
+    /// same code, the metrics read nothing the cipher changes, and AES-GCM would take a fifth of the run.
+    /// Wire bytes are counted with the GCM tag either way.
+    public var nullCipher = true
+    /// The room's talker detection (`RoomConfiguration.detector`, `sustainedSpeech`): to see how its
+    /// parameters move the same metrics.
+    public var detector = DominantSpeakerDetector.Configuration()
+    public var sustainedSpeech: MonoTime.Interval = RoomConfiguration().sustainedSpeech
 
     public init() {}
 
@@ -37,6 +45,11 @@ public struct TunePlan: Sendable {
         ("level_source", "extension or decode"), ("target_coverage", "coverage the recommended K must reach (0-1)"),
         ("intrusion_threshold_s", "utterances shorter than this that take a slot are intrusions"),
         ("room_per_k", "one room per K (true) or one room with a listener per K (false)"),
+        ("null_cipher", "SRTP with the null cipher (true, faster) or AES-GCM (false)"),
+        ("decision_interval_ms", "the detector's decision interval (speaking and dominant), ms"),
+        ("speaking_threshold", "loudness (-dBov) a sample needs to count toward speaking"),
+        ("speaking_min_samples", "loud 20 ms samples in 400 ms that make a participant speaking"),
+        ("sustained_speech_ms", "speech after which a non-dominant talker holds the floor, ms"),
     ] + ConversationParameters.keys
 
     public typealias Invalid = ConversationParameters.Invalid
@@ -75,6 +88,11 @@ public struct TunePlan: Sendable {
             guard let v = Double(text), (0.02...60).contains(v) else { throw Invalid("intrusion_threshold_s must be a number 0.02-60, got '\(text)'") }
             intrusionThresholdSeconds = v
         case "room_per_k": roomPerK = try bool()
+        case "null_cipher": nullCipher = try bool()
+        case "decision_interval_ms": detector.decisionInterval = .milliseconds(Int64(try int(20...5000)))
+        case "speaking_threshold": detector.speakingThreshold = UInt8(try int(0...127))
+        case "speaking_min_samples": detector.speakingMinSamples = try int(1...20)
+        case "sustained_speech_ms": sustainedSpeech = .milliseconds(Int64(try int(0...10_000)))
         default:
             guard ConversationParameters.knows(key) else {
                 throw Invalid("unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")

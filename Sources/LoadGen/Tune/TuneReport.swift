@@ -2,14 +2,21 @@ import Foundation
 
 /// The sweep's outcome: per K what listeners missed and what it cost, and the smallest K that reaches the
 /// target coverage.
-public struct TuneReport: Sendable {
+public struct TuneReport: @unchecked Sendable {
     public var plan: TunePlan
     public var statistics: ConversationStatistics
     public var results: [TuneRun.Result]
     /// Seconds of wall-clock time the sweep took (reported, never asserted).
     public var elapsedSeconds: Double?
+    /// Who was in the meeting: id, microphone gain, noise, seconds of speech (for the JSON).
+    public var people: [[String: Any]] = []
 
-    public init(plan: TunePlan, statistics: ConversationStatistics, results: [TuneRun.Result], elapsedSeconds: Double? = nil) {
+    public init(plan: TunePlan, statistics: ConversationStatistics, results: [TuneRun.Result], elapsedSeconds: Double? = nil,
+                script: ConversationScript? = nil) {
+        people = (script?.participants ?? []).map {
+            ["id": $0.id, "gain_db": $0.gainStep * 3, "noise_dbov": $0.noiseDbov, "publishes_audio": $0.publishesAudio,
+             "speech_seconds": Double($0.utterances.reduce(0) { $0 + $1.count }) * ConversationParameters.frameSeconds]
+        }
         self.plan = plan
         self.statistics = statistics
         self.results = results.sorted { $0.k < $1.k }
@@ -26,7 +33,11 @@ public struct TuneReport: Sendable {
                          plan.preset.rawValue, c.participants, s.talkers, c.minutes, s.turns, s.meanTalkspurtSeconds, s.meanPauseSeconds,
                          s.overlapShare * 100, s.interruptionShare * 100, s.backchannels, s.doubleTalkShare * 100)
         out += "levels from the \(plan.levelSource.rawValue); video \(plan.video ? "\(plan.videoKbps) kbit/s VP8, up to \(plan.maxVideos) per listener" : "off"); "
-        out += plan.roomPerK ? "one room per K\n" : "one room, one observer per K\n"
+        out += plan.roomPerK ? "one room per K" : "one room, one observer per K"
+        out += plan.nullCipher ? "; SRTP null cipher" : "; SRTP AES-GCM"
+        let d = plan.detector
+        out += String(format: "; detector: decisions every %.0f ms, speaking at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms\n",
+                      d.decisionInterval.seconds * 1000, d.speakingMinSamples, Int(d.speakingThreshold), plan.sustainedSpeech.seconds * 1000)
         out += "K | coverage % | spurts % | worst talker % | clipped onset p50 / p90 ms | missed turns | intrusions/min | audio switches/min | video switches/min | keyframe requests | kbit/s per subscriber | packets/s per subscriber\n"
         for r in results {
             let m = r.metrics
@@ -55,6 +66,7 @@ public struct TuneReport: Sendable {
             "target_coverage": plan.targetCoverage,
             "recommended_k": recommended.map(\.k) as Any,
             "elapsed_seconds": elapsedSeconds as Any,
+            "participants_detail": people,
             "results": results.map { r -> [String: Any] in
                 let m = r.metrics
                 return [
@@ -63,6 +75,7 @@ public struct TuneReport: Sendable {
                     "turns": m.turns, "missed_turns": m.missedTurns, "intrusions_per_minute": m.intrusionsPerMinute,
                     "audio_switches_per_minute": m.audioSwitchesPerMinute, "video_switches_per_minute": m.videoSwitchesPerMinute,
                     "keyframe_requests": r.roomKeyframeRequests, "kbps_per_subscriber": m.kbps, "packets_per_second_per_subscriber": m.packetsPerSecond,
+                    "talker_coverage": m.talkerCoverage,
                 ]
             },
         ]

@@ -66,8 +66,11 @@ public final class TuneRun {
         var config = RoomConfiguration()
         config.maxActiveTalkers = maxActiveTalkers
         config.levelSource = plan.levelSource
+        config.detector = plan.detector
+        config.sustainedSpeech = plan.sustainedSpeech
         let h = try RoomHarness(configuration: config, name: "tune")
         h.keepReceived = false
+        h.nullCipher = plan.nullCipher
         let collector = Collector()
         h.onReceive = collector.receive
         var publishers: [ScriptedPublisher] = []

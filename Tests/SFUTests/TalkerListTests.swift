@@ -14,6 +14,15 @@ import Testing
         #expect(!list.contains { $0.participant == 9 }, "a subscriber never receives itself")
     }
 
+    @Test func aDominantSpeakerInAPauseKeepsTheFirstPlaceAmongTheSilent() {
+        // 2 held the floor briefly after a "yeah" and went ahead of 1 in recency; 1 is still dominant and only
+        // pausing between sentences: with one slot, the slot stays with 1 (found by `sfu tune`: a lecture at
+        // K = 1 flipped to the student at each of the lecturer's pauses, 23 switches a minute).
+        let cands: [Int: TalkerCandidate] = [1: c(false), 2: c(false), 3: c(false)]
+        let list = TalkerListBuilder.build(recency: [2, 3, 1], candidates: cands, pins: [], dominant: 1, subscriber: 0, length: 1, videos: 1)
+        #expect(list.map(\.participant) == [1])
+    }
+
     @Test func newSpeakerNeverPushesOutPinnedUsers() {
         // K = 3 with 2 pins: exactly one non-pinned talker place (media-core check 9).
         let cands: [Int: TalkerCandidate] = [1: c(true), 2: c(true), 3: c(false), 4: c(false)]

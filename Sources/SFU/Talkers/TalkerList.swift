@@ -69,6 +69,12 @@ public enum TalkerListBuilder {
             }
         }
         talkers += young
+        // A dominant speaker between two sentences is silent for a moment but still the one listeners follow:
+        // it leads the silent, or a one-slot subscriber hears someone else's room at each of its pauses.
+        if let d = dominant, let i = others.firstIndex(of: d) {
+            others.remove(at: i)
+            others.insert(d, at: 0)
+        }
         return Prepared(candidates: candidates, pinned: pinned, pinnedSet: pinnedSet, talkers: talkers, others: others)
     }
 

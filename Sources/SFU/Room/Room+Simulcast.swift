@@ -123,7 +123,7 @@ extension Room {
     /// sooner than `layerUpHold` after the last change. Without an estimate: the top step its render limit
     /// allows.
     func reviewLayers(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
-        guard let s = p.subscriber else { return }
+        guard let s = p.subscriber, s.videoSlots.contains(where: showsSeveralSteps) else { return }
         let plan = layerPlan(s, now: now)
         var moved = false
         for i in s.videoSlots.indices {
@@ -144,6 +144,14 @@ extension Room {
             moved = true
         }
         if moved { refreshSubscriber(p, now: now, into: out) }  // the slot map reports the new layer
+    }
+
+    /// Whether the slot's source could be sent more than one way (simulcast layers, temporal layers): the
+    /// only slots `reviewLayers` plans for. Checked first, without allocating: it runs on every feedback.
+    func showsSeveralSteps(_ slot: Slot) -> Bool {
+        guard let who = slot.assigned, let q = participants[who] else { return false }
+        let all = q.tracks(slot.description.source)
+        return all.count > 1 || all.contains { (tracks[$0]?.temporalTop ?? 0) > 0 }
     }
 
     /// When a subscriber shows simulcast sources below the layers its render limits allow, what showing each

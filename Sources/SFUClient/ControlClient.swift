@@ -47,6 +47,25 @@ public struct ControlClient: Sendable {
         return r
     }
 
+    /// Which of a participant's transports an SDP offer is for.
+    public enum OfferDirection: String, Sendable {
+        case publish, subscribe
+    }
+
+    /// Sends a participant's SDP offer (`POST .../publish` or `.../subscribe`), the first of a transport or a
+    /// later one, and insists on an answer (`sdp`, and `change`: what the offer did to the transport).
+    /// `screenShareMids` names the offer's video m-lines that are screen shares (publish) or screen slots
+    /// (subscribe): browsers give a display capture's stream a random id, so only the page that added the
+    /// transceiver knows which m-line is the screen. The field is left out when empty, so a node from before
+    /// screen share takes the same body as before.
+    @discardableResult
+    public func offer(_ direction: OfferDirection, room: String, participant: String, sdp: String,
+                      screenShareMids: [String] = []) async throws -> Reply {
+        var body: [String: Any] = ["sdp": sdp]
+        if !screenShareMids.isEmpty { body["screen_share_mids"] = screenShareMids }
+        return try await require("POST", "v1/rooms/\(room)/participants/\(participant)/\(direction.rawValue)", body)
+    }
+
     /// The text of `/metrics`.
     public func metrics() async throws -> String {
         var request = URLRequest(url: base.appendingPathComponent("metrics"))

@@ -12,13 +12,17 @@ import SFUClient
 ///
 /// Browser -> server:
 ///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture"}
-///   {"type": "offer", "kind": "publish"|"subscribe", "sdp"}   -> {"type": "answer", "kind", "sdp", "change"}
+///   {"type": "offer", "kind": "publish"|"subscribe", "sdp", "screen_share_mids"?: [mid]}
+///                                                             -> {"type": "answer", "kind", "sdp", "change"}
 ///                                                               or {"type": "answer", "kind", "error"}
 ///     The browser sends every offer of a connection here, the first and the later ones (more or fewer
 ///     slots, an ICE restart) alike; the node answers and says what the offer did to the participant's
 ///     transport for that direction (`change`): "created", "renegotiated" (same connection, m-lines added or
 ///     removed), "iceRestarted" (new ICE credentials, DTLS goes on) or "replaced" (a new RTCPeerConnection:
 ///     the node closed the old one).
+///     `screen_share_mids` names the offer's video m-lines that are screen shares: on the sending connection
+///     the display capture the page added beside the camera, on the receiving one the page's screen slot
+///     (the node shows the room's shares there, whoever talks, and never a camera).
 ///   {"type": "command", "id", "action", ...}                  -> {"type": "result", "id", "result", "msg"?}
 ///     actions: mute_room {audio} | mute {target, audio?, video?} | pin {target} | unpin {target} |
 ///              lock {locked} | drop {target} | floor {floor_action, target?} | role {target, role} |
@@ -106,15 +110,18 @@ public actor SignalingServer {
                 let id = try await join(m, outbox: outbox)
                 return id
             case ("offer", let me?):
-                let kind = m["kind"] as? String == "subscribe" ? "subscribe" : "publish"
+                let kind: ControlClient.OfferDirection = m["kind"] as? String == "subscribe" ? .subscribe : .publish
                 guard let b = browsers[me] else { return nil }
                 // The same route for a connection's first offer and its later ones. A refused offer is answered
                 // too, so the page can roll its offer back.
                 do {
-                    let r = try await api.require("POST", "v1/rooms/\(b.room)/participants/\(me)/\(kind)", ["sdp": m["sdp"] as? String ?? ""])
-                    send(["type": "answer", "kind": kind, "sdp": r.json["sdp"] ?? "", "change": r.json["change"] ?? ""])
+                    let r = try await api.offer(kind, room: b.room, participant: me, sdp: m["sdp"] as? String ?? "",
+                                                screenShareMids: m["screen_share_mids"] as? [String] ?? [])
+                    send(["type": "answer", "kind": kind.rawValue, "sdp": r.json["sdp"] ?? "", "change": r.json["change"] ?? ""])
+                    // What a participant publishes is in the roster (a screen share begins or ends with an offer).
+                    if kind == .publish { await sendRoster(b.room) }
                 } catch {
-                    send(["type": "answer", "kind": kind, "error": "\(error)"])
+                    send(["type": "answer", "kind": kind.rawValue, "error": "\(error)"])
                 }
             case ("command", let me?):
                 let r = try await command(m, by: me)

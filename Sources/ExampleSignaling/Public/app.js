@@ -2,14 +2,19 @@
 // peer connection, receives the room's talker slots on another, and labels each slot with the participant
 // the node's slot map names. The number of talkers received can change during the call: the receiving
 // connection is renegotiated (slots added or stopped, a new offer, the node's answer) and stays the same.
-// Everything the page knows is in `window.demo` (the browser test reads it).
+// Screen share (sending one, and the screen slot that shows the room's) is in screen.js.
+// Everything the page knows is in `window.demo` (the browser tests read it).
 "use strict";
 
 const demo = (window.demo = {
   joined: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4, talkerCount: 4,
-  slots: {}, kinds: {}, talkers: [], dominant: null, numberOfVideos: null, bitrateKbps: 0,
+  slots: {}, sources: {}, kinds: {}, talkers: [], dominant: null, numberOfVideos: null, bitrateKbps: 0,
   audioPackets: {}, videoFrames: {}, packets: {}, roster: null, names: {}, lastResult: null, left: null, errors: [],
   changes: { publish: [], subscribe: [] },  // what the node made of each offer: "created", "renegotiated", ...
+  // This page's screen share, and the screen slot (kept out of `kinds` and the per-slot counts above, which
+  // are the talker slots): who the node shows there and what was received.
+  screenShare: { sharing: false, width: null, height: null, error: null },
+  screenSlot: { mid: null, participant: null, source: null, packets: 0, frames: 0, frameWidth: null, frameHeight: null, freezes: null, freezeSeconds: null },
 });
 
 const $ = (selector) => document.querySelector(selector);
@@ -78,7 +83,7 @@ async function publish() {
 // The receiving connection: talkerCount audio and video slots (recvonly m-lines); each mid is a slot.
 async function subscribe() {
   subscribePC = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
-  subscribePC.ontrack = (e) => addSink(e.transceiver.mid, e.track);
+  subscribePC.ontrack = (e) => (e.transceiver === screenShare.slot ? playScreenSlot(e.track) : addSink(e.transceiver.mid, e.track));
   await resizeSlots(demo.talkerCount);
   setInterval(readStats, 1000);
 }
@@ -96,7 +101,7 @@ function negotiate(kind, prepare = () => {}) {
     await pc.setLocalDescription(await pc.createOffer());
     const answer = await new Promise((resolve) => {
       pendingAnswers[kind].push(resolve);
-      send({ type: "offer", kind, sdp: pc.localDescription.sdp });
+      send({ type: "offer", kind, sdp: pc.localDescription.sdp, screen_share_mids: screenShareMids(kind) });
     });
     if (answer.error) {
       await pc.setLocalDescription({ type: "rollback" });
@@ -111,19 +116,21 @@ function negotiate(kind, prepare = () => {}) {
   return done;
 }
 
-// Grows or shrinks the receiving connection to `count` slots of each kind, on the same connection: new
+// Grows or shrinks the receiving connection to `count` talker slots of each kind, on the same connection: new
 // recvonly transceivers, or the last ones stopped (their m-lines are rejected in the offer), then one offer.
-// The node answers "renegotiated"; the slots that stay keep their stream (same SSRC, no new handshake).
+// The node answers "renegotiated"; the slots that stay keep their stream (same SSRC, no new handshake). The
+// screen slot is not a talker slot: the first offer adds it, and it stays.
 function resizeSlots(count) {
   return negotiate("subscribe", (pc) => {
     for (const kind of ["audio", "video"]) {
-      const live = pc.getTransceivers().filter((t) => t.direction !== "stopped" && t.receiver.track.kind === kind);
+      const live = pc.getTransceivers().filter((t) => t.direction !== "stopped" && t.receiver.track.kind === kind && t !== screenShare.slot);
       for (let i = live.length; i < count; i++) pc.addTransceiver(kind, { direction: "recvonly" });
       for (const t of live.slice(count)) {
         removeSink(t.mid);
         t.stop();
       }
     }
+    addScreenSlot(pc);
   });
 }
 
@@ -186,6 +193,7 @@ function nodeEvent(e) {
     case "active_talkers":
       demo.talkers = e.talkers;
       demo.slots = Object.fromEntries(e.slots.map((s) => [s.mid, s.participant]));
+      demo.sources = Object.fromEntries(e.slots.filter((s) => s.source).map((s) => [s.mid, s.source]));
       break;
     case "dominant_speaker": demo.dominant = e.participant; break;
     case "bandwidth_alert": demo.numberOfVideos = e.number_of_videos; break;
@@ -210,8 +218,11 @@ function render() {
     li.classList.toggle("dominant", t.participant === demo.dominant);
     $("#talkers").append(li);
   }
-  // Until the node's first bandwidth_alert, the videos allowed are the video slots it fills.
-  const filled = Object.entries(demo.slots).filter(([mid, who]) => who && demo.kinds[mid] === "video").length;
+  renderScreenShare();
+  // Until the node's first bandwidth_alert, the videos allowed are the video slots it fills (a screen share
+  // counts, as it does in the node's number_of_videos).
+  const filled = Object.entries(demo.slots).filter(([mid, who]) => who && demo.kinds[mid] === "video").length
+    + (demo.screenSlot.participant ? 1 : 0);
   $("#videos").textContent = demo.numberOfVideos ?? filled;
 }
 
@@ -225,7 +236,8 @@ function showRoster(room) {
   list.innerHTML = "";
   for (const p of room.participants) {
     const li = document.createElement("li");
-    const badges = [p.role === "moderator" && "moderator", p.hard_muted.audio && "audio muted", p.hard_muted.video && "video muted",
+    const badges = [p.role === "moderator" && "moderator", p.publishes.screen && "sharing screen",
+      p.hard_muted.audio && "audio muted", p.hard_muted.video && "video muted",
       room.pinned.includes(p.participant) && "pinned", raised.includes(p.participant) && "hand up", approved.includes(p.participant) && "has the floor"]
       .filter(Boolean).map((b) => `<span class="badge ${b.includes("muted") ? "muted" : b.includes("hand") || b.includes("floor") ? "hand" : ""}">${b}</span>`);
     li.innerHTML = `<span class="who">${escapeHTML(p.name || p.participant)}${p.participant === demo.participant ? " (you)" : ""}${badges.join("")}</span>`;
@@ -278,6 +290,7 @@ const actions = {
   "grant": (t) => demo.command("floor", { floor_action: "grant", target: t }),
   "deny": (t) => demo.command("floor", { floor_action: "deny", target: t }),
   "release": (t) => demo.command("floor", { floor_action: "release", target: t }),
+  "share-screen": () => (screenShare.sending ? stopScreenShare() : startScreenShare()),
 };
 
 document.addEventListener("click", (e) => {
@@ -307,6 +320,8 @@ async function readStats() {
     else add(videoFrames, s.mid, s.framesDecoded);
   });
   Object.assign(demo, { audioPackets, videoFrames, packets });
+  readScreenSlotStats(stats);
+  readScreenShareSize();
   const now = performance.now();
   if (lastTime) demo.bitrateKbps = Math.max(0, Math.round(((bytes - lastBytes) * 8) / (now - lastTime)));
   lastBytes = bytes;

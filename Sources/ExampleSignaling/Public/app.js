@@ -313,8 +313,10 @@ async function readStats() {
   const add = (counts, mid, n) => { counts[mid] = (counts[mid] || 0) + (n || 0); };
   const stats = await subscribePC.getStats();
   stats.forEach((s) => {
-    if (s.type !== "inbound-rtp" || !(s.mid in demo.kinds)) return;  // live slots only
-    bytes += s.bytesReceived || 0;
+    if (s.type !== "inbound-rtp") return;
+    const talkerSlot = s.mid in demo.kinds, screenSlot = !!s.mid && s.mid === demo.screenSlot.mid;
+    if (talkerSlot || screenSlot) bytes += s.bytesReceived || 0;  // live slots only
+    if (!talkerSlot) return;  // the screen slot's counts are readScreenSlotStats'
     add(packets, s.mid, s.packetsReceived);
     if (s.kind === "audio") add(audioPackets, s.mid, s.packetsReceived);
     else add(videoFrames, s.mid, s.framesDecoded);

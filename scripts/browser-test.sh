@@ -29,6 +29,12 @@ if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.
   echo "!! browser test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi
+echo "== screen share: one Chromium presents, two talk in turns; the share stays through the speaker change"
+if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/screen_share_test.py \
+    --speech "$work/speech.wav" --late "$work/late.wav" --silence "$work/silence.wav"; then
+  echo "!! screen share test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
+  exit 1
+fi
 # Ctrl-C or SIGTERM stops the demo (node and signaling server) within a few seconds.
 kill -TERM "$demo_pid"
 for _ in $(seq 1 50); do kill -0 "$demo_pid" 2>/dev/null || break; sleep 0.2; done

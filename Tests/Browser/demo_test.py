@@ -269,4 +269,5 @@ def main():
     sys.exit(1 if failed or not checks else 0)
 
 
-main()
+if __name__ == "__main__":  # screen_share_test.py imports the helpers above
+    main()

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Screen share in real browsers: three headless Chromium on the demo page (`sfu demo`), driven through the
+DevTools protocol with the helpers of demo_test.py.
+
+Run inside a private network namespace with `sfu demo` serving on 127.0.0.1:8000:
+    python3 screen_share_test.py --speech speech.wav --late late.wav --silence silence.wav
+Pat presents: the page's "Share screen" button calls getDisplayMedia, which Chromium's fake capture flags
+(--use-fake-device-for-media-stream with --use-fake-ui-for-media-stream, which demo_test.py's browsers already
+get) answer with an animated fake monitor: the page's real path, no replaced function. Alice and Bob talk in
+turns: Alice's microphone is the first seconds of the speech file, Bob's is silence and then speech. Every page
+receives one talker of each kind and its screen slot. Checked while the dominant speaker moves from Alice to
+Bob: the others' screen slots name Pat with source screen and decode the share at its captured size without a
+pause, while the camera and audio slots follow the talkers. Then Pat stops sharing and the slots empty, Pat
+shares again and they fill again, and a page without getDisplayMedia disables its button.
+"""
+import argparse, json, os, shutil, sys, tempfile, time, wave
+
+sys.dont_write_bytecode = True  # importing demo_test must leave no __pycache__ in the source tree
+from demo_test import Browser, wait  # noqa: E402
+
+ALICE_TURN_SECONDS = 9  # Bob's file is 14 s of silence first: a gap, then his turn
+SAMPLE_SECONDS = 0.5
+# A stall: a screen slot whose decoded frame count does not grow for this long. The page reads its stats once a
+# second, so a slot that decodes all the time shows a new count at about every second reading.
+STALL_SECONDS = 2.5
+
+
+def first_seconds(source, seconds, silence_after, path):
+    """Writes the first `seconds` of WAV `source` to `path`, then `silence_after` seconds of silence."""
+    with wave.open(source) as w:
+        params = w.getparams()
+        frames = w.readframes(int(seconds * w.getframerate()))
+    with wave.open(path, "wb") as out:
+        out.setparams(params)
+        out.writeframes(frames + b"\0" * (int(silence_after * params.framerate) * params.sampwidth * params.nchannels))
+
+
+def slot_of(browser, kind, who):
+    """The mid of a talker slot of `kind` that the page's slot map gives `who`, if any."""
+    kinds, slots = browser.demo("kinds") or {}, browser.demo("slots") or {}
+    return next((m for m, p in slots.items() if p == who and kinds.get(m) == kind), None)
+
+
+def longest_pause(samples):
+    """The longest time in `samples` ([(seconds, frames decoded)]) that the frame count did not grow."""
+    longest, since = 0.0, samples[0][0]
+    for (t0, f0), (t1, f1) in zip(samples, samples[1:]):
+        if f1 > f0:
+            longest, since = max(longest, t1 - since), t1
+    return max(longest, samples[-1][0] - since)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--speech", required=True)
+    ap.add_argument("--late", required=True)
+    ap.add_argument("--silence", required=True)
+    args = ap.parse_args()
+    checks, r = {}, {}
+    work = tempfile.mkdtemp()
+    alice_wav = os.path.join(work, "alice-turn.wav")
+    first_seconds(args.speech, ALICE_TURN_SECONDS, 60, alice_wav)
+    pat = Browser("pat", 9311, args.silence, work)
+    alice = Browser("alice", 9312, alice_wav, work)
+    bob = Browser("bob", 9313, args.late, work)
+    viewers = (alice, bob)
+    try:
+        joined = [b.join("screens", "participant") for b in (pat, alice, bob)]
+        ids = {b.name: b.demo("participant") for b in (pat, alice, bob)}
+        # One talker slot of each kind per page, so that the camera and audio slots must move between talkers.
+        one_talker = [b.eval("demo.setTalkers(1)") or {} for b in (pat, alice, bob)]
+        screen_slots = [b.demo("screenSlot") or {} for b in (pat, alice, bob)]
+        r["ids"], r["one_talker"], r["screen_slots"] = ids, one_talker, screen_slots
+        checks["three pages join with one talker slot of each kind and a screen slot each"] = (
+            all(joined) and all(t.get("change") == "renegotiated" for t in one_talker)
+            and all(s.get("mid") is not None for s in screen_slots))
+
+        # Pat shares a screen with the page's button: a second video on the same publishing connection.
+        clicked = pat.click("share-screen")
+        sharing = wait(lambda: (pat.demo("screenShare") or {}).get("width") and pat.demo("changes")["publish"][-1:] == ["renegotiated"], 10)
+        share = pat.demo("screenShare") or {}
+        def shown_to_viewers():
+            slots = [v.demo("screenSlot") or {} for v in viewers]
+            return all(s.get("participant") == ids["pat"] and s.get("source") == "screen" and s.get("frames", 0) > 10
+                       and [s.get("frameWidth"), s.get("frameHeight")] == [share.get("width"), share.get("height")] for s in slots)
+        shown = wait(shown_to_viewers, 15)
+        labels = [v.eval("(document.querySelector('#screen-slot:not([hidden]) .label') || {}).textContent || null") for v in viewers]
+        roster = {p["participant"]: p["publishes"] for p in (alice.demo("roster") or {}).get("participants", [])}
+        r["share"] = {"clicked": clicked, "share": share, "labels": labels, "mid": pat.eval("screenShare.sending && screenShare.sending.mid"), "changes": pat.demo("changes")["publish"], "roster": roster,
+                      "viewers": [v.demo("screenSlot") for v in viewers], "own_slot": pat.demo("screenSlot")}
+        checks["a shared screen goes out on the same publishing connection and the others decode it at its size"] = (
+            clicked and bool(sharing) and pat.demo("changes")["publish"] == ["created", "renegotiated"] and bool(shown)
+            and labels == ["Pat's screen"] * 2
+            and roster.get(ids["pat"], {}).get("screen") is True and (pat.demo("screenSlot") or {}).get("participant") is None)
+
+        # Through Alice's turn and Bob's: the camera and audio slots follow the talkers, the screen slots keep
+        # Pat's share and keep decoding.
+        samples, alice_seen, bob_seen = [], {}, {}
+        started = time.monotonic()
+        while time.monotonic() - started < 35:
+            now = time.monotonic() - started
+            views = [v.demo("screenSlot") or {} for v in viewers]
+            samples.append((now, [(s.get("participant"), s.get("source"), s.get("frames", 0), s.get("frameWidth"), s.get("freezes"))
+                                  for s in views]))
+            # Alice's turn, as Pat and Bob see it; then Bob's, as Pat and Alice see it.
+            if not alice_seen and pat.demo("dominant") == ids["alice"] and bob.demo("dominant") == ids["alice"] \
+                    and slot_of(pat, "video", ids["alice"]) and slot_of(pat, "audio", ids["alice"]) and slot_of(bob, "video", ids["alice"]):
+                alice_seen = {"at": round(now, 1), "pat_slots": pat.demo("slots"), "bob_slots": bob.demo("slots")}
+            if alice_seen and pat.demo("dominant") == ids["bob"] and alice.demo("dominant") == ids["bob"] \
+                    and slot_of(pat, "video", ids["bob"]) and slot_of(pat, "audio", ids["bob"]) and slot_of(alice, "video", ids["bob"]):
+                bob_seen.setdefault("at", round(now, 1))
+                bob_seen.update({"pat_slots": pat.demo("slots"), "alice_slots": alice.demo("slots")})
+                if now - bob_seen["at"] >= 3:
+                    break
+            time.sleep(SAMPLE_SECONDS)
+        kept = all(p == ids["pat"] and s == "screen" and w == share.get("width") for _, views in samples for p, s, _, w, _ in views)
+        freeze_counts = [(samples[0][1][i][4], samples[-1][1][i][4]) for i in range(len(viewers))]
+        freezes = [b - a if isinstance(a, int) and isinstance(b, int) else None for a, b in freeze_counts]
+        pauses = [round(longest_pause([(t, views[i][2]) for t, views in samples]), 1) for i in range(len(viewers))]
+        decoded = [samples[-1][1][i][2] - samples[0][1][i][2] for i in range(len(viewers))]
+        seconds = samples[-1][0] - samples[0][0]
+        r["turns"] = {"alice": alice_seen, "bob": bob_seen, "samples": len(samples), "seconds": round(seconds, 1),
+                      "frames_decoded": decoded, "longest_pause": pauses, "freezes": freezes, "camera_frames_at_pat": pat.demo("videoFrames")}
+        checks["the camera and audio slots follow the talkers from Alice to Bob"] = bool(alice_seen) and bool(bob_seen)
+        checks["the screen slots show Pat's share, source screen, at its width, all through the speaker change"] = (
+            bool(alice_seen) and bool(bob_seen) and len(samples) > 10 and kept)
+        # Freezes as Chromium counts them (getStats freezeCount: a frame shown over 150 ms later than the recent
+        # pace), and stalls as a coarser backstop.
+        checks["the share decodes without a freeze through the speaker change"] = (
+            bool(bob_seen) and freezes == [0, 0] and all(p < STALL_SECONDS for p in pauses) and all(d > 0 for d in decoded))
+
+        # Pat stops: the publishing connection is renegotiated without the share, the screen slots empty and
+        # decode nothing more.
+        stopped = pat.click("share-screen")
+        renegotiated = wait(lambda: pat.demo("changes")["publish"] == ["created", "renegotiated", "renegotiated"], 10)
+        emptied = wait(lambda: all((v.demo("screenSlot") or {}).get("participant") is None for v in viewers), 10)
+        time.sleep(1)  # frames already in the jitter buffer
+        before = [(v.demo("screenSlot") or {}).get("frames", 0) for v in viewers]
+        time.sleep(2)
+        after = [(v.demo("screenSlot") or {}).get("frames", 0) for v in viewers]
+        roster = {p["participant"]: p["publishes"] for p in (alice.demo("roster") or {}).get("participants", [])}
+        r["stop"] = {"clicked": stopped, "changes": pat.demo("changes")["publish"], "emptied": bool(emptied),
+                     "frames": [before, after], "roster": roster, "viewers": [v.demo("screenSlot") for v in viewers],
+                     "button": pat.eval("document.querySelector('#share-screen').textContent")}
+        checks["stopping the share empties the screen slots and no more frames decode there"] = (
+            bool(shown) and stopped and bool(renegotiated) and bool(emptied) and before == after
+            and roster.get(ids["pat"], {}).get("screen") is False and roster.get(ids["pat"], {}).get("video") is True)
+
+        # Sharing again: the stopped m-line's place in the offer is reused under a new mid, which the page names.
+        again = pat.click("share-screen")
+        refilled = wait(lambda: all((v.demo("screenSlot") or {}).get("participant") == ids["pat"]
+                                    and (v.demo("screenSlot") or {}).get("frames", 0) > frames + 10 for v, frames in zip(viewers, after)), 15)
+        r["again"] = {"clicked": again, "mids": [r["share"]["mid"], pat.eval("screenShare.sending && screenShare.sending.mid")],
+                      "changes": pat.demo("changes")["publish"], "viewers": [v.demo("screenSlot") for v in viewers]}
+        checks["sharing again after stopping fills the screen slots again"] = (
+            again and bool(refilled) and pat.demo("changes")["publish"][3:] == ["renegotiated"])
+
+        # A browser without getDisplayMedia: the button is disabled and says why; an attempt sends no offer.
+        fallback = alice.eval("""(async () => {
+            delete MediaDevices.prototype.getDisplayMedia;
+            render();
+            await startScreenShare();
+            const button = document.querySelector('#share-screen');
+            return { disabled: button.disabled, title: button.title, error: demo.screenShare.error, offers: demo.changes.publish.length };
+        })()""") or {}
+        r["fallback"] = fallback
+        checks["without getDisplayMedia the page disables sharing and says why"] = (
+            fallback.get("disabled") is True and "cannot share" in (fallback.get("error") or "") and fallback.get("offers") == 1)
+    finally:
+        for b in (pat, alice, bob):
+            b.close()
+            b.proc.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(r))
+    for name, ok in checks.items():
+        print(("ok   " if ok else "FAIL ") + name)
+    failed = [n for n, ok in checks.items() if not ok]
+    print(f"screen share: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed or not checks else 0)
+
+
+if __name__ == "__main__":
+    main()

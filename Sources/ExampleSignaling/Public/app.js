@@ -14,7 +14,8 @@ const demo = (window.demo = {
   // This page's screen share, and the screen slot (kept out of `kinds` and the per-slot counts above, which
   // are the talker slots): who the node shows there and what was received.
   screenShare: { sharing: false, width: null, height: null, error: null },
-  screenSlot: { mid: null, participant: null, source: null, packets: 0, frames: 0, frameWidth: null, frameHeight: null, freezes: null, freezeSeconds: null },
+  screenSlot: { mid: null, participant: null, source: null, packets: 0, frames: 0, frameWidth: null, frameHeight: null,
+    keyFrames: null, pictureLossRequests: null, freezes: null, freezeSeconds: null },
 });
 
 const $ = (selector) => document.querySelector(selector);

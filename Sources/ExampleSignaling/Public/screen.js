@@ -113,9 +113,10 @@ function renderScreenShare() {
   button.title = canShareScreen() ? "" : "this browser cannot share a screen";
 }
 
-// Packets, decoded frames, frame size and freezes (getStats: a frame shown much later than the recent ones)
-// in the screen slot. Like the talker slots, its mid may have more than one inbound-rtp entry (see
-// readStats); the size and freezes are those of the entry that decoded the most.
+// Packets, decoded frames, frame size, key frames and picture loss requests (a decoder that had to start
+// again) and freezes (a frame shown much later than the recent ones) in the screen slot, from getStats. Like
+// the talker slots, its mid may have more than one inbound-rtp entry (see readStats); all but the packet and
+// frame counts are those of the entry that decoded the most.
 function readScreenSlotStats(stats) {
   let packets = 0, frames = 0, main = null;
   stats.forEach((s) => {
@@ -126,5 +127,6 @@ function readScreenSlotStats(stats) {
   });
   const field = (name) => (main && name in main ? main[name] : null);  // null: not received, or not in this browser's stats
   Object.assign(demo.screenSlot, { packets, frames, frameWidth: field("frameWidth"), frameHeight: field("frameHeight"),
+    keyFrames: field("keyFramesDecoded"), pictureLossRequests: field("pliCount"),
     freezes: field("freezeCount"), freezeSeconds: field("totalFreezesDuration") });
 }

@@ -86,9 +86,11 @@ def main():
         shown = wait(shown_to_viewers, 15)
         labels = [v.eval("(document.querySelector('#screen-slot:not([hidden]) .label') || {}).textContent || null") for v in viewers]
         roster = {p["participant"]: p["publishes"] for p in (alice.demo("roster") or {}).get("participants", [])}
-        r["share"] = {"clicked": clicked, "share": share, "labels": labels, "mid": pat.eval("screenShare.sending && screenShare.sending.mid"), "changes": pat.demo("changes")["publish"], "roster": roster,
+        r["share"] = {"clicked": clicked, "share": share, "labels": labels, "mid": pat.eval("screenShare.sending && screenShare.sending.mid"),
+                      "changes": pat.demo("changes")["publish"], "roster": roster,
                       "viewers": [v.demo("screenSlot") for v in viewers], "own_slot": pat.demo("screenSlot")}
-        checks["a shared screen goes out on the same publishing connection and the others decode it at its size"] = (
+        checks["a shared screen goes out on the same publishing connection; the others decode it at its size in a tile "
+               "labelled with Pat, whose own screen slot stays empty"] = (
             clicked and bool(sharing) and pat.demo("changes")["publish"] == ["created", "renegotiated"] and bool(shown)
             and labels == ["Pat's screen"] * 2
             and roster.get(ids["pat"], {}).get("screen") is True and (pat.demo("screenSlot") or {}).get("participant") is None)

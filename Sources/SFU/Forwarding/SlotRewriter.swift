@@ -3,8 +3,8 @@
 ///
 /// At a switch to packet p (extended sequence p.seq): seqOffset = lastSeqOut + 1 + g - p.seq, where g = 1 leaves
 /// a gap when the previous source's last frame was cut short (no marker seen); tsOffset = lastTsOut +
-/// max(1, elapsed wall time in clock units) - p.ts; VP8 picture ID, TL0PICIDX and KEYIDX continue from the last
-/// output. Packets of the new source older than the switch packet are stale and dropped. All offsets live in
+/// max(1, elapsed wall time in clock units) - p.ts; the VP8 or VP9 picture ID, TL0PICIDX and VP8 KEYIDX continue
+/// from the last output, whatever codec it was (a switch lands on a key frame, which resets the decoder). Packets of the new source older than the switch packet are stale and dropped. All offsets live in
 /// 64-bit extended space so they survive wrap-around.
 public struct SlotRewriter: Sendable {
     public struct Output: Equatable, Sendable {
@@ -59,9 +59,17 @@ public struct SlotRewriter: Sendable {
     /// elapsed time, the first packet carries the switch flag.
     public mutating func resume() { pendingSwitch = true }
 
-    /// The rewritten fields for a packet of the current source, or nil when it is older than the switch.
+    /// The rewritten fields for a VP8 packet (or, with nil, one without picture numbering).
     public mutating func rewrite(
         extendedSequence ext: Int64, timestamp: UInt32, marker: Bool, vp8: VP8Descriptor?, now: MonoTime
+    ) -> Output? {
+        rewrite(extendedSequence: ext, timestamp: timestamp, marker: marker,
+                picture: vp8.map(PictureNumbering.init), now: now)
+    }
+
+    /// The rewritten fields for a packet of the current source, or nil when it is older than the switch.
+    public mutating func rewrite(
+        extendedSequence ext: Int64, timestamp: UInt32, marker: Bool, picture: PictureNumbering?, now: MonoTime
     ) -> Output? {
         var first = false
         if pendingSwitch {
@@ -74,7 +82,7 @@ public struct SlotRewriter: Sendable {
                 let idle = min(max(0, (now - lastOutTime).nanoseconds), 3_600_000_000_000)
                 let elapsed = max(1, idle / 1000 * clockRate / 1_000_000)
                 tsOffset = lastTsOut &+ UInt32(truncatingIfNeeded: elapsed) &- timestamp
-                if let d = vp8 {
+                if let d = picture {
                     if let pid = d.pictureID {
                         let m = d.pictureIDModulus
                         picOffset = ((lastPic &+ 1) &- pid) & (m - 1)
@@ -97,7 +105,7 @@ public struct SlotRewriter: Sendable {
         let outTs = timestamp &+ tsOffset
         var out = Output(sequenceNumber: UInt16(truncatingIfNeeded: outExt), timestamp: outTs, pictureID: nil,
                          tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: first)
-        if let d = vp8 {
+        if let d = picture {
             if let pid = d.pictureID { out.pictureID = (pid &+ picOffset) & (d.pictureIDModulus - 1) }
             if let t = d.tl0PicIdx { out.tl0PicIdx = t &+ tl0Offset }
             if let k = d.keyIndex { out.keyIndex = (k &+ keyIdxOffset) & 0x1F }

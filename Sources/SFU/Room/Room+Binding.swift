@@ -77,6 +77,11 @@ extension Room {
         guard Set(slots.map(\.ssrc)).count == slots.count, Set(slots.map(\.mid)).count == slots.count else {
             throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs and mids must be distinct")
         }
+        guard slots.allSatisfy({ s in
+            (1...SlotDescription.maxFormats).contains(s.formats.count) && s.formats.allSatisfy { $0.codec.kind == s.formats[0].codec.kind }
+        }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a slot has 1-\(SlotDescription.maxFormats) formats, all of one kind")
+        }
         if let old = p.subscribeConnection, old != connection { detachConnection(old, reason: nil) }
         let conn = connectionFor(connection, participant: p)
         let previous = p.subscriber

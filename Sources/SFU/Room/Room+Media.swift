@@ -113,25 +113,28 @@ extension Room {
             if !repaired {
                 measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload, extendedSequence: ext, now: now)
             }
-            forward(track, plain: plain, header: header, primary: media, red: red, vp8: nil, extendedSequence: ext, now: now, into: out)
+            forward(track, plain: plain, header: header, primary: media, red: red, video: nil, extendedSequence: ext, now: now, into: out)
         } else {
             guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
             let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
-            guard case .success(let vp8) = VP8Descriptor.parse(payload) else { return drop(.badCodecPayload, conn) }
-            track.history?.store(extendedSequence: ext, packet: plain)
-            if !repaired, let tid = vp8.temporalLayer {
-                track.noteTemporal(tid, bytes: header.payloadLength + 40, frameStart: vp8.startOfPartition && vp8.partitionIndex == 0, now: now)
+            // Each codec says where its key frames start in its own way (`VideoDescriptor.isKeyframeStart`).
+            guard case .success(let video) = VideoDescriptor.parse(track.description.codec, payload: payload) else {
+                return drop(.badCodecPayload, conn)
             }
-            if vp8.isKeyframeStart {
+            track.history?.store(extendedSequence: ext, packet: plain)
+            if !repaired, case .vp8(let v) = video, let tid = v.temporalLayer {
+                track.noteTemporal(tid, bytes: header.payloadLength + 40, frameStart: v.startOfPartition && v.partitionIndex == 0, now: now)
+            }
+            if video.isKeyframeStart {
                 track.keyframes.keyframeArrived()
-                if let size = vp8.keyframeSize(in: payload) { track.frameSize = size }
+                if let size = video.keyframeSize(in: payload) { track.frameSize = size }
             }
             if !track.live {
                 track.live = true
                 track.liveSince = now
                 refreshAllSubscribers(now: now, into: out)
             }
-            forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, vp8: vp8, extendedSequence: ext,
+            forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, video: video, extendedSequence: ext,
                     now: now, into: out)
         }
     }
@@ -201,7 +204,7 @@ extension Room {
     }
 
     private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, primary: Range<Int>,
-                         red: REDPayload?, vp8: VP8Descriptor?, extendedSequence ext: Int64, now: MonoTime,
+                         red: REDPayload?, video: VideoDescriptor?, extendedSequence ext: Int64, now: MonoTime,
                          into out: DatagramBatch) {
         let t = track.index
         var i = 0
@@ -213,26 +216,29 @@ extension Room {
             if ref.kind == .video {
                 // Fields are read in place: a copy of the slot would make the send log below copy on write.
                 if s.videoSlots[ref.index].pending == t {
-                    guard vp8?.isKeyframeStart == true else { continue }
+                    // The new source takes over at its key frame, in the slot's format for its codec.
+                    guard video?.isKeyframeStart == true,
+                          let format = s.videoSlots[ref.index].description.format(for: track.description) else { continue }
                     let old = s.videoSlots[ref.index].current
                     s.videoSlots[ref.index].current = t
+                    s.videoSlots[ref.index].format = format
                     s.videoSlots[ref.index].pending = nil
                     s.videoSlots[ref.index].rewriter.switchTo(t)
                     s.videoSlots[ref.index].temporal.restart()
                     if let old, old != t, let oldTrack = tracks[old] { oldTrack.sinks.removeAll { $0 == ref } }
                 }
                 guard s.videoSlots[ref.index].current == t else { continue }
-                if let d = vp8, let tid = d.temporalLayer,
+                if case .vp8(let d)? = video, let tid = d.temporalLayer,
                    !s.videoSlots[ref.index].temporal.admits(tid: tid, frameStart: d.startOfPartition && d.partitionIndex == 0,
                                                             layerSync: d.layerSync, keyframe: d.isKeyframeStart) {
                     s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, vp8: d)
                     continue
                 }
                 guard let rw = s.videoSlots[ref.index].rewriter.rewrite(
-                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: vp8, now: now)
+                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, picture: video?.numbering, now: now)
                 else { drop(.staleAfterSwitch); continue }
                 if emit(&s.videoSlots[ref.index], conn: conn, source: plain, payload: header.payloadRange, payloadType: nil,
-                        vp8: vp8, rewrite: rw, marker: header.marker, level: nil, now: now, into: out) {
+                        video: video, rewrite: rw, marker: header.marker, level: nil, now: now, into: out) {
                     s.videoSlots[ref.index].sendLog?.log(.init(
                         outSequence: rw.sequenceNumber, source: t, sourceSequence: ext, output: rw,
                         marker: header.marker, sentAt: now, lastResend: nil))
@@ -240,7 +246,7 @@ extension Room {
             } else {
                 guard s.audioSlots[ref.index].current == t else { continue }
                 guard let rw = s.audioSlots[ref.index].rewriter.rewrite(
-                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, vp8: nil, now: now)
+                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, picture: nil, now: now)
                 else { drop(.staleAfterSwitch); continue }
                 // RED to subscribers that take it (block payload types rewritten to theirs), the primary Opus
                 // block to the others. RFC 3551 section 4.1: the marker flags the first packet after silence.
@@ -248,31 +254,33 @@ extension Room {
                 let redPT = s.audioSlots[ref.index].description.redPayloadType
                 let keepRED = red != nil && redPT != nil
                 _ = emit(&s.audioSlots[ref.index], conn: conn, source: plain, payload: keepRED ? header.payloadRange : primary,
-                         payloadType: keepRED ? redPT : nil, red: keepRED ? red : nil, vp8: nil, rewrite: rw,
+                         payloadType: keepRED ? redPT : nil, red: keepRED ? red : nil, video: nil, rewrite: rw,
                          marker: header.marker || rw.firstAfterSwitch, level: track.lastLevel, now: now, into: out)
             }
         }
     }
 
-    /// Writes the slot's copy of a source packet: slot SSRC and payload type, rewritten sequence number,
-    /// timestamp and VP8 fields, the extensions the subscriber negotiated (audio level under its id,
-    /// abs-send-time, the transport-wide sequence number; the publisher's own extensions are not passed on),
-    /// then protects it. `retransmission` makes it an RTX packet on the slot's RTX stream (RFC 4588) carrying
-    /// that original sequence number.
+    /// Writes the slot's copy of a source packet: slot SSRC and the payload type of the slot's format for the
+    /// source (`format`, or the slot's current one), rewritten sequence number, timestamp and VP8/VP9 picture
+    /// numbering, the extensions the subscriber negotiated (audio level under its id, abs-send-time, the
+    /// transport-wide sequence number; the publisher's own extensions are not passed on), then protects it.
+    /// `retransmission` makes it an RTX packet on the slot's RTX stream (RFC 4588) carrying that original
+    /// sequence number, under the RTX payload type whose apt is the packet's own.
     @discardableResult
     func emit(_ slot: inout Slot, conn: Connection, source: UnsafeRawBufferPointer, payload: Range<Int>, payloadType: UInt8?,
-              red: REDPayload? = nil, vp8: VP8Descriptor?, rewrite rw: SlotRewriter.Output, marker: Bool, level: UInt8?,
-              retransmission: Bool = false, now: MonoTime, into local: DatagramBatch) -> Bool {
+              red: REDPayload? = nil, video: VideoDescriptor?, format: PayloadFormat? = nil, rewrite rw: SlotRewriter.Output,
+              marker: Bool, level: UInt8?, retransmission: Bool = false, now: MonoTime, into local: DatagramBatch) -> Bool {
         guard let srtp = conn.outbound else { return false }
         let out = conn.egress(local)
         guard let buf = out.nextBuffer() else { drop(.egressFull); return false }
         var h: OutgoingRTP
+        let format = format ?? slot.format
         // The description's fields are read in place: copying it would retain its strings for every packet.
-        if retransmission, let rtxPT = slot.description.rtxPayloadType, let rtxSSRC = slot.description.rtxSSRC {
+        if retransmission, let rtxPT = format.rtxPayloadType, let rtxSSRC = slot.description.rtxSSRC {
             h = OutgoingRTP(payloadType: rtxPT, sequenceNumber: slot.rtxSequence, timestamp: rw.timestamp, ssrc: rtxSSRC, marker: marker)
             slot.rtxSequence &+= 1
         } else {
-            h = OutgoingRTP(payloadType: payloadType ?? slot.description.payloadType, sequenceNumber: rw.sequenceNumber, timestamp: rw.timestamp,
+            h = OutgoingRTP(payloadType: payloadType ?? format.payloadType, sequenceNumber: rw.sequenceNumber, timestamp: rw.timestamp,
                             ssrc: slot.description.ssrc, marker: marker)
         }
         if let id = slot.description.audioLevelExtensionID, let level { h.audioLevel = (id, level) }
@@ -286,8 +294,8 @@ extension Room {
         guard w.bytes(UnsafeRawBufferPointer(rebasing: source[payload])),
               w.offset + SRTPSession.maxOverhead <= buf.count else { drop(.tooLarge); return false }
         let written = UnsafeMutableRawBufferPointer(rebasing: buf[payloadStart..<w.offset])
-        if let vp8 { vp8.rewrite(pictureID: rw.pictureID, tl0PicIdx: rw.tl0PicIdx, keyIndex: rw.keyIndex, in: written) }
-        if let red { red.rewritePayloadTypes(slot.description.payloadType, in: written) }
+        if let video { video.rewrite(rw, in: written) }
+        if let red { red.rewritePayloadTypes(format.payloadType, in: written) }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
         switch conn.protect(srtp, buf, length: w.offset) {
         case .success(let n):

@@ -108,7 +108,7 @@ extension Room {
     private func emitPadding(_ slot: inout Slot, conn: Connection, cluster: Int, now: MonoTime, into local: DatagramBatch) -> Int? {
         let d = slot.description
         let out = conn.egress(local)
-        guard let pt = d.rtxPayloadType, let ssrc = d.rtxSSRC, let srtp = conn.outbound, let buf = out.nextBuffer() else { return nil }
+        guard let pt = slot.format.rtxPayloadType ?? d.rtxPayloadType, let ssrc = d.rtxSSRC, let srtp = conn.outbound, let buf = out.nextBuffer() else { return nil }
         var h = OutgoingRTP(payloadType: pt, sequenceNumber: slot.rtxSequence, timestamp: 0, ssrc: ssrc)
         slot.rtxSequence &+= 1
         h.padding = ProbePlanner.paddingBytes

@@ -92,17 +92,20 @@ extension Room {
         case .tooSoon: return
         case .refused(let reason): return drop(reason, conn)
         }
+        // Sent in the format of the source it came from, which may not be the slot's current one any more.
         guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),
               case .success(let h) = RTPHeader.parse(pkt),
-              case .success(let vp8) = VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange]))
+              case .success(let video) = VideoDescriptor.parse(track.description.codec,
+                                                               payload: UnsafeRawBufferPointer(rebasing: pkt[h.payloadRange])),
+              let format = s.videoSlots[ref.index].description.format(for: track.description)
         else { return }
         guard limits.resendPolicy.pay(pkt.count, from: &s.resendBudget, estimate: s.estimator.estimate, now: now) else {
             return drop(.resendBudget, conn)
         }
         // On the slot's RTX stream when it has one (RFC 4588), else the same packet again.
         let rtx = s.videoSlots[ref.index].description.rtxSSRC != nil
-        if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, payload: h.payloadRange, payloadType: nil, vp8: vp8,
-                rewrite: rec.output, marker: rec.marker, level: nil, retransmission: rtx, now: now, into: out) {
+        if emit(&s.videoSlots[ref.index], conn: conn, source: pkt, payload: h.payloadRange, payloadType: nil, video: video,
+                format: format, rewrite: rec.output, marker: rec.marker, level: nil, retransmission: rtx, now: now, into: out) {
             s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
             s.videoSlots[ref.index].retransmissions &+= 1
             counters.retransmissions &+= 1

@@ -64,6 +64,15 @@ extension Room {
         return (Array(r.layers[...cover]), Array(r.rates[...cover]))
     }
 
+    /// What subscriber `s` can spend on one video: its estimate less its audio, over the videos it is shown
+    /// (slots with a source, at most its number_of_videos); nil before it has an estimate.
+    func videoShare(_ s: SubscriberState) -> Double? {
+        guard let estimate = s.estimator.estimate else { return nil }
+        let audio = Double(configuration.audioReserveKbps * 1000 * s.audioSlots.count { $0.current != nil })
+        let shown = max(1, min(s.videoCount.numberOfVideos, s.videoSlots.count { $0.assigned != nil && $0.undecodable == nil }))
+        return max(0, Double(estimate) - audio) / Double(shown)
+    }
+
     /// The steps a source can be sent at, cheapest first: each live spatial layer (as ranked, cut at the render
     /// limit) at each of its VP8 temporal layers, the last being the whole layer. A temporal step costs the
     /// layer's trusted rate times the share its temporal layers carry. Above the lowest spatial layer a step
@@ -94,7 +103,8 @@ extension Room {
         var entries: [(slot: Int, priority: Int, steps: [LadderStep], source: LayerAllocator.Source)] = []
         for (i, slot) in s.videoSlots.enumerated() {
             let placed = placing?.slot == i ? placing : nil
-            guard let who = placed?.who ?? slot.assigned, let q = participants[who] else { continue }
+            // A slot sent nothing (the subscriber cannot decode its source's codec) costs nothing.
+            guard let who = placed?.who ?? slot.assigned, let q = participants[who], placed != nil || slot.undecodable == nil else { continue }
             let steps = ladder(q, slot.description.source, render: slot.renderLimit, now: now)
             guard !steps.isEmpty else { continue }
             let shownTrack = placed != nil ? placed?.shown : slot.pending ?? slot.current
@@ -108,6 +118,14 @@ extension Room {
         var plan: [Int: LadderStep] = [:]
         for (e, c) in zip(entries, choice) { plan[e.slot] = e.steps[c] }
         return plan
+    }
+
+    /// The codec of the source a video slot carries, waits for or cannot decode, and whether the subscriber can
+    /// decode it; nil for a slot with no source.
+    func codecShown(_ slot: Slot) -> RoomEvent.SlotCodec? {
+        if let t = slot.pending ?? slot.current, let track = tracks[t] { return .init(codec: track.description.codec, decodable: true) }
+        if let t = slot.undecodable, let track = tracks[t] { return .init(codec: track.description.codec, decodable: false) }
+        return nil
     }
 
     /// The simulcast layer a video slot carries or waits for, nil when its source is not simulcast.

@@ -110,8 +110,10 @@ extension Room {
         if !screenSlots.isEmpty { assign(screenWanted, kind: .video, slots: screenSlots, subscriber: p, now: now, into: out) }
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
         let layers = s.videoSlots.map { [layerShown($0), $0.temporal.target.map(Int.init)] }
-        guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers else { return }
+        let codecs = s.videoSlots.map(codecShown)
+        guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers || codecs != s.lastEmittedCodecs else { return }
         s.lastEmittedLayers = layers
+        s.lastEmittedCodecs = codecs
         counters.slotSwitches &+= UInt64(zip(map, s.lastEmittedMap).filter { $0 != $1 && $0 != nil }.count)
         s.talkers = list
         s.lastEmittedMap = map
@@ -124,7 +126,8 @@ extension Room {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assigned.flatMap { participants[$0]?.id })
         } + s.videoSlots.map {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assigned.flatMap { participants[$0]?.id },
-                                     layer: layerShown($0), temporalLayer: $0.temporal.target.map(Int.init), source: $0.description.source)
+                                     layer: layerShown($0), temporalLayer: $0.temporal.target.map(Int.init), codec: codecShown($0),
+                                     source: $0.description.source)
         }
         events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
     }
@@ -167,7 +170,7 @@ extension Room {
             if let a = slot.assigned,
                let t = track(of: a, kind, slot.description.source, for: s, slot: i, current: slot.pending ?? slot.current,
                              render: slot.renderLimit, now: now),
-               slot.current != t, slot.pending != t {
+               slot.current != t, slot.pending != t, slot.undecodable != t {
                 place(a, in: ref, subscriber: s, now: now, into: out)
             }
         }
@@ -181,9 +184,13 @@ extension Room {
         guard let t = layer ?? track(of: who, ref.kind, before.description.source, for: s, slot: ref.index, current: shown,
                                      render: before.renderLimit, now: now),
               let track = tracks[t] else { return }
+        if ref.kind == .video, before.description.format(for: track.description) == nil {
+            return placeUndecodable(who, track: t, in: ref, subscriber: s)
+        }
         mutateSlot(s, ref) { slot in
             if slot.assigned != who { slot.temporal = TemporalFilter() }  // another source: all its frames
             slot.assigned = who
+            slot.undecodable = nil
             if ref.kind == .audio {
                 slot.current = t
                 slot.rewriter.switchTo(t)
@@ -208,10 +215,27 @@ extension Room {
         }
     }
 
+    /// The rules put `who` in a video slot whose formats do not take its codec (or H.264 profile): the slot
+    /// stops (what it showed must not go on under a slot map that names someone else), nothing of the source
+    /// is sent, and the slot map reports the slot as not decodable. The talker keeps the slot rather than
+    /// giving it to someone the rules ranked lower: the map still says who is talking, and the application
+    /// can show a name, renegotiate with another codec or ask the publisher for one.
+    private func placeUndecodable(_ who: Int, track t: Int, in ref: SlotRef, subscriber s: SubscriberState) {
+        detachSink(ref, s.slot(ref))
+        mutateSlot(s, ref) { slot in
+            slot.assigned = who
+            slot.current = nil
+            slot.pending = nil
+            slot.undecodable = t
+            slot.rewriter.switchTo(nil)
+        }
+    }
+
     private func clear(_ ref: SlotRef, subscriber s: SubscriberState) {
         detachSink(ref, s.slot(ref))
         mutateSlot(s, ref) { slot in
             slot.assigned = nil
+            slot.undecodable = nil
             slot.current = nil
             slot.pending = nil
             slot.rewriter.switchTo(nil)

@@ -50,8 +50,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     }
 }
 
-public enum Codec: String, Sendable, Codable {
-    case opus, vp8
+/// What rooms forward: Opus for audio; VP8, VP9 (RFC 9628) and H.264 (RFC 6184, packetization-mode 1) for
+/// video, each at the 90 kHz clock of its payload format.
+public enum Codec: String, Sendable, Codable, CaseIterable {
+    case opus, vp8, vp9, h264
 
     public var kind: MediaKind { self == .opus ? .audio : .video }
     public var clockRate: Int { self == .opus ? 48_000 : 90_000 }
@@ -67,6 +69,9 @@ public struct PublishedTrack: Sendable, Equatable {
     public var ssrc: UInt32?
     public var rtxSSRC: UInt32?
     public var payloadType: UInt8
+    /// H.264: the sub-profile and level the publisher's format declares (its fmtp), which a subscriber's
+    /// format must accept (`SlotDescription.format(for:)`).
+    public var h264: H264ProfileLevelID?
     /// The negotiated id of the RFC 6464 audio level extension, if any.
     public var audioLevelExtensionID: UInt8?
     public var mid: String?
@@ -153,12 +158,14 @@ public struct SimulcastLayer: Sendable, Equatable {
 
 /// One recvonly m-line of a subscriber: a slot the node fills with whichever talker the rules choose.
 public struct SlotDescription: Sendable, Equatable {
-    public var codec: Codec
+    /// The formats the subscriber takes on this slot, in its offer's order, never empty: Opus for audio; for
+    /// video each VP8, VP9 and H.264 (packetization-mode 1) format it offered, under its own payload type and
+    /// RTX payload type. One slot can so carry sources of different codecs: RFC 3264 section 5.1 lets the
+    /// sender move among an answer's formats at any time, and the node moves at a key frame of the new source.
+    public var formats: [PayloadFormat]
     public var mid: String
     /// The SSRC the node sends this slot with (in the SDP answer).
     public var ssrc: UInt32
-    /// The subscriber's payload type for the codec.
-    public var payloadType: UInt8
     /// The subscriber's id for the audio level extension, to pass levels on.
     public var audioLevelExtensionID: UInt8?
     /// The subscriber's id for abs-send-time, stamped on video so its receiver can estimate bandwidth (REMB).
@@ -166,8 +173,8 @@ public struct SlotDescription: Sendable, Equatable {
     /// The subscriber's id for the transport-wide sequence number: every packet to the connection carries
     /// one, and the subscriber's transport-cc feedback drives the node's estimate of its downlink.
     public var transportCCExtensionID: UInt8?
-    /// Video: the slot's RTX stream (RFC 4588) for NACKed packets and probe padding.
-    public var rtxPayloadType: UInt8?
+    /// Video: the slot's RTX stream (RFC 4588) for NACKed packets and probe padding; each format names its
+    /// own RTX payload type.
     public var rtxSSRC: UInt32?
     /// Audio: the subscriber takes Opus with redundancy (RFC 2198) under this payload type.
     public var redPayloadType: UInt8?
@@ -175,18 +182,64 @@ public struct SlotDescription: Sendable, Equatable {
     /// are not ranked as talkers).
     public var source: VideoSource = .camera
 
+    /// At most this many formats per slot: every codec and H.264 profile Chromium offers fits.
+    public static let maxFormats = 8
+
+    /// The first format's codec: the slot's kind, and what a single-format slot carries.
+    public var codec: Codec {
+        get { formats[0].codec }
+        set { formats[0].codec = newValue }
+    }
+
+    /// The first format's payload type.
+    public var payloadType: UInt8 {
+        get { formats[0].payloadType }
+        set { formats[0].payloadType = newValue }
+    }
+
+    /// The first format's RTX payload type.
+    public var rtxPayloadType: UInt8? {
+        get { formats[0].rtxPayloadType }
+        set { formats[0].rtxPayloadType = newValue }
+    }
+
     public init(codec: Codec, mid: String, ssrc: UInt32, payloadType: UInt8, audioLevelExtensionID: UInt8? = nil,
                 absSendTimeExtensionID: UInt8? = nil, transportCCExtensionID: UInt8? = nil, rtxPayloadType: UInt8? = nil,
-                rtxSSRC: UInt32? = nil, redPayloadType: UInt8? = nil) {
-        self.codec = codec
+                rtxSSRC: UInt32? = nil, redPayloadType: UInt8? = nil, otherFormats: [PayloadFormat] = []) {
+        self.formats = [PayloadFormat(codec: codec, payloadType: payloadType, rtxPayloadType: rtxPayloadType)] + otherFormats
         self.mid = mid
         self.ssrc = ssrc
-        self.payloadType = payloadType
         self.audioLevelExtensionID = audioLevelExtensionID
         self.absSendTimeExtensionID = absSendTimeExtensionID
         self.transportCCExtensionID = transportCCExtensionID
-        self.rtxPayloadType = rtxPayloadType
         self.rtxSSRC = rtxSSRC
         self.redPayloadType = redPayloadType
+    }
+
+    /// The format this slot sends `source` in, nil when the subscriber cannot decode it: the first with the
+    /// source's codec, for H.264 the first whose profile and level accept the source's
+    /// (`H264ProfileLevelID.isDecodable(by:)`; an absent profile-level-id is RFC 6184's default).
+    public func format(for source: PublishedTrack) -> PayloadFormat? {
+        formats.first { f in
+            guard f.codec == source.codec else { return false }
+            guard f.codec == .h264 else { return true }
+            return (source.h264 ?? .absent).isDecodable(by: f.h264 ?? .absent)
+        }
+    }
+}
+
+/// A codec under one payload type, with its RTX payload type (RFC 4588 `apt`) and, for H.264, the profile and
+/// level its fmtp declares.
+public struct PayloadFormat: Sendable, Equatable {
+    public var codec: Codec
+    public var payloadType: UInt8
+    public var rtxPayloadType: UInt8?
+    public var h264: H264ProfileLevelID?
+
+    public init(codec: Codec, payloadType: UInt8, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil) {
+        self.codec = codec
+        self.payloadType = payloadType
+        self.rtxPayloadType = rtxPayloadType
+        self.h264 = h264
     }
 }

@@ -42,18 +42,34 @@ public enum RoomEvent: Equatable, Sendable {
         /// When the slot passes only some of its source's VP8 temporal layers: the highest it passes (0 = the
         /// base frame rate). Nil: all of them.
         public var temporalLayer: Int?
+        /// For a video slot with a source: its codec, and whether this subscriber can decode it.
+        public var codec: SlotCodec?
         /// For a video slot: whether it shows talkers' cameras or screen shares (the subscriber's choice of
         /// slot kind). Nil for audio.
         public var source: VideoSource?
 
         public init(mid: String, kind: MediaKind, participant: String?, layer: Int? = nil, temporalLayer: Int? = nil,
-                    source: VideoSource? = nil) {
+                    codec: SlotCodec? = nil, source: VideoSource? = nil) {
             self.mid = mid
             self.kind = kind
             self.participant = participant
             self.layer = layer
             self.temporalLayer = temporalLayer
             self.source = source
+            self.codec = codec
+        }
+    }
+
+    /// A video slot's source codec as the subscriber sees it: `decodable` is false when none of the slot's
+    /// negotiated formats takes it (another codec, or an H.264 profile or level it did not offer), and then
+    /// nothing is sent on the slot.
+    public struct SlotCodec: Equatable, Sendable {
+        public var codec: Codec
+        public var decodable: Bool
+
+        public init(codec: Codec, decodable: Bool) {
+            self.codec = codec
+            self.decodable = decodable
         }
     }
 }

@@ -63,6 +63,8 @@ final class SubscriberState {
     var lastEmittedMap: [Int?] = []
     /// The simulcast and temporal layer each video slot showed when the slot map was last reported.
     var lastEmittedLayers: [[Int?]] = []
+    /// The codec and decodability each video slot showed when the slot map was last reported.
+    var lastEmittedCodecs: [RoomEvent.SlotCodec?] = []
     var estimator: any DownlinkEstimator = REMBEstimator()
     var videoCount: VideoCountPolicy
     var egress = EgressRate()
@@ -114,6 +116,11 @@ struct Slot {
     var current: Int?
     /// Video: the source track waiting for its keyframe to take over.
     var pending: Int?
+    /// The format `current` is sent in: its codec's payload type and RTX payload type on this slot.
+    var format: PayloadFormat
+    /// Video: a source the rules placed here that the subscriber cannot decode (no format of the slot takes
+    /// its codec or profile): nothing of it is sent, and the slot map says so.
+    var undecodable: Int?
     var rewriter: SlotRewriter
     var sendLog: SlotSendLog?
     var packetsSent: UInt64 = 0
@@ -138,6 +145,7 @@ struct Slot {
 
     init(_ d: SlotDescription) {
         description = d
+        format = d.formats[0]
         rewriter = SlotRewriter(clockRate: d.codec.clockRate, framesSpanPackets: d.codec.kind == .video)
         sendLog = d.codec.kind == .video ? SlotSendLog() : nil
     }
@@ -198,7 +206,8 @@ final class SourceTrack {
         rtxSSRC = description.rtxSSRC
         meter = LevelMeter(source: levelSource)
         reception = ReceptionStatistics(clockRate: description.codec.clockRate)
-        history = description.codec == .vp8 ? PacketHistory() : nil
+        // Every video codec: NACKs are answered from it (RFC 4585 section 3.2), whatever the payload format.
+        history = description.codec.kind == .video ? PacketHistory() : nil
     }
 
     var kind: MediaKind { description.codec.kind }

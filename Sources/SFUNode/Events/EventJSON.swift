@@ -48,7 +48,10 @@ enum EventPayload: Encodable, Sendable {
 
     struct Slot: Encodable {
         var slot: RoomEvent.SlotAssignment
-        enum CodingKeys: String, CodingKey { case mid, kind, participant, layer, temporalLayer = "temporal_layer", source }
+        enum CodingKeys: String, CodingKey {
+            case mid, kind, participant, layer, temporalLayer = "temporal_layer", source
+            case codec, decodable
+        }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(slot.mid, forKey: .mid)
@@ -57,6 +60,9 @@ enum EventPayload: Encodable, Sendable {
             try c.encodeIfPresent(slot.layer, forKey: .layer)  // only for a simulcast publisher's layer
             try c.encodeIfPresent(slot.temporalLayer, forKey: .temporalLayer)  // only when some are dropped
             try c.encodeIfPresent(slot.source?.rawValue, forKey: .source)  // video slots: camera or screen
+            // Only for a video slot with a source: its codec, and false when this subscriber cannot decode it.
+            try c.encodeIfPresent(slot.codec?.codec.rawValue, forKey: .codec)
+            try c.encodeIfPresent(slot.codec?.decodable, forKey: .decodable)
         }
     }
 

@@ -48,10 +48,10 @@ public enum OfferAnswer {
         public var remote: RemoteTransport
     }
 
-    /// Answers a client's sending connection: accepts one Opus and one VP8 (with RTX) m-line, binds their
-    /// SSRCs to tracks, rejects everything else (port 0).
-    /// A second video m-line is accepted when it is a screen share (`source`): its mid is in
-    /// `screenShareMids` (the signaling server says so), or the offer marks it.
+    /// Answers a client's sending connection: accepts one Opus m-line and one video m-line in the first of
+    /// VP8, VP9 and H.264 (packetization-mode 1) the client lists (with its RTX and fmtp), binds their SSRCs
+    /// to tracks, rejects everything else (port 0). A second video m-line is accepted when it is a screen
+    /// share (`source`): its mid is in `screenShareMids` (the signaling server says so), or the offer marks it.
     public static func answerPublish(_ offerText: String, local: LocalTransport, screenShareMids: Set<String> = []) throws(SDPError) -> Publish {
         try answerPublish(SessionDescription.parse(offerText), local: local, screenShareMids: screenShareMids)
     }
@@ -61,6 +61,7 @@ public enum OfferAnswer {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
         var tracks: [PublishedTrack] = []
+        var refusals: [String] = []
         for m in offer.media {
             let kind = m.kind
             let source = kind == "video" ? source(of: m, screenShareMids: screenShareMids) : .camera
@@ -71,6 +72,7 @@ public enum OfferAnswer {
             }
             try requireBundledAndMuxed(m, offer)
             guard var codec = chooseCodec(m) else {
+                if kind == "video" { refusals.append(videoRefusal(m)) }
                 answer.media.append(rejected(m))
                 continue
             }
@@ -131,6 +133,7 @@ public enum OfferAnswer {
             track.redPayloadType = codec.red
             track.nack = nack
             track.remb = remb
+            track.h264 = codec.h264
             if layers.isEmpty {
                 tracks.append(track)
             } else {
@@ -140,10 +143,11 @@ public enum OfferAnswer {
                     layer.absSendTimeExtensionID = sendTimeID
                     layer.nack = nack
                     layer.remb = remb
+                    layer.h264 = codec.h264
                     tracks.append(layer)
                 }
             }
-            var a = acceptedMedia(m, codec: codec, direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
+            var a = acceptedMedia(m, codecs: [codec], direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key })
             where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil)
                 || (uri == absSendTimeURI && sendTimeID != nil)
@@ -162,16 +166,18 @@ public enum OfferAnswer {
             answer.media.append(a)
         }
         guard !tracks.isEmpty else {
-            throw SDPError(line: 0, text: "", reason: "no sendonly/sendrecv audio (Opus) or video (VP8) m-line to publish")
+            let why = refusals.isEmpty ? "" : ": " + refusals.joined(separator: "; ")
+            throw SDPError(line: 0, text: "", reason: "no sendonly/sendrecv audio (Opus) or video (VP8, VP9, H.264) m-line to publish" + why)
         }
         finishBundle(&answer)
         return Publish(answer: answer, tracks: tracks, remote: remote)
     }
 
-    /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8) m-line becomes a
-    /// slot the node sends on with an SSRC from `ssrc(mid, kind, index)` (a renegotiation keeps a mid's SSRC).
-    /// A video m-line whose mid is in `screenShareMids`, or that the offer marks as a screen share, is a
-    /// screen slot (`SlotDescription.source`).
+    /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8, VP9, H.264) m-line
+    /// becomes a slot the node sends on with an SSRC from `ssrc(mid, kind, index)` (a renegotiation keeps a
+    /// mid's SSRC). A video slot keeps every format of its m-line the node forwards (`videoFormats`). A video
+    /// m-line whose mid is in `screenShareMids`, or that the offer marks as a screen share, is a screen slot
+    /// (`SlotDescription.source`).
     public static func answerSubscribe(_ offerText: String, local: LocalTransport, screenShareMids: Set<String> = [],
                                        ssrc: (String, MediaKind, Int) -> UInt32) throws(SDPError) -> Subscribe {
         try answerSubscribe(SessionDescription.parse(offerText), local: local, screenShareMids: screenShareMids, ssrc: ssrc)
@@ -190,26 +196,30 @@ public enum OfferAnswer {
             }
             try requireBundledAndMuxed(m, offer)
             let kind: MediaKind = m.kind == "audio" ? .audio : .video
+            let codecs = kind == .video ? videoFormats(m) : [codec]
             let index = slots.filter { $0.codec.kind == kind }.count
             let s = ssrc(mid, kind, index)
             let levelID = kind == .audio ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
             let fb = feedback(m, codec.pt)
             let tccID = fb.contains("transport-cc") || kind == .audio ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
             let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
-            let rtxSSRC = codec.rtx.map { _ in ssrc(mid + "/rtx", kind, index) }
+            let rtxSSRC = codecs.contains { $0.rtx != nil } ? ssrc(mid + "/rtx", kind, index) : nil
             var slot = SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt, audioLevelExtensionID: levelID,
                                        absSendTimeExtensionID: sendTimeID, transportCCExtensionID: tccID,
                                        rtxPayloadType: codec.rtx, rtxSSRC: rtxSSRC, redPayloadType: codec.red)
-            if kind == .video { slot.source = source(of: m, screenShareMids: screenShareMids) }
+            if kind == .video {
+                slot.formats = slotFormats(codecs)
+                slot.source = source(of: m, screenShareMids: screenShareMids)
+            }
             slots.append(slot)
-            var a = acceptedMedia(m, codec: codec, direction: "sendonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
+            var a = acceptedMedia(m, codecs: codecs, direction: "sendonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
             for (id, uri) in [(levelID, audioLevelURI), (sendTimeID, absSendTimeURI), (tccID, transportCCURI)] {
                 if let id { a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)")) }
             }
             if kind == .video {
                 var fbs = ["nack", "nack pli", "ccm fir"]
                 fbs.append(tccID != nil ? "transport-cc" : "goog-remb")
-                for f in fbs { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(f)")) }
+                for c in codecs { for f in fbs { a.attributes.append(SDPAttribute("rtcp-fb", "\(c.pt) \(f)")) } }
             } else if tccID != nil {
                 a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) transport-cc"))
             }
@@ -256,11 +266,14 @@ public enum OfferAnswer {
         var fmtp: String?
         /// Opus with redundancy (RFC 2198) under this payload type, when offered for this Opus.
         var red: UInt8?
+        /// H.264: the profile and level its fmtp declares.
+        var h264: H264ProfileLevelID?
     }
 
-    /// Opus/48000/2 (and RED over it, RFC 2198) for audio; VP8/90000 (and its RTX, RFC 4588) for video.
-    /// ULPFEC and the rest are not accepted.
+    /// Opus/48000/2 (and RED over it, RFC 2198) for audio; for video the first format `videoFormats` takes
+    /// (and its RTX, RFC 4588). ULPFEC and the rest are not accepted.
     static func chooseCodec(_ m: MediaDescription) -> CodecChoice? {
+        if m.kind == "video" { return videoFormats(m, limit: 1).first }
         let maps = m.rtpmaps
         let fmtps = m.fmtps
         for f in m.formats {
@@ -268,10 +281,6 @@ public enum OfferAnswer {
             if m.kind == "audio", map.name == "opus", map.clock == 48_000 {
                 let red = maps.first { $0.value.name == "red" && $0.value.clock == 48_000 && fmtps[$0.key] == "\(pt)/\(pt)" }?.key
                 return CodecChoice(codec: .opus, pt: pt, rtx: nil, rtpmap: "opus/48000/2", fmtp: fmtps[pt], red: red)
-            }
-            if m.kind == "video", map.name == "vp8", map.clock == 90_000 {
-                let rtx = maps.first { $0.value.name == "rtx" && fmtps[$0.key] == "apt=\(pt)" }?.key
-                return CodecChoice(codec: .vp8, pt: pt, rtx: rtx, rtpmap: "VP8/90000", fmtp: nil)
             }
         }
         return nil
@@ -344,13 +353,16 @@ public enum OfferAnswer {
         return r
     }
 
-    static func acceptedMedia(_ m: MediaDescription, codec: CodecChoice, direction: String, local: LocalTransport,
+    static func acceptedMedia(_ m: MediaDescription, codecs: [CodecChoice], direction: String, local: LocalTransport,
                               first: Bool) -> MediaDescription {
         let port = local.candidates.first.map { Int($0.port) } ?? 9
-        // RED first for a publisher, so a browser sends Opus with redundancy; the node sends either.
-        var formats = ["\(codec.pt)"]
-        if let red = codec.red { if direction == "recvonly" { formats.insert("\(red)", at: 0) } else { formats.append("\(red)") } }
-        if let rtx = codec.rtx { formats.append("\(rtx)") }
+        var formats: [String] = []
+        for codec in codecs {
+            formats.append("\(codec.pt)")
+            // RED first for a publisher, so a browser sends Opus with redundancy; the node sends either.
+            if let red = codec.red { if direction == "recvonly" { formats.insert("\(red)", at: 0) } else { formats.append("\(red)") } }
+            if let rtx = codec.rtx { formats.append("\(rtx)") }
+        }
         var a = MediaDescription(kind: m.kind, port: port, proto: "UDP/TLS/RTP/SAVPF", formats: formats)
         a.connection = "IN IP4 " + (local.candidates.first.flatMap { if case .v4 = $0.ip { $0.host } else { nil } } ?? "0.0.0.0")
         a.attributes = [
@@ -360,15 +372,18 @@ public enum OfferAnswer {
             SDPAttribute("rtcp-mux"),
         ]
         if m.has("rtcp-rsize") { a.attributes.append(SDPAttribute("rtcp-rsize")) }
-        a.attributes.append(SDPAttribute("rtpmap", "\(codec.pt) \(codec.rtpmap)"))
-        if let f = codec.fmtp { a.attributes.append(SDPAttribute("fmtp", "\(codec.pt) \(f)")) }
-        if let red = codec.red {
-            a.attributes.append(SDPAttribute("rtpmap", "\(red) red/48000/2"))
-            a.attributes.append(SDPAttribute("fmtp", "\(red) \(codec.pt)/\(codec.pt)"))
-        }
-        if let rtx = codec.rtx {
-            a.attributes.append(SDPAttribute("rtpmap", "\(rtx) rtx/90000"))
-            a.attributes.append(SDPAttribute("fmtp", "\(rtx) apt=\(codec.pt)"))
+        for codec in codecs {
+            a.attributes.append(SDPAttribute("rtpmap", "\(codec.pt) \(codec.rtpmap)"))
+            // The offer's own fmtp (H.264's profile-level-id and packetization-mode): RFC 6184 section 8.2.2.
+            if let f = codec.fmtp { a.attributes.append(SDPAttribute("fmtp", "\(codec.pt) \(f)")) }
+            if let red = codec.red {
+                a.attributes.append(SDPAttribute("rtpmap", "\(red) red/48000/2"))
+                a.attributes.append(SDPAttribute("fmtp", "\(red) \(codec.pt)/\(codec.pt)"))
+            }
+            if let rtx = codec.rtx {
+                a.attributes.append(SDPAttribute("rtpmap", "\(rtx) rtx/90000"))
+                a.attributes.append(SDPAttribute("fmtp", "\(rtx) apt=\(codec.pt)"))
+            }
         }
         for (i, c) in local.candidates.enumerated() {
             // RFC 8445 section 5.1.2: host type preference 126, local preference by order, component 1.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo in real browsers: `sfu demo` (node + example signaling server) and three headless Chromium
 # instances, all inside a private network namespace with no route out. Chromium's fake camera and a fake
-# microphone fed from espeak-ng speech. Needs root (ip netns) and Debian's chromium.
+# microphone fed from espeak-ng speech; then, against the demo's node, an H.264-only Chromium publisher
+# (Tests/Browser/codec_test.py). Needs root (ip netns) and Debian's chromium.
 # Usage: scripts/browser-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 # (writes the page's screenshot to docs/demo.png)
 set -euo pipefail
@@ -33,6 +34,11 @@ echo "== screen share: one Chromium presents, two talk in turns; the share stays
 if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/screen_share_test.py \
     --speech "$work/speech.wav" --late "$work/late.wav" --silence "$work/silence.wav"; then
   echo "!! screen share test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
+  exit 1
+fi
+echo "== H.264 through the node: an H.264-only Chromium publisher, a subscriber that decodes it, a VP8-only one told it cannot"
+if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/codec_test.py --speech "$work/alice.wav"; then
+  echo "!! codec test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi
 # Ctrl-C or SIGTERM stops the demo (node and signaling server) within a few seconds.

@@ -269,5 +269,5 @@ def main():
     sys.exit(1 if failed or not checks else 0)
 
 
-if __name__ == "__main__":  # screen_share_test.py imports the helpers above
+if __name__ == "__main__":  # screen_share_test.py and codec_test.py import the helpers above
     main()

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""H.264 through the node with real Chromium: a publisher that sends H.264 only reaches subscribers that can
+decode it, and one that cannot is told so.
+
+Run inside the private network namespace where a node's control API answers on 127.0.0.1:8080 (what
+scripts/browser-test.sh does after the demo test, against the demo's node):
+    python3 codec_test.py --speech speech.wav
+Two headless Chromium (Debian's, which encodes H.264 with its built-in OpenH264 and decodes it with FFmpeg):
+`pub` publishes its fake camera with the video transceiver's codecs restricted to H.264 in packetization-mode 1
+(`setCodecPreferences`, as an app does for hardware encoders); `sub` subscribes to one audio and one video slot
+with Chromium's default codecs (VP8, VP9, H.264, ...), and `vp8sub` with VP8 only. Checks: the publish answer
+is H.264 with its profile-level-id; pub encodes H.264; sub's slot map names pub with codec h264, and sub decodes
+H.264 frames of pub's size (getStats: framesDecoded, frameWidth, the codec's mimeType); vp8sub's slot map names
+pub with decodable false, and vp8sub receives no video packet.
+"""
+import argparse, json, os, sys, tempfile, threading, time, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from demo_test import Browser, wait  # noqa: E402  (the demo test's DevTools driver)
+
+import websocket
+
+NODE = "http://127.0.0.1:8080"
+ORIGIN = "http://127.0.0.1:8010"
+
+PAGE = r"""<!doctype html>
+<html><head><meta charset="utf-8"><title>codec test</title></head><body><script>
+"use strict";
+// One RTCPeerConnection per participant this page plays; offers out and answers in through the test.
+const t = window.t = { pcs: {} };
+const config = { bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" };
+// The codecs named (mime types), H.264 only in packetization-mode 1, with RTX.
+const only = (names) => RTCRtpReceiver.getCapabilities("video").codecs.filter((c) =>
+  (names.includes(c.mimeType) || c.mimeType === "video/rtx") &&
+  (c.mimeType !== "video/H264" || /packetization-mode=1/.test(c.sdpFmtpLine || "")));
+t.publish = async (name, codecs) => {
+  const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
+  const pc = t.pcs[name] = new RTCPeerConnection(config);
+  for (const track of stream.getTracks()) {
+    const tr = pc.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+    if (track.kind === "video") tr.setCodecPreferences(only(codecs));
+  }
+  await pc.setLocalDescription(await pc.createOffer());
+  return pc.localDescription.sdp;
+};
+t.subscribe = async (name, codecs) => {
+  const pc = t.pcs[name] = new RTCPeerConnection(config);
+  pc.ontrack = (e) => {
+    const sink = document.createElement(e.track.kind);
+    sink.autoplay = true;
+    sink.muted = true;
+    sink.srcObject = new MediaStream([e.track]);
+    document.body.append(sink);
+  };
+  pc.addTransceiver("audio", { direction: "recvonly" });
+  const video = pc.addTransceiver("video", { direction: "recvonly" });
+  if (codecs) video.setCodecPreferences(only(codecs));
+  await pc.setLocalDescription(await pc.createOffer());
+  return pc.localDescription.sdp;
+};
+t.answer = async (name, sdp) => { await t.pcs[name].setRemoteDescription({ type: "answer", sdp }); return true; };
+// The video stream's counters and its codec, sending or receiving.
+t.video = async (name) => {
+  const r = await t.pcs[name].getStats(), codecs = {};
+  let v = null;
+  r.forEach((s) => { if (s.type === "codec") codecs[s.id] = s; });
+  r.forEach((s) => {
+    if ((s.type === "outbound-rtp" || s.type === "inbound-rtp") && s.kind === "video") {
+      v = { packets: s.packetsSent || s.packetsReceived || 0, framesEncoded: s.framesEncoded, framesDecoded: s.framesDecoded,
+            frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoder: s.encoderImplementation, decoder: s.decoderImplementation,
+            codec: (codecs[s.codecId] || {}).mimeType || null, fmtp: (codecs[s.codecId] || {}).sdpFmtpLine || null };
+    }
+  });
+  return v;
+};
+</script></body></html>
+"""
+
+
+class PageHandler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def api(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(NODE + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        return json.load(urllib.request.urlopen(req, timeout=10))
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"{method} {path}: {e.code} {e.read().decode()[:300]}")
+
+
+class Events:
+    """The room's active_talkers events, as they come."""
+
+    def __init__(self, room):
+        self.items = []
+        self.ws = websocket.create_connection(f"ws://127.0.0.1:8080/v1/events?room={room}", suppress_origin=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while True:
+            try:
+                self.items.append(json.loads(self.ws.recv()))
+            except Exception:
+                return
+
+    def video_slot(self, participant):
+        maps = [e for e in list(self.items) if e.get("type") == "active_talkers" and e.get("participant") == participant]
+        return next((s for s in maps[-1]["slots"] if s["kind"] == "video"), None) if maps else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--speech", required=True, help="the publisher's microphone (WAV)")
+    args = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 8010), PageHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    profiles = tempfile.mkdtemp()
+    room = f"codecs-{os.getpid()}"
+    checks, browsers = {}, []
+    try:
+        pub = Browser("pub", 9301, args.speech, profiles)
+        sub = Browser("sub", 9302, args.speech, profiles)
+        browsers = [pub, sub]
+        for b in browsers:
+            b.call("Page.navigate", url=ORIGIN + "/")
+            if not wait(lambda: b.eval("typeof window.t === 'object' && document.readyState === 'complete'"), 20):
+                raise RuntimeError(f"{b.name}: the page did not load")
+        api("POST", "/v1/rooms", {"room": room})
+        for who in ("pub", "sub", "vp8sub"):
+            api("POST", f"/v1/rooms/{room}/participants", {"participant": who})
+        events = Events(room)
+
+        offer = pub.eval("t.publish('pub', ['video/H264'])")
+        offered = {line.split()[0].split(":")[1]: line.split()[1] for line in offer.splitlines() if line.startswith("a=rtpmap:")}
+        video_line = next(line for line in offer.splitlines() if line.startswith("m=video"))
+        video_names = {offered.get(pt, "?").split("/")[0] for pt in video_line.split()[3:]}
+        checks["the publisher offers H.264 (and RTX) only for video"] = video_names <= {"H264", "rtx"} and "H264" in video_names
+        answer = api("POST", f"/v1/rooms/{room}/participants/pub/publish", {"sdp": offer})["sdp"]
+        video_answer = answer[answer.index("m=video"):]
+        checks["the publish answer is H.264 in packetization-mode 1 with its profile-level-id"] = (
+            "H264/90000" in video_answer and "packetization-mode=1" in video_answer and "profile-level-id=" in video_answer
+            and not video_answer.startswith("m=video 0 "))
+        pub.eval(f"t.answer('pub', {json.dumps(answer)})")
+
+        for who, codecs in (("sub", "null"), ("vp8sub", "['video/VP8']")):
+            offer = sub.eval(f"t.subscribe('{who}', {codecs})")
+            answer = api("POST", f"/v1/rooms/{room}/participants/{who}/subscribe", {"sdp": offer})["sdp"]
+            sub.eval(f"t.answer('{who}', {json.dumps(answer)})")
+
+        sent = wait(lambda: (lambda v: v if v and (v.get("framesEncoded") or 0) > 30 else None)(pub.eval("t.video('pub')")), 20) or {}
+        checks["Chromium encodes the published video in H.264"] = sent.get("codec") == "video/H264"
+        got = wait(lambda: (lambda v: v if v and (v.get("framesDecoded") or 0) > 30 and v.get("frameWidth") else None)(sub.eval("t.video('sub')")), 20) or {}
+        slot = events.video_slot("sub") or {}
+        checks["sub's slot map names pub, in H.264, decodable"] = (
+            slot.get("participant") == "pub" and slot.get("codec") == "h264" and slot.get("decodable") is True)
+        checks["sub decodes pub's H.264 frames at pub's size"] = (
+            got.get("codec") == "video/H264" and (got.get("framesDecoded") or 0) > 30 and got.get("frameWidth") == sent.get("frameWidth"))
+        time.sleep(2)
+        vp8 = sub.eval("t.video('vp8sub')") or {}
+        vp8slot = events.video_slot("vp8sub") or {}
+        checks["vp8sub's slot map names pub as not decodable"] = (
+            vp8slot.get("participant") == "pub" and vp8slot.get("codec") == "h264" and vp8slot.get("decodable") is False)
+        stats = next(p for p in api("GET", f"/v1/rooms/{room}/stats")["participants"] if p["participant"] == "vp8sub")
+        node_sent = sum(s.get("packets", 0) for s in stats.get("slots", []) if s["kind"] == "video")
+        # Chromium counts the node's probe padding (RTX, no payload) in packetsReceived: what matters is that no
+        # media arrived - no codec seen, no frame decoded.
+        checks["vp8sub is sent no video (the node sent no media packet, Chromium saw no codec and decoded nothing)"] = (
+            node_sent == 0 and vp8.get("codec") is None and not vp8.get("framesDecoded"))
+        print(json.dumps({"sent": sent, "received": got, "slot": slot, "vp8sub": vp8, "vp8slot": vp8slot, "vp8sub_node_video_packets": node_sent}))
+        api("DELETE", f"/v1/rooms/{room}")
+    finally:
+        for b in browsers:
+            b.proc.kill()
+            b.proc.wait()
+        server.shutdown()
+    for name, ok in checks.items():
+        print(f"{'PASS' if ok else 'FAIL'}: {name}")
+    sys.exit(0 if checks and all(checks.values()) else 1)
+
+
+if __name__ == "__main__":
+    main()

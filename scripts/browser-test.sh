@@ -37,7 +37,7 @@ if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/screen_sha
   exit 1
 fi
 echo "== H.264 through the node: an H.264-only Chromium publisher, a subscriber that decodes it, a VP8-only one told it cannot"
-if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/codec_test.py --speech "$work/alice.wav"; then
+if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/codec_test.py --speech "$work/alice.wav" --silence "$work/silence.wav"; then
   echo "!! codec test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi

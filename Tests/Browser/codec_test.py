@@ -4,14 +4,17 @@ decode it, and one that cannot is told so.
 
 Run inside the private network namespace where a node's control API answers on 127.0.0.1:8080 (what
 scripts/browser-test.sh does after the demo test, against the demo's node):
-    python3 codec_test.py --speech speech.wav
-Two headless Chromium (Debian's, which encodes H.264 with its built-in OpenH264 and decodes it with FFmpeg):
-`pub` publishes its fake camera with the video transceiver's codecs restricted to H.264 in packetization-mode 1
-(`setCodecPreferences`, as an app does for hardware encoders); `sub` subscribes to one audio and one video slot
-with Chromium's default codecs (VP8, VP9, H.264, ...), and `vp8sub` with VP8 only. Checks: the publish answer
-is H.264 with its profile-level-id; pub encodes H.264; sub's slot map names pub with codec h264, and sub decodes
-H.264 frames of pub's size (getStats: framesDecoded, frameWidth, the codec's mimeType); vp8sub's slot map names
-pub with decodable false, and vp8sub receives no video packet.
+    python3 codec_test.py --speech speech.wav --silence silence.wav
+Two headless Chromium (Debian's, which encodes H.264 with its built-in OpenH264 and decodes it with FFmpeg).
+The talking one publishes `pub`, its fake camera with the video transceiver's codecs restricted to H.264 in
+packetization-mode 1 (`setCodecPreferences`, as an app does for hardware encoders). The silent one publishes
+`vp8pub` in VP8 only, and subscribes `sub` to one audio and one video slot with Chromium's default codecs (VP8,
+VP9, H.264, ...) and `vp8sub` (a moderator) with VP8 only. Checks: the publish answer is H.264 with its
+profile-level-id; pub encodes H.264; sub's slot map names pub with codec h264, and sub decodes H.264 frames of
+pub's size (getStats: framesDecoded, frameWidth, the codec's mimeType); vp8sub's slot map names pub with
+decodable false, and vp8sub is sent no video. Then vp8sub hard-mutes pub and lifts it: sub's one video
+slot goes to vp8pub and back, and Chromium decodes VP8 then H.264 again on the same receiver (the node changes
+the payload type at each source's key frame).
 """
 import argparse, json, os, sys, tempfile, threading, time, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -122,7 +125,8 @@ class Events:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--speech", required=True, help="the publisher's microphone (WAV)")
+    ap.add_argument("--speech", required=True, help="the H.264 publisher's microphone (WAV)")
+    ap.add_argument("--silence", required=True, help="the other browser's microphone (WAV)")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 8010), PageHandler)
     server.daemon_threads = True
@@ -132,15 +136,15 @@ def main():
     checks, browsers = {}, []
     try:
         pub = Browser("pub", 9301, args.speech, profiles)
-        sub = Browser("sub", 9302, args.speech, profiles)
+        sub = Browser("sub", 9302, args.silence, profiles)
         browsers = [pub, sub]
         for b in browsers:
             b.call("Page.navigate", url=ORIGIN + "/")
             if not wait(lambda: b.eval("typeof window.t === 'object' && document.readyState === 'complete'"), 20):
                 raise RuntimeError(f"{b.name}: the page did not load")
         api("POST", "/v1/rooms", {"room": room})
-        for who in ("pub", "sub", "vp8sub"):
-            api("POST", f"/v1/rooms/{room}/participants", {"participant": who})
+        for who in ("pub", "vp8pub", "sub", "vp8sub"):
+            api("POST", f"/v1/rooms/{room}/participants", {"participant": who, "role": "moderator" if who == "vp8sub" else "participant"})
         events = Events(room)
 
         offer = pub.eval("t.publish('pub', ['video/H264'])")
@@ -154,6 +158,8 @@ def main():
             "H264/90000" in video_answer and "packetization-mode=1" in video_answer and "profile-level-id=" in video_answer
             and not video_answer.startswith("m=video 0 "))
         pub.eval(f"t.answer('pub', {json.dumps(answer)})")
+        offer = sub.eval("t.publish('vp8pub', ['video/VP8'])")
+        sub.eval(f"t.answer('vp8pub', {json.dumps(api('POST', f'/v1/rooms/{room}/participants/vp8pub/publish', {'sdp': offer})['sdp'])})")
 
         for who, codecs in (("sub", "null"), ("vp8sub", "['video/VP8']")):
             offer = sub.eval(f"t.subscribe('{who}', {codecs})")
@@ -162,7 +168,11 @@ def main():
 
         sent = wait(lambda: (lambda v: v if v and (v.get("framesEncoded") or 0) > 30 else None)(pub.eval("t.video('pub')")), 20) or {}
         checks["Chromium encodes the published video in H.264"] = sent.get("codec") == "video/H264"
-        got = wait(lambda: (lambda v: v if v and (v.get("framesDecoded") or 0) > 30 and v.get("frameWidth") else None)(sub.eval("t.video('sub')")), 20) or {}
+        # sub's slot goes to pub once pub talks (the dominant speaker; vp8pub is silent).
+        wait(lambda: (events.video_slot("sub") or {}).get("participant") == "pub", 20)
+        decoding = lambda codec, more_than: (lambda v: v if v and v.get("codec") == codec and (v.get("framesDecoded") or 0) > more_than
+                                             and v.get("frameWidth") else None)(sub.eval("t.video('sub')"))
+        got = wait(lambda: decoding("video/H264", 30), 20) or {}
         slot = events.video_slot("sub") or {}
         checks["sub's slot map names pub, in H.264, decodable"] = (
             slot.get("participant") == "pub" and slot.get("codec") == "h264" and slot.get("decodable") is True)
@@ -179,7 +189,19 @@ def main():
         # media arrived - no codec seen, no frame decoded.
         checks["vp8sub is sent no video (the node sent no media packet, Chromium saw no codec and decoded nothing)"] = (
             node_sent == 0 and vp8.get("codec") is None and not vp8.get("framesDecoded"))
-        print(json.dumps({"sent": sent, "received": got, "slot": slot, "vp8sub": vp8, "vp8slot": vp8slot, "vp8sub_node_video_packets": node_sent}))
+        # One slot, two codecs: pub hard-muted (out of the talker list, whose one entry sub's one audio slot
+        # allows), the slot shows vp8pub in VP8; lifted, pub talks and takes it back in H.264.
+        api("POST", f"/v1/rooms/{room}/participants/pub/hard-mute", {"by": "vp8sub", "audio": True, "video": True})
+        to_vp8 = wait(lambda: decoding("video/VP8", (got.get("framesDecoded") or 0) + 30), 15) or {}
+        vp8_slot = events.video_slot("sub") or {}
+        checks["with pub hard-muted, sub's slot shows vp8pub and Chromium decodes its VP8 on the same receiver"] = (
+            vp8_slot.get("participant") == "vp8pub" and vp8_slot.get("codec") == "vp8" and bool(to_vp8))
+        api("POST", f"/v1/rooms/{room}/participants/pub/hard-mute", {"by": "vp8sub", "audio": False, "video": False})
+        back = wait(lambda: decoding("video/H264", (to_vp8.get("framesDecoded") or 0) + 30), 15) or {}
+        checks["with the mute lifted, sub decodes pub's H.264 again on that receiver"] = (
+            (events.video_slot("sub") or {}).get("participant") == "pub" and bool(back))
+        print(json.dumps({"sent": sent, "received": got, "slot": slot, "vp8sub": vp8, "vp8slot": vp8slot, "vp8sub_node_video_packets": node_sent,
+                          "after_mute": to_vp8, "after_unmute": back}))
         api("DELETE", f"/v1/rooms/{room}")
     finally:
         for b in browsers:

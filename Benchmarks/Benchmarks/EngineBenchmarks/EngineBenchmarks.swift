@@ -182,6 +182,22 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // H.264 and VP9 take the same path with their own payload parsing (key frame detection; VP9's picture ID
+    // rewritten in place), each subscriber's slot sending them under its payload type for the codec.
+    for codec in [Codec.h264, .vp9] {
+        Benchmark("Forward one \(codec == .h264 ? "H.264" : "VP9") packet to 10 subscribers (null cipher: the engine alone)",
+                  configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
+            fixture.prepare(benchmark.scaledIterations.count)
+            benchmark.startMeasurement()
+            let forwarded = fixture.forwardPrepared()
+            benchmark.stopMeasurement()
+            precondition(forwarded == 10 * benchmark.scaledIterations.count, "forwarded \(forwarded)")
+            fixture.runTimers()
+        } setup: {
+            ForwardingFixture(kind: .video, codec: codec, subscribers: 10, nullCipher: true)
+        }
+    }
+
     // The same through a whole worker core: the source address finds the transport's row (edge), SRTP
     // decrypts, the room fans out, SRTP encrypts per subscriber. 1,000 packets per iteration at 100 a second.
     Benchmark("Forward one video packet through the worker core to 10 subscribers (AEAD_AES_128_GCM)",
@@ -227,6 +243,7 @@ final class ForwardingFixture {
     let batch = DatagramBatch(capacity: 64)
     let publisher: SimulatedClient
     let kind: MediaKind
+    let codec: Codec
     var writer: RTPStreamWriter
     /// Packets sent so far (sets the VP8 picture id).
     var sent = 0
@@ -236,15 +253,25 @@ final class ForwardingFixture {
     var buffer = [UInt8](repeating: 0, count: 2048)
     let opus = speechFrame
 
-    init(kind: MediaKind, subscribers: Int, nullCipher: Bool) {
+    init(kind: MediaKind, codec: Codec = .vp8, subscribers: Int, nullCipher: Bool) {
         let h = try! RoomHarness()
         h.nullCipher = nullCipher
         harness = h
         room = h.room
         self.kind = kind
-        let pub = try! h.join("pub", publishVideo: true, audioSlots: 0)
+        self.codec = kind == .audio ? .opus : codec
+        let pub: RoomHarness.Member
+        if kind == .video, codec != .vp8 {
+            // Subscribers whose slots take all three video codecs, each under its own payload type.
+            let formats = [PayloadFormat(codec: .vp8, payloadType: 98), PayloadFormat(codec: .vp9, payloadType: 100),
+                           PayloadFormat(codec: .h264, payloadType: 102, h264: .absent)]
+            pub = try! h.join("pub", video: PayloadFormat(codec: codec, payloadType: 96, h264: codec == .h264 ? .absent : nil), audioSlots: 0)
+            for i in 0..<subscribers { _ = try! h.join("sub\(i)", video: nil, videoSlots: 1, slotFormats: formats) }
+        } else {
+            pub = try! h.join("pub", publishVideo: true, audioSlots: 0)
+            for i in 0..<subscribers { _ = try! h.join("sub\(i)", audioSlots: 1, videoSlots: 1) }
+        }
         publisher = pub.publish
-        for i in 0..<subscribers { _ = try! h.join("sub\(i)", audioSlots: 1, videoSlots: 1) }
         writer = kind == .audio ? pub.audio : pub.video
         interval = kind == .audio ? .milliseconds(20) : .init(nanoseconds: 1_000_000_000 / 30)
         // Warm-up: a keyframe first so video slots switch; the detector sees the talker.
@@ -263,7 +290,16 @@ final class ForwardingFixture {
             writer.timestamp &+= 960
         } else {
             var payload = [UInt8](repeating: UInt8(i & 0xFF), count: 1180)
-            payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8((i >> 8) & 0x7F), UInt8(i & 0xFF), 0x00, i == 0 ? 0x10 : 0x11])
+            switch codec {
+            case .h264:
+                // A single NAL unit per frame: an IDR slice first, then non-IDR slices (RFC 6184 section 5.6).
+                payload[0] = i == 0 ? 0x65 : 0x41
+            case .vp9:
+                // I, B and E (P after the first), a 15-bit picture ID (RFC 9628 section 4.2).
+                payload.replaceSubrange(0..<3, with: [i == 0 ? 0x8C : 0xCC, 0x80 | UInt8((i >> 8) & 0x7F), UInt8(i & 0xFF)])
+            default:
+                payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8((i >> 8) & 0x7F), UInt8(i & 0xFF), 0x00, i == 0 ? 0x10 : 0x11])
+            }
             packet = writer.packet(payload, marker: true)
             writer.timestamp &+= 3000
         }

@@ -166,32 +166,47 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 }
 
-/// A room with one publisher and one subscriber. Fuzz input is taken as a plain RTP/RTCP packet that the
-/// publisher or subscriber protects (so it reaches the parsers behind SRTP), or as a raw datagram.
+/// A room with one publisher and one subscriber, and an H.264 and a VP9 publisher whose video reaches the
+/// subscriber's slot that takes all three codecs. Fuzz input is taken as a plain RTP/RTCP packet that one of
+/// them protects (so it reaches the parsers behind SRTP), or as a raw datagram.
 public final class FuzzRoom {
     nonisolated(unsafe) public static let shared = FuzzRoom()
     let harness: RoomHarness
     let publisher: RoomHarness.Member
     let subscriber: RoomHarness.Member
+    let h264: RoomHarness.Member
+    let vp9: RoomHarness.Member
 
     init() {
         harness = try! RoomHarness()
         harness.keepReceived = false
         publisher = try! harness.join("P", role: .moderator, publishVideo: true, audioSlots: 1, videoSlots: 1)
-        subscriber = try! harness.join("S", publishVideo: true, audioSlots: 1, videoSlots: 1)
+        let formats = [PayloadFormat(codec: .vp8, payloadType: 98, rtxPayloadType: 99),
+                       PayloadFormat(codec: .h264, payloadType: 100, rtxPayloadType: 101, h264: .absent),
+                       PayloadFormat(codec: .vp9, payloadType: 102)]
+        subscriber = try! harness.join("S", video: nil, audioSlots: 1, videoSlots: 2, slotFormats: formats)
+        h264 = try! harness.join("H", video: PayloadFormat(codec: .h264, payloadType: 96, rtxPayloadType: 97, h264: .absent))
+        vp9 = try! harness.join("V", video: PayloadFormat(codec: .vp9, payloadType: 96, rtxPayloadType: 97))
     }
 
-    /// First byte picks the route: 0-1 protected by the publisher, 2 by the subscriber, 3 raw.
+    /// First byte picks the route: 0-1 protected by the VP8 publisher, 2 by the subscriber, 3 raw, 4-5 by the
+    /// H.264 publisher, 6-7 by the VP9 one.
     public func feed(_ data: UnsafeRawBufferPointer) {
         guard data.count >= 1 else { return }
         let body = Array(data[1...].prefix(1400))
-        switch data[0] & 3 {
+        switch data[0] & 7 {
         case 0, 1:
             guard body.count >= 4 else { return }
             harness.send(body, from: publisher.publish)
         case 2:
             guard body.count >= 4 else { return }
             harness.send(body, from: subscriber.subscribe)
+        case 4, 5:
+            guard body.count >= 4 else { return }
+            harness.send(body, from: h264.publish)
+        case 6, 7:
+            guard body.count >= 4 else { return }
+            harness.send(body, from: vp9.publish)
         default:
             harness.sendRaw(body, from: publisher.publish.connection)
         }
@@ -202,9 +217,14 @@ public final class FuzzRoom {
     static var seeds: [[UInt8]] {
         var audio = RTPStreamWriter(ssrc: 0x5001, payloadType: 111, audioLevelExtensionID: 1)
         var video = RTPStreamWriter(ssrc: 0x5002, payloadType: 96)
+        var h264 = RTPStreamWriter(ssrc: shared.h264.video.ssrc, payloadType: 96)
+        var vp9 = RTPStreamWriter(ssrc: shared.vp9.video.ssrc, payloadType: 96)
         return [[0] + audio.packet([0x78, 0x80, 1, 2, 3], level: 30),
                 [1] + video.packet([0x90, 0xC0, 0x80, 0x01, 0x00, 0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A], marker: true),
-                [2, 0x81, 0xCE, 0, 2, 0, 0, 0, 1, 0, 0, 0x72, 0x00]]
+                [2, 0x81, 0xCE, 0, 2, 0, 0, 0, 1, 0, 0, 0x72, 0x00],
+                [4] + h264.packet(CraftedVideoSender.h264Frame(keyframe: true, index: 0, packets: 1)[0]),
+                [5] + h264.packet(CraftedVideoSender.h264Frame(keyframe: true, index: 0, packets: 1)[1], marker: true),
+                [6] + vp9.packet(CraftedVideoSender.vp9Frame(keyframe: true, pictureID: 9, tl0PicIdx: 1, packets: 1)[0], marker: true)]
     }
 }
 

@@ -42,6 +42,8 @@ public struct SlotRewriter: Sendable {
     private var lastTl0: UInt8 = 0
     private var lastKeyIdx: UInt8 = 0
     private var highestIn: Int64 = .min
+    /// Packets of the current source left out since the anchor (layer dropping).
+    private var skipped = SkippedPackets()
 
     public init(clockRate: Int, framesSpanPackets: Bool) {
         self.clockRate = Int64(clockRate)
@@ -99,14 +101,21 @@ public struct SlotRewriter: Sendable {
             }
             switchFloor = ext
             highestIn = ext - 1
+            skipped.reset()
         }
         guard ext >= switchFloor else { return nil }
-        let outExt = ext + seqOffset
+        // A late packet from before some skips: numbered as if it had come before them.
+        var late: (packets: Int64, pictures: UInt16) = (0, 0)
+        if ext < highestIn {
+            guard let after = skipped.after(ext) else { return nil }
+            late = after
+        }
+        let outExt = ext + seqOffset + late.packets
         let outTs = timestamp &+ tsOffset
         var out = Output(sequenceNumber: UInt16(truncatingIfNeeded: outExt), timestamp: outTs, pictureID: nil,
                          tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: first)
         if let d = picture {
-            if let pid = d.pictureID { out.pictureID = (pid &+ picOffset) & (d.pictureIDModulus - 1) }
+            if let pid = d.pictureID { out.pictureID = (pid &+ picOffset &+ late.pictures) & (d.pictureIDModulus - 1) }
             if let t = d.tl0PicIdx { out.tl0PicIdx = t &+ tl0Offset }
             if let k = d.keyIndex { out.keyIndex = (k &+ keyIdxOffset) & 0x1F }
         }
@@ -124,18 +133,17 @@ public struct SlotRewriter: Sendable {
         return out
     }
 
-    /// A packet of the current source the slot does not send (a temporal layer it drops, `TemporalFilter`):
-    /// later packets close its sequence gap, and a dropped frame's picture id is taken out (at its first
-    /// packet), so the subscriber sees one continuous stream with fewer frames (mediasoup drops them from its
-    /// sequence and picture id managers the same way). Only drops in order are absorbed: a packet older than
-    /// one already forwarded is left alone, its number kept (a gap a receiver's NACK cannot fill, no harm).
-    public mutating func skip(extendedSequence ext: Int64, vp8: VP8Descriptor?) {
+    /// Leaves out a packet of the current source that the slot does not send (a temporal or spatial layer
+    /// above its cap, `LayerFilter`): the output closes up over it, so sequence numbers stay contiguous and
+    /// the receiver sees no loss to ask for, and over a whole picture (`closesPicture` on its first packet)
+    /// the picture ID too, which VP8 and VP9 receivers read gaps in as lost pictures (RFC 7741 section 4.2,
+    /// RFC 9628 section 4.2). Before the first packet after a switch, nothing is anchored and nothing moves.
+    public mutating func skip(extendedSequence ext: Int64, closesPicture: Bool) {
         guard started, !pendingSwitch, ext > highestIn else { return }
         seqOffset -= 1
+        if closesPicture { picOffset &-= 1 }
         highestIn = ext
-        if let d = vp8, d.startOfPartition, d.partitionIndex == 0, d.pictureID != nil {
-            picOffset = (picOffset &- 1) & (d.pictureIDModulus - 1)
-        }
+        skipped.record(ext, closesPicture: closesPicture)
     }
 
     /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a

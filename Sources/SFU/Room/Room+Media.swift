@@ -231,7 +231,7 @@ extension Room {
                 if case .vp8(let d)? = video, let tid = d.temporalLayer,
                    !s.videoSlots[ref.index].temporal.admits(tid: tid, frameStart: d.startOfPartition && d.partitionIndex == 0,
                                                             layerSync: d.layerSync, keyframe: d.isKeyframeStart) {
-                    s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, vp8: d)
+                    s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, closesPicture: d.startOfPartition && d.partitionIndex == 0)
                     continue
                 }
                 guard let rw = s.videoSlots[ref.index].rewriter.rewrite(

@@ -1,0 +1,138 @@
+import Testing
+@testable import SFU
+
+/// Temporal and spatial layer dropping per slot (RFC 7741 section 4.2, RFC 9628 section 4.2): which packets a
+/// slot sends under a cap, where the cap may move, and how the output closes up over what it leaves out.
+@Suite struct LayerFilterTests {
+    /// A one-packet VP8 frame: X, S; I (15-bit picture ID), L, T; TID and Y; P clear on a key frame.
+    static func vp8(pid: UInt16, tl0: UInt8, tid: UInt8, sync: Bool = false, key: Bool = false) -> VideoDescriptor {
+        let bytes: [UInt8] = [0x90, 0xE0, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), tl0, tid << 6 | (sync ? 0x20 : 0), key ? 0x10 : 0x11]
+        return bytes.withUnsafeBytes { .vp8(try! VP8Descriptor.parse($0).get()) }
+    }
+
+    /// A VP9 layer frame in one packet: I, L (TID, U, SID), B and E, P unless a key frame, TL0PICIDX.
+    static func vp9(pid: UInt16, tid: UInt8, sid: UInt8, key: Bool = false, switchUp: Bool = false) -> VideoDescriptor {
+        let b0: UInt8 = 0x80 | 0x20 | 0x08 | 0x04 | (key ? 0 : 0x40)
+        let bytes: [UInt8] = [b0, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), tid << 5 | (switchUp ? 0x10 : 0) | sid << 1, 7, 0xAA]
+        return bytes.withUnsafeBytes { .vp9(try! VP9Descriptor.parse($0).get()) }
+    }
+
+    /// L1T3's temporal pattern (0 2 1 2), a picture per frame, the first TL1 and TL2 after each TL0 a sync point.
+    static func l1t3(_ n: Int, from: Int = 0) -> [VideoDescriptor] {
+        (from..<(from + n)).map { i in
+            let tid: UInt8 = [0, 2, 1, 2][i % 4]
+            return vp8(pid: UInt16(i), tl0: UInt8(i / 4), tid: tid, sync: i % 4 == 1 || i % 4 == 2, key: i == 0)
+        }
+    }
+
+    func forwarded(_ f: inout LayerFilter, _ frames: [VideoDescriptor]) -> [Bool] {
+        frames.map { if case .forward = f.admit($0, marker: true) { return true } else { return false } }
+    }
+
+    @Test func aTemporalCapSendsTheLayersAtOrBelowIt() {
+        var f = LayerFilter()
+        f.wantedTemporal = 1
+        let sent = forwarded(&f, Self.l1t3(8))
+        #expect(sent == [true, false, true, false, true, false, true, false], "TL0 and TL1, never TL2")
+        var all = LayerFilter()
+        #expect(forwarded(&all, Self.l1t3(8)).allSatisfy { $0 }, "no cap: everything")
+    }
+
+    @Test func goingDownIsImmediateAndGoingUpWaitsForASyncFrameOfThatLayer() {
+        var f = LayerFilter()
+        _ = forwarded(&f, Self.l1t3(4))
+        f.wantedTemporal = 0
+        #expect(forwarded(&f, Self.l1t3(4, from: 4)) == [true, false, false, false])
+        // Up again: frames 8.. are TL0, TL2 (sync), TL1 (sync), TL2. A TL2 frame without Y would not be taken.
+        f.wantedTemporal = nil
+        let frames = [Self.vp8(pid: 8, tl0: 2, tid: 0), Self.vp8(pid: 9, tl0: 2, tid: 2), Self.vp8(pid: 10, tl0: 2, tid: 1, sync: true),
+                      Self.vp8(pid: 11, tl0: 2, tid: 2), Self.vp8(pid: 12, tl0: 3, tid: 0), Self.vp8(pid: 13, tl0: 3, tid: 2, sync: true)]
+        #expect(forwarded(&f, frames) == [true, false, true, false, true, true],
+                "TL1 from its sync frame, TL2 only from a TL2 sync frame (its earlier frames were not sent)")
+    }
+
+    @Test func aKeyFrameTakesEveryWantedLayerAtOnce() {
+        var f = LayerFilter()
+        f.wantedTemporal = 0
+        _ = forwarded(&f, Self.l1t3(4))
+        f.wantedTemporal = 2
+        #expect(forwarded(&f, [Self.vp8(pid: 4, tl0: 1, tid: 0, key: true), Self.vp8(pid: 5, tl0: 1, tid: 2)]) == [true, true])
+    }
+
+    @Test func aVP9SpatialCapDropsUpperLayersAndMarksTheEndOfThePictureSent() {
+        var f = LayerFilter()
+        f.wantedSpatial = 1
+        let picture = (0...2).map { Self.vp9(pid: 1, tid: 0, sid: UInt8($0), key: true) }
+        let verdicts = picture.enumerated().map { f.admit($1, marker: $0 == 2) }
+        #expect(verdicts == [.forward(endsPicture: false), .forward(endsPicture: true), .skip(closesPicture: false)],
+                "layer 1's last packet carries the marker the top layer had")
+    }
+
+    @Test func aVP9SpatialLayerComesBackOnlyAtAKeyFrame() {
+        var f = LayerFilter()
+        f.wantedSpatial = 0
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false)
+        f.wantedSpatial = nil
+        #expect(f.awaitsKeyframe)
+        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 0), marker: false) == .forward(endsPicture: true), "layer 0 is the top one sent")
+        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 1), marker: true) == .skip(closesPicture: false), "no key frame yet")
+        _ = f.admit(Self.vp9(pid: 3, tid: 0, sid: 0, key: true), marker: false)
+        #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 1, key: true), marker: true) == .forward(endsPicture: true))
+        #expect(!f.awaitsKeyframe)
+    }
+
+    @Test func aVP9TemporalLayerComesBackAtASwitchingUpPoint() {
+        var f = LayerFilter()
+        f.wantedTemporal = 0
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: true)
+        f.wantedTemporal = nil
+        #expect(f.admit(Self.vp9(pid: 2, tid: 1, sid: 0), marker: true) == .skip(closesPicture: true))
+        #expect(f.admit(Self.vp9(pid: 3, tid: 1, sid: 0, switchUp: true), marker: true) == .forward(endsPicture: true))
+    }
+
+    @Test func theOutputClosesUpOverSkippedPacketsAndPictures() throws {
+        var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        rw.switchTo(1)
+        var f = LayerFilter()
+        f.wantedTemporal = 1
+        var seqs: [UInt16] = [], pids: [UInt16] = []
+        for (i, d) in Self.l1t3(12).enumerated() {
+            switch f.admit(d, marker: true) {
+            case .skip(let closes):
+                rw.skip(extendedSequence: Int64(100 + i), closesPicture: closes)
+            case .forward:
+                let rewritten = rw.rewrite(extendedSequence: Int64(100 + i), timestamp: UInt32(i * 3000), marker: true,
+                                           picture: d.numbering, now: .milliseconds(Int64(i) * 33))
+                let out = try #require(rewritten)
+                seqs.append(out.sequenceNumber)
+                pids.append(try #require(out.pictureID))
+            }
+        }
+        #expect(seqs == Array(100..<106), "no gap where TL2 was: \(seqs)")
+        #expect(pids == Array(0..<6), "picture IDs closed up too: \(pids)")
+    }
+
+    @Test func aLatePacketFromBeforeASkipTakesThePlaceItWouldHaveHad() throws {
+        var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        rw.switchTo(1)
+        // Picture 0 in packets 10 and 11 (11 arrives late), picture 1 (packet 12) skipped, picture 2 (13) sent.
+        let p0 = PictureNumbering(pictureID: 0, pictureIDModulus: 0x8000, tl0PicIdx: nil, keyIndex: nil)
+        let p2 = PictureNumbering(pictureID: 2, pictureIDModulus: 0x8000, tl0PicIdx: nil, keyIndex: nil)
+        let first = rw.rewrite(extendedSequence: 10, timestamp: 0, marker: false, picture: p0, now: .zero)
+        rw.skip(extendedSequence: 12, closesPicture: true)
+        let next = rw.rewrite(extendedSequence: 13, timestamp: 6000, marker: true, picture: p2, now: .milliseconds(66))
+        let lateOne = rw.rewrite(extendedSequence: 11, timestamp: 0, marker: true, picture: p0, now: .milliseconds(70))
+        let a = try #require(first), c = try #require(next), late = try #require(lateOne)
+        #expect([a.sequenceNumber, late.sequenceNumber, c.sequenceNumber] == [a.sequenceNumber, a.sequenceNumber &+ 1, a.sequenceNumber &+ 2])
+        #expect(late.pictureID == a.pictureID && c.pictureID == a.pictureID.map { $0 + 1 })
+    }
+
+    @Test func aPacketFromBeforeMoreSkipsThanTheLogHoldsIsNotPlaced() {
+        var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        rw.switchTo(1)
+        _ = rw.rewrite(extendedSequence: 1, timestamp: 0, marker: true, picture: nil, now: .zero)
+        for ext in 3...(3 + Int64(SkippedPackets.capacity)) { rw.skip(extendedSequence: ext, closesPicture: false) }
+        let late = rw.rewrite(extendedSequence: 2, timestamp: 0, marker: true, picture: nil, now: .zero)
+        #expect(late == nil)
+    }
+}

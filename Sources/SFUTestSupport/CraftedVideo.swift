@@ -14,6 +14,12 @@ public final class CraftedVideoSender {
     public private(set) var pictureID: UInt16
     public private(set) var tl0PicIdx: UInt8
     public var packetsPerFrame = 3
+    /// VP9 scalability: temporal layers in the L1T3 pattern (TID 0 2 1 2, a switching-up point on every
+    /// upper-layer picture) when 3, (0 1) when 2; spatial layers, each its own layer frame in every picture.
+    public var temporalLayers = 1
+    public var spatialLayers = 1
+    /// Bytes after the descriptor in each packet.
+    public var packetBytes = 40
     /// False to stop sending (a camera turned off).
     public var sending = true
     public private(set) var keyframesSent = 0
@@ -40,7 +46,13 @@ public final class CraftedVideoSender {
         let payloads: [[UInt8]]
         switch codec {
         case .h264: payloads = Self.h264Frame(keyframe: keyframe, index: frames, packets: packetsPerFrame)
-        case .vp9: payloads = Self.vp9Frame(keyframe: keyframe, pictureID: pictureID, tl0PicIdx: tl0PicIdx, packets: packetsPerFrame)
+        case .vp9:
+            let tid: UInt8 = temporalLayers >= 3 ? [0, 2, 1, 2][frames % 4] : temporalLayers == 2 ? UInt8(frames % 2) : 0
+            if tid == 0, frames > 0 { tl0PicIdx &+= 1 }  // TL0PICIDX counts base-layer pictures
+            payloads = (0..<spatialLayers).flatMap { sid in
+                Self.vp9Frame(keyframe: keyframe, pictureID: pictureID, tl0PicIdx: tl0PicIdx, packets: packetsPerFrame,
+                              temporal: tid, spatial: UInt8(sid), spatialLayers: spatialLayers, bytes: packetBytes)
+            }
         default: preconditionFailure("crafted video is H.264 or VP9; VP8 has a real encoder (SimulatedParticipant)")
         }
         for (i, p) in payloads.enumerated() {
@@ -48,7 +60,7 @@ public final class CraftedVideoSender {
         }
         writer.timestamp &+= 3600
         pictureID = (pictureID &+ 1) & 0x7FFF
-        tl0PicIdx &+= 1
+        if codec != .vp9 { tl0PicIdx &+= 1 }
         frames += 1
     }
 
@@ -73,25 +85,32 @@ public final class CraftedVideoSender {
         return out
     }
 
-    /// RFC 9628 payloads of one picture in `packets` packets: I (15-bit picture ID), L (TID 0, SID 0) and
-    /// TL0PICIDX; P on all but key frames; B on the first packet, E on the last; on a key frame's first packet V
-    /// and a scalability structure of one 640x480 layer (section 4.2.1).
-    public static func vp9Frame(keyframe: Bool, pictureID: UInt16, tl0PicIdx: UInt8, packets: Int) -> [[UInt8]] {
+    /// RFC 9628 payloads of one layer frame of a picture in `packets` packets: I (15-bit picture ID), L
+    /// (`temporal`, U when above 0, `spatial`, D when above 0) and TL0PICIDX; P on all but key frames; B on the
+    /// first packet, E on the last; on the base layer's first packet of a key frame V and a scalability
+    /// structure of `spatialLayers` layers from 640x480 up, doubling (section 4.2.1).
+    public static func vp9Frame(keyframe: Bool, pictureID: UInt16, tl0PicIdx: UInt8, packets: Int, temporal: UInt8 = 0,
+                                spatial: UInt8 = 0, spatialLayers: Int = 1, bytes: Int = 40) -> [[UInt8]] {
         (0..<packets).map { i in
             var b0: UInt8 = 0x80 | 0x20  // I, L
             if !keyframe { b0 |= 0x40 }  // P
             if i == 0 { b0 |= 0x08 }  // B
             if i == packets - 1 { b0 |= 0x04 }  // E
-            let ss = keyframe && i == 0
+            let ss = keyframe && i == 0 && spatial == 0
             if ss { b0 |= 0x02 }  // V
-            var p: [UInt8] = [b0, 0x80 | UInt8(pictureID >> 8), UInt8(pictureID & 0xFF), 0x00, tl0PicIdx]
-            if ss { p += [0x10, 0x02, 0x80, 0x01, 0xE0] }  // N_S = 0, Y: 640 x 480
-            return p + (0..<40).map { UInt8(truncatingIfNeeded: Int(pictureID) &+ $0) }
+            let layers = temporal << 5 | (temporal > 0 ? 0x10 : 0) | spatial << 1 | (spatial > 0 ? 1 : 0)
+            var p: [UInt8] = [b0, 0x80 | UInt8(pictureID >> 8), UInt8(pictureID & 0xFF), layers, tl0PicIdx]
+            if ss {
+                p.append(UInt8(spatialLayers - 1) << 5 | 0x10)  // N_S, Y
+                for l in 0..<spatialLayers { p += [UInt8((640 << l) >> 8), UInt8((640 << l) & 0xFF), UInt8((480 << l) >> 8), UInt8((480 << l) & 0xFF)] }
+            }
+            return p + (0..<bytes).map { UInt8(truncatingIfNeeded: Int(pictureID) &+ $0) }
         }
     }
 
     private func readFeedback(_ h: RoomHarness) {
         let rtcp = h.rtcp(to: client.connection)
+        if rtcp.count < seenRTCP { seenRTCP = 0 }  // the harness's received packets were cleared
         guard rtcp.count > seenRTCP else { return }
         for p in rtcp[seenRTCP...] {
             var pkts: [RTCPPacket] = []

@@ -198,6 +198,21 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // VP9 with three temporal layers (TID 0 2 1 2), half the subscribers capped by their REMB to TL0 + TL1:
+    // the per-layer rates, the slots' layer filters and the rewriter closing up over what it leaves out.
+    Benchmark("Forward one layered VP9 packet to 10 subscribers, 5 of them capped (null cipher: the engine alone)",
+              configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
+        fixture.prepare(benchmark.scaledIterations.count)
+        benchmark.startMeasurement()
+        let forwarded = fixture.forwardPrepared()
+        benchmark.stopMeasurement()
+        // Per four packets: 5 x 4 to the free subscribers, 5 x 2 (TL2 left out) to the capped ones.
+        precondition(forwarded * 4 == 30 * benchmark.scaledIterations.count, "forwarded \(forwarded)")
+        fixture.runTimers()
+    } setup: {
+        ForwardingFixture(kind: .video, codec: .vp9, subscribers: 10, nullCipher: true, temporalLayers: true)
+    }
+
     // The same through a whole worker core: the source address finds the transport's row (edge), SRTP
     // decrypts, the room fans out, SRTP encrypts per subscriber. 1,000 packets per iteration at 100 a second.
     Benchmark("Forward one video packet through the worker core to 10 subscribers (AEAD_AES_128_GCM)",
@@ -244,6 +259,8 @@ final class ForwardingFixture {
     let publisher: SimulatedClient
     let kind: MediaKind
     let codec: Codec
+    /// VP9 packets carry TID 0 2 1 2 (with TL0PICIDX and switching-up points).
+    let temporalLayers: Bool
     var writer: RTPStreamWriter
     /// Packets sent so far (sets the VP8 picture id).
     var sent = 0
@@ -253,20 +270,22 @@ final class ForwardingFixture {
     var buffer = [UInt8](repeating: 0, count: 2048)
     let opus = speechFrame
 
-    init(kind: MediaKind, codec: Codec = .vp8, subscribers: Int, nullCipher: Bool) {
+    init(kind: MediaKind, codec: Codec = .vp8, subscribers: Int, nullCipher: Bool, temporalLayers: Bool = false) {
         let h = try! RoomHarness()
         h.nullCipher = nullCipher
         harness = h
         room = h.room
         self.kind = kind
         self.codec = kind == .audio ? .opus : codec
+        self.temporalLayers = temporalLayers
         let pub: RoomHarness.Member
+        var subs: [RoomHarness.Member] = []
         if kind == .video, codec != .vp8 {
             // Subscribers whose slots take all three video codecs, each under its own payload type.
             let formats = [PayloadFormat(codec: .vp8, payloadType: 98), PayloadFormat(codec: .vp9, payloadType: 100),
                            PayloadFormat(codec: .h264, payloadType: 102, h264: .absent)]
             pub = try! h.join("pub", video: PayloadFormat(codec: codec, payloadType: 96, h264: codec == .h264 ? .absent : nil), audioSlots: 0)
-            for i in 0..<subscribers { _ = try! h.join("sub\(i)", video: nil, videoSlots: 1, slotFormats: formats) }
+            for i in 0..<subscribers { subs.append(try! h.join("sub\(i)", video: nil, videoSlots: 1, slotFormats: formats)) }
         } else {
             pub = try! h.join("pub", publishVideo: true, audioSlots: 0)
             for i in 0..<subscribers { _ = try! h.join("sub\(i)", audioSlots: 1, videoSlots: 1) }
@@ -276,6 +295,16 @@ final class ForwardingFixture {
         interval = kind == .audio ? .milliseconds(20) : .init(nanoseconds: 1_000_000_000 / 30)
         // Warm-up: a keyframe first so video slots switch; the detector sees the talker.
         for _ in 0..<200 { h.sendRaw(next(), from: publisher.connection); h.advance(to: h.now + interval) }
+        if temporalLayers {
+            // Half the subscribers' downlinks fit TL0 + TL1 (about 150 of 300 kbit/s) and not TL2; then a
+            // second of the stream so that their slots have moved to the caps.
+            for sub in subs.prefix(subscribers / 2) {
+                var buf = [UInt8](repeating: 0, count: 32)
+                let n = buf.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: 250_000, ssrcs: [1]).write(into: $0) }!
+                h.send(Array(buf[0..<n]), from: sub.subscribe)
+            }
+            for _ in 0..<40 { h.sendRaw(next(), from: publisher.connection); h.advance(to: h.now + interval) }
+        }
         h.keepReceived = false
         h.clearEvents()
     }
@@ -294,6 +323,11 @@ final class ForwardingFixture {
             case .h264:
                 // A single NAL unit per frame: an IDR slice first, then non-IDR slices (RFC 6184 section 5.6).
                 payload[0] = i == 0 ? 0x65 : 0x41
+            case .vp9 where temporalLayers:
+                // I, L, B and E (P after the first), a 15-bit picture ID, TID 0 2 1 2 with U above 0, TL0PICIDX.
+                let tid = UInt8([0, 2, 1, 2][i % 4])
+                payload.replaceSubrange(0..<5, with: [i == 0 ? 0xAC : 0xEC, 0x80 | UInt8((i >> 8) & 0x7F), UInt8(i & 0xFF),
+                                                      tid << 5 | (tid > 0 ? 0x10 : 0), UInt8((i / 4) & 0xFF)])
             case .vp9:
                 // I, B and E (P after the first), a 15-bit picture ID (RFC 9628 section 4.2).
                 payload.replaceSubrange(0..<3, with: [i == 0 ? 0x8C : 0xCC, 0x80 | UInt8((i >> 8) & 0x7F), UInt8(i & 0xFF)])

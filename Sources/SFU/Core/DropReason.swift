@@ -22,6 +22,8 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     case noFloor
     case rtxUnsupported
     case staleAfterSwitch
+    /// A slot's copy of a packet of a temporal or spatial layer above what the slot sends (not an error).
+    case layerNotSent
     case egressFull
     case tooLarge
     // Budgets (RoomLimits): what a client may make the node do
@@ -56,6 +58,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .noFloor: "no_floor"
         case .rtxUnsupported: "rtx_unsupported"
         case .staleAfterSwitch: "stale_after_switch"
+        case .layerNotSent: "layer_not_sent"
         case .egressFull: "egress_full"
         case .tooLarge: "too_large"
         case .ssrcLimit: "ssrc_limit"

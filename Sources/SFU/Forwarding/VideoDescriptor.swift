@@ -57,6 +57,28 @@ public enum VideoDescriptor: Sendable {
         }
     }
 
+    /// The first packet of its layer's frame (VP8: S = 1 in partition 0; VP9: B, the start of a layer frame):
+    /// what a layer's frame rate counts.
+    public var startsPicture: Bool {
+        switch self {
+        case .vp8(let d): return d.startOfPartition && d.partitionIndex == 0
+        case .vp9(let d): return d.startOfLayerFrame
+        case .h264: return false  // no layers to count
+        }
+    }
+
+    /// The (spatial, temporal) layer of the packet when the payload says (VP8's TID; VP9's SID and TID), within
+    /// the three spatial and four temporal layers WebRTC senders use (higher indices count as the top ones).
+    public var layerIndices: (spatial: UInt8, temporal: UInt8)? {
+        switch self {
+        case .vp8(let d): return d.temporalLayer.map { (0, $0) }
+        case .vp9(let d):
+            guard let t = d.temporalLayer, let s = d.spatialLayer else { return nil }
+            return (min(s, 2), min(t, 3))
+        case .h264: return nil
+        }
+    }
+
     /// Writes the rewritten numbering into the forwarded copy's payload (same size: fields keep their width).
     public func rewrite(_ out: SlotRewriter.Output, in payload: UnsafeMutableRawBufferPointer) {
         switch self {

@@ -122,8 +122,8 @@ extension Room {
                 return drop(.badCodecPayload, conn)
             }
             track.history?.store(extendedSequence: ext, packet: plain)
-            if !repaired, case .vp8(let v) = video, let tid = v.temporalLayer {
-                track.noteTemporal(tid, bytes: header.payloadLength + 40, frameStart: v.startOfPartition && v.partitionIndex == 0, now: now)
+            if let l = video.layerIndices {
+                track.noteLayer(l, bytes: header.payloadLength + 40, pictureStart: video.startsPicture, now: now)
             }
             if video.isKeyframeStart {
                 track.keyframes.keyframeArrived()
@@ -222,26 +222,34 @@ extension Room {
                     let old = s.videoSlots[ref.index].current
                     s.videoSlots[ref.index].current = t
                     s.videoSlots[ref.index].format = format
+                    // The caps the slot wants for it from this key frame on (`place` cleared them for another
+                    // participant's source: every layer until they are chosen).
+                    s.videoSlots[ref.index].layers.reset()
                     s.videoSlots[ref.index].pending = nil
                     s.videoSlots[ref.index].rewriter.switchTo(t)
-                    s.videoSlots[ref.index].temporal.restart()
                     if let old, old != t, let oldTrack = tracks[old] { oldTrack.sinks.removeAll { $0 == ref } }
                 }
                 guard s.videoSlots[ref.index].current == t else { continue }
-                if case .vp8(let d)? = video, let tid = d.temporalLayer,
-                   !s.videoSlots[ref.index].temporal.admits(tid: tid, frameStart: d.startOfPartition && d.partitionIndex == 0,
-                                                            layerSync: d.layerSync, keyframe: d.isKeyframeStart) {
-                    s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, closesPicture: d.startOfPartition && d.partitionIndex == 0)
-                    continue
+                // Layers above the slot's caps are left out, the output closing up over them.
+                var marker = header.marker
+                if let video {
+                    switch s.videoSlots[ref.index].layers.admit(video, marker: header.marker) {
+                    case .skip(let closesPicture):
+                        s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, closesPicture: closesPicture)
+                        drop(.layerNotSent)
+                        continue
+                    case .forward(let endsPicture):
+                        marker = endsPicture
+                    }
                 }
                 guard let rw = s.videoSlots[ref.index].rewriter.rewrite(
-                    extendedSequence: ext, timestamp: header.timestamp, marker: header.marker, picture: video?.numbering, now: now)
+                    extendedSequence: ext, timestamp: header.timestamp, marker: marker, picture: video?.numbering, now: now)
                 else { drop(.staleAfterSwitch); continue }
                 if emit(&s.videoSlots[ref.index], conn: conn, source: plain, payload: header.payloadRange, payloadType: nil,
-                        video: video, rewrite: rw, marker: header.marker, level: nil, now: now, into: out) {
+                        video: video, rewrite: rw, marker: marker, level: nil, now: now, into: out) {
                     s.videoSlots[ref.index].sendLog?.log(.init(
                         outSequence: rw.sequenceNumber, source: t, sourceSequence: ext, output: rw,
-                        marker: header.marker, sentAt: now, lastResend: nil))
+                        marker: marker, sentAt: now, lastResend: nil))
                 }
             } else {
                 guard s.audioSlots[ref.index].current == t else { continue }

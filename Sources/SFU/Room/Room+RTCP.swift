@@ -184,11 +184,13 @@ extension Room {
             refreshSubscriber(p, now: now, into: out)
         }
         reviewLayers(p, now: now, into: out)
+        reviewLayerCaps(p, now: now, into: out)
     }
 
     /// What one video costs in this room: the mean measured bitrate of the live video sources (re-measured at
     /// most every 500 ms), or the configured `stream_bandwidth` before any is measured. A simulcast source
-    /// counts at its lowest live layer (`VideoDegradation.layersFirst`): a subscriber whose share shrinks
+    /// counts at its lowest live layer, a single layered stream at its base layer (`Room+LayerCaps`)
+    /// (`VideoDegradation.layersFirst`): a subscriber whose share shrinks
     /// takes lower layers first, and only when even those do not fit is it shown fewer videos (and back up in
     /// the reverse order); or at its highest (`.videosFirst`): fewer videos first, each kept at the best layer
     /// that fits. A camera and a screen share are two videos.
@@ -204,9 +206,13 @@ extension Room {
         for p in participants.values {
             for source in VideoSource.allCases {
                 var low: Double?, high: Double?
-                for t in p.tracks(source) {
+                let all = p.tracks(source)
+                for t in all {
                     guard let track = tracks[t], track.live, let bps = track.rate.bitsPerSecond(now: now), bps > 30_000 else { continue }
-                    low = min(low ?? bps, bps)
+                    // A single layered stream can be capped to its base layer (`Room+LayerCaps`); a simulcast layer
+                    // is sent whole but for its temporal layers, which only the lowest layer drops below its rate.
+                    let cheapest = all.count == 1 ? track.cheapestBitsPerSecond(now: now) ?? bps : bps
+                    low = min(low ?? cheapest, cheapest)
                     high = max(high ?? bps, bps)
                 }
                 guard let low, let high else { continue }

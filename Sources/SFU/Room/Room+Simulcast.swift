@@ -74,18 +74,24 @@ extension Room {
     }
 
     /// The steps a source can be sent at, cheapest first: each live spatial layer (as ranked, cut at the render
-    /// limit) at each of its VP8 temporal layers, the last being the whole layer. A temporal step costs the
-    /// layer's trusted rate times the share its temporal layers carry. Above the lowest spatial layer a step
-    /// must keep `minTemporalFrameRate` (a sharp picture at 7 frames a second is worse than a smaller one at
-    /// 20); the lowest layer's are all kept: below it there is only a smaller number of videos.
+    /// limit), and for a simulcast source each layer up to each of its VP8 temporal layers before the whole
+    /// layer. A temporal step costs the layer's trusted rate times the share its temporal layers carry (the
+    /// per-layer rates `noteLayer` measures). Above the lowest spatial layer a step must keep
+    /// `minTemporalFrameRate` (a sharp picture at 7 frames a second is worse than a smaller one at 20); the
+    /// lowest layer's are all kept: below it there is only a smaller number of videos. A single stream's
+    /// temporal and spatial layers are capped by `reviewLayerCaps` instead.
     func ladder(_ q: Participant, _ source: VideoSource, render: RenderLimit?, now: MonoTime) -> [LadderStep] {
         let (layers, rates) = renderLimited(layerRanking(q, source, now: now), render)
+        let simulcast = q.tracks(source).count > 1
         var steps: [LadderStep] = []
         for (i, (t, rate)) in zip(layers, rates).enumerated() {
-            if let track = tracks[t], track.temporalTop > 0, let rate {
-                for tid in 0..<track.temporalTop {
-                    guard i == 0 || track.temporalFrameRate(upTo: tid, now: now) >= configuration.minTemporalFrameRate else { continue }
-                    if let share = track.temporalShare(upTo: tid, now: now) { steps.append(LadderStep(track: t, temporal: tid, rate: rate * share)) }
+            if simulcast, let track = tracks[t], track.topLayers.spatial == 0, track.topLayers.temporal > 0, let rate {
+                let top = Int(track.topLayers.temporal)
+                let whole = track.layersBitsPerSecond(spatial: 0, temporal: top, now: now)
+                for tid in 0..<top where whole > 0 {
+                    guard i == 0 || track.pictureRate(temporal: tid, now: now) >= configuration.minTemporalFrameRate else { continue }
+                    let share = track.layersBitsPerSecond(spatial: 0, temporal: tid, now: now) / whole
+                    steps.append(LadderStep(track: t, temporal: UInt8(tid), rate: rate * share))
                 }
             }
             steps.append(LadderStep(track: t, temporal: nil, rate: rate))
@@ -108,7 +114,7 @@ extension Room {
             let steps = ladder(q, slot.description.source, render: slot.renderLimit, now: now)
             guard !steps.isEmpty else { continue }
             let shownTrack = placed != nil ? placed?.shown : slot.pending ?? slot.current
-            let temporal = placed != nil ? nil : slot.temporal.target
+            let temporal = placed != nil ? nil : slot.layers.wantedTemporal
             let shown = steps.firstIndex { $0.track == shownTrack && $0.temporal == temporal } ?? steps.lastIndex { $0.track == shownTrack }
             let priority = slot.description.source == .screen ? -1 : s.talkers.firstIndex { $0.participant == who } ?? Int.max
             entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown)))
@@ -150,26 +156,26 @@ extension Room {
             let steps = ladder(q, slot.description.source, render: slot.renderLimit, now: now)
             guard steps.count > 1, let want = plan.map({ $0[i] }) ?? steps.last else { continue }
             let shown = slot.pending ?? slot.current
-            guard want.track != shown || want.temporal != slot.temporal.target,
+            guard want.track != shown || want.temporal != slot.layers.wantedTemporal,
                   let wantAt = steps.firstIndex(where: { $0.track == want.track && $0.temporal == want.temporal }) else { continue }
-            if let shownAt = steps.firstIndex(where: { $0.track == shown && $0.temporal == slot.temporal.target }), wantAt > shownAt,
+            if let shownAt = steps.firstIndex(where: { $0.track == shown && $0.temporal == slot.layers.wantedTemporal }), wantAt > shownAt,
                now - slot.layerChangedAt < Self.layerUpHold { continue }
             if want.track != shown {
                 place(who, in: SlotRef(subscriber: p.index, kind: .video, index: i), subscriber: s, layer: want.track, now: now, into: out)
             }
-            s.videoSlots[i].temporal.target = want.temporal
+            s.videoSlots[i].layers.wantedTemporal = want.temporal
             s.videoSlots[i].layerChangedAt = now
             moved = true
         }
         if moved { refreshSubscriber(p, now: now, into: out) }  // the slot map reports the new layer
     }
 
-    /// Whether the slot's source could be sent more than one way (simulcast layers, temporal layers): the
-    /// only slots `reviewLayers` plans for. Checked first, without allocating: it runs on every feedback.
+    /// Whether the slot's source is simulcast (several layers, each perhaps of several temporal ones): the
+    /// only slots `reviewLayers` plans for (a single layered stream is `reviewLayerCaps`'). Checked first, without allocating: it runs on every feedback.
     func showsSeveralSteps(_ slot: Slot) -> Bool {
         guard let who = slot.assigned, let q = participants[who] else { return false }
         let all = q.tracks(slot.description.source)
-        return all.count > 1 || all.contains { (tracks[$0]?.temporalTop ?? 0) > 0 }
+        return all.count > 1
     }
 
     /// When a subscriber shows simulcast sources below the layers its render limits allow, what showing each

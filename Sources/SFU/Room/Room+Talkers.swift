@@ -109,7 +109,7 @@ extension Room {
         assign(videoWanted, kind: .video, slots: cameraSlots, subscriber: p, now: now, into: out)
         if !screenSlots.isEmpty { assign(screenWanted, kind: .video, slots: screenSlots, subscriber: p, now: now, into: out) }
         let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
-        let layers = s.videoSlots.map { [layerShown($0), $0.temporal.target.map(Int.init)] }
+        let layers = s.videoSlots.map { [layerShown($0), $0.layers.wantedTemporal.map(Int.init)] }
         let codecs = s.videoSlots.map(codecShown)
         guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers || codecs != s.lastEmittedCodecs else { return }
         s.lastEmittedLayers = layers
@@ -126,7 +126,7 @@ extension Room {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assigned.flatMap { participants[$0]?.id })
         } + s.videoSlots.map {
             RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assigned.flatMap { participants[$0]?.id },
-                                     layer: layerShown($0), temporalLayer: $0.temporal.target.map(Int.init), codec: codecShown($0),
+                                     layer: layerShown($0), temporalLayer: $0.layers.wantedTemporal.map(Int.init), codec: codecShown($0),
                                      source: $0.description.source)
         }
         events.append(.activeTalkers(subscriber: p.id, talkers: talkers, slots: slots))
@@ -188,7 +188,7 @@ extension Room {
             return placeUndecodable(who, track: t, in: ref, subscriber: s)
         }
         mutateSlot(s, ref) { slot in
-            if slot.assigned != who { slot.temporal = TemporalFilter() }  // another source: all its frames
+            if slot.assigned != who { slot.layers = LayerFilter() }  // another source: every layer until caps are chosen
             slot.assigned = who
             slot.undecodable = nil
             if ref.kind == .audio {
@@ -239,7 +239,7 @@ extension Room {
             slot.current = nil
             slot.pending = nil
             slot.rewriter.switchTo(nil)
-            slot.temporal = TemporalFilter()
+            slot.layers = LayerFilter()
         }
     }
 

@@ -118,6 +118,8 @@ struct Slot {
     var pending: Int?
     /// The format `current` is sent in: its codec's payload type and RTX payload type on this slot.
     var format: PayloadFormat
+    /// Video: the temporal and spatial layers of `current` this slot sends (`Room+LayerCaps`).
+    var layers = LayerFilter()
     /// Video: a source the rules placed here that the subscriber cannot decode (no format of the slot takes
     /// its codec or profile): nothing of it is sent, and the slot map says so.
     var undecodable: Int?
@@ -133,8 +135,6 @@ struct Slot {
     var renderLimit: RenderLimit?
     /// When the slot last moved between layers of one source (`reviewLayers`' up hold).
     var layerChangedAt: MonoTime = .zero
-    /// Video: the VP8 temporal layers it passes of its source's layer (all unless its share calls for fewer).
-    var temporal = TemporalFilter()
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?
@@ -188,12 +188,12 @@ final class SourceTrack {
     var nacks = NackGenerator()
     /// What the stream costs, measured: ABWD's per-video bandwidth, and what publishers are asked for.
     var rate = RateMeter()
-    /// VP8 temporal layers (RFC 7741 TID): what each adds, measured (bytes, and frames as 1-byte counts), and
-    /// the highest seen; a slot may send only the lower ones (`TemporalFilter`). Empty until a packet carries
-    /// a TID.
-    var temporalRates: [RateMeter] = []
-    var temporalFrames: [RateMeter] = []
-    var temporalTop: UInt8 = 0
+    /// Layered video (VP8 temporal layers, VP9 SVC): what each layer costs, index spatial x 4 + temporal, and
+    /// the highest indices seen; per-slot layer caps are chosen from them.
+    var layerRates: [RateMeter]
+    /// Pictures per second each layer starts (1-byte counts): a temporal step's frame rate.
+    var layerPictures: [RateMeter]
+    var topLayers: (spatial: UInt8, temporal: UInt8) = (0, 0)
     var lastSRMiddle: UInt32 = 0
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?
@@ -208,37 +208,41 @@ final class SourceTrack {
         reception = ReceptionStatistics(clockRate: description.codec.clockRate)
         // Every video codec: NACKs are answered from it (RFC 4585 section 3.2), whatever the payload format.
         history = description.codec.kind == .video ? PacketHistory() : nil
+        layerRates = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
+        layerPictures = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
+    }
+
+    /// Whether the source sends more than one temporal or spatial layer.
+    var layered: Bool { topLayers.spatial > 0 || topLayers.temporal > 0 }
+
+    /// Counts a packet of layer (spatial, temporal) for the per-layer rates (`pictureStart`: the first packet
+    /// of that layer's frame, for its frame rate).
+    func noteLayer(_ l: (spatial: UInt8, temporal: UInt8), bytes: Int, pictureStart: Bool, now: MonoTime) {
+        layerRates[Int(l.spatial) * 4 + Int(l.temporal)].add(bytes: bytes, now: now)
+        if pictureStart { layerPictures[Int(l.spatial) * 4 + Int(l.temporal)].add(bytes: 1, now: now) }
+        if l.spatial > topLayers.spatial { topLayers.spatial = l.spatial }
+        if l.temporal > topLayers.temporal { topLayers.temporal = l.temporal }
+    }
+
+    /// What the layers at or below (`spatial`, `temporal`) cost together, bits per second (0 before measured).
+    func layersBitsPerSecond(spatial: Int, temporal: Int, now: MonoTime) -> Double {
+        var total = 0.0
+        for s in 0...spatial { for t in 0...temporal { total += layerRates[s * 4 + t].bitsPerSecond(now: now) ?? 0 } }
+        return total
+    }
+
+    /// The cheapest form this source can be sent in: its base layer when layered (a slot can be capped to it),
+    /// else the whole stream. ABWD weighs a video at this.
+    func cheapestBitsPerSecond(now: MonoTime) -> Double? {
+        layered ? layerRates[0].bitsPerSecond(now: now) : rate.bitsPerSecond(now: now)
     }
 
     var kind: MediaKind { description.codec.kind }
 
-    /// Counts a packet of temporal layer `tid` (its bytes as `rate` counts them; `frameStart`: a frame).
-    func noteTemporal(_ tid: UInt8, bytes: Int, frameStart: Bool, now: MonoTime) {
-        if temporalRates.isEmpty {
-            temporalRates = Array(repeating: RateMeter(), count: 4)
-            temporalFrames = Array(repeating: RateMeter(), count: 4)
-        }
-        temporalRates[Int(tid & 3)].add(bytes: bytes, now: now)
-        if frameStart { temporalFrames[Int(tid & 3)].add(bytes: 1, now: now) }
-        temporalTop = max(temporalTop, tid & 3)
-    }
-
-    /// Frames per second of temporal layers up to `tid`, measured.
-    func temporalFrameRate(upTo tid: UInt8, now: MonoTime) -> Double {
-        guard !temporalFrames.isEmpty else { return 0 }
-        return (0...Int(min(tid, 3))).reduce(0) { $0 + (temporalFrames[$1].bitsPerSecond(now: now) ?? 0) / 8 }
-    }
-
-    /// The share of the stream's rate that temporal layers up to `tid` carry, from what was measured.
-    func temporalShare(upTo tid: UInt8, now: MonoTime) -> Double? {
-        guard !temporalRates.isEmpty else { return nil }
-        var upTo = 0.0, total = 0.0
-        for i in 0...Int(temporalTop) {
-            let r = temporalRates[i].bitsPerSecond(now: now) ?? 0
-            total += r
-            if i <= Int(tid) { upTo += r }
-        }
-        return total > 0 ? upTo / total : nil
+    /// Pictures per second of the base spatial layer's temporal layers up to `temporal`, measured: the frame
+    /// rate a slot capped there shows.
+    func pictureRate(temporal: Int, now: MonoTime) -> Double {
+        (0...min(temporal, 3)).reduce(0) { $0 + (layerPictures[$1].bitsPerSecond(now: now) ?? 0) / 8 }
     }
 }
 

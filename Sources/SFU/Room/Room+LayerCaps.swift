@@ -1,9 +1,14 @@
-/// Temporal and spatial layer caps per video slot (`LayerFilter`): a source that sends layers (VP8 temporal
-/// layers, VP9 temporal and spatial ones) is sent with fewer of them to a subscriber whose share per video
-/// (`videoShare`) they do not all fit, rather than not at all. For a simulcast source this works on the layer
-/// the slot shows (`reviewLayers` picks it by whole-layer rates first, so it is the lowest one when even that
-/// does not fit); ABWD counts such a source at its base layer (`cheapestBitsPerSecond`), so a falling estimate
-/// takes frame rate and size away before it takes videos away, and gives them back in the reverse order.
+/// Temporal and spatial layer caps per video slot (`LayerFilter`): a single-stream source that sends layers
+/// (VP8 temporal layers, VP9 temporal and spatial ones) is sent with fewer of them to a subscriber whose share
+/// per video (`videoShare`) they do not all fit, rather than not at all; ABWD counts it at its base layer
+/// (`cheapestBitsPerSecond`), so a falling estimate takes frame rate and size away before it takes videos
+/// away, and gives them back in the reverse order.
+///
+/// Simulcast sources are left to `reviewLayers`, which sends a layer whole: Chromium's VP8 simulcast layers
+/// each carry three temporal layers, and with them capped too, two shaped-link runs (scripts/shaped-test.sh,
+/// on a loaded machine) had the capped subscriber freeze 2-4 times after its fall and one took 11.5 s to get
+/// the top layer back (the caps' changes restart the hold its layer switches wait on); two runs without had
+/// no such freeze and came back within 10 s.
 ///
 /// The caps are the first (spatial, temporal) pair whose measured rate - the sum of the layers at or below
 /// both - fits the share, in this order: every spatial layer from the top down with its temporal layers from
@@ -19,7 +24,8 @@ extension Room {
         for i in s.videoSlots.indices {
             guard let t = s.videoSlots[i].current, let track = tracks[t] else { continue }
             let before = (s.videoSlots[i].layers.wantedSpatial, s.videoSlots[i].layers.wantedTemporal)
-            guard let share, track.layered, let caps = layerCaps(track, share: share, current: before, now: now) else { continue }
+            guard let share, track.layered, participants[track.owner]?.tracks(track.description.source).count == 1,
+                  let caps = layerCaps(track, share: share, current: before, now: now) else { continue }
             guard caps != before else { continue }
             let up = (caps.0 ?? .max) > (before.0 ?? .max) || (caps.1 ?? .max) > (before.1 ?? .max)
             if up, now - s.videoSlots[i].layerChangedAt < Self.layerUpHold { continue }

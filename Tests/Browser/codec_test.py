@@ -14,7 +14,9 @@ profile-level-id; pub encodes H.264; sub's slot map names pub with codec h264, a
 pub's size (getStats: framesDecoded, frameWidth, the codec's mimeType); vp8sub's slot map names pub with
 decodable false, and vp8sub is sent no video. Then vp8sub hard-mutes pub and lifts it: sub's one video
 slot goes to vp8pub and back, and Chromium decodes VP8 then H.264 again on the same receiver (the node changes
-the payload type at each source's key frame).
+the payload type at each source's key frame). Last, in a room of its own, the silent browser publishes VP9 with
+three temporal layers (`scalabilityMode` L1T3) and subscribes to it: Chromium decodes VP9 through the node
+(its picture ID rewritten, key frames found by the VP9 descriptor).
 """
 import argparse, json, os, sys, tempfile, threading, time, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,11 +39,13 @@ const config = { bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" };
 const only = (names) => RTCRtpReceiver.getCapabilities("video").codecs.filter((c) =>
   (names.includes(c.mimeType) || c.mimeType === "video/rtx") &&
   (c.mimeType !== "video/H264" || /packetization-mode=1/.test(c.sdpFmtpLine || "")));
-t.publish = async (name, codecs) => {
+t.publish = async (name, codecs, scalabilityMode) => {
   const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
   const pc = t.pcs[name] = new RTCPeerConnection(config);
   for (const track of stream.getTracks()) {
-    const tr = pc.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+    const init = { direction: "sendonly", streams: [stream] };
+    if (track.kind === "video" && scalabilityMode) init.sendEncodings = [{ scalabilityMode }];
+    const tr = pc.addTransceiver(track, init);
     if (track.kind === "video") tr.setCodecPreferences(only(codecs));
   }
   await pc.setLocalDescription(await pc.createOffer());
@@ -72,7 +76,8 @@ t.video = async (name) => {
     if ((s.type === "outbound-rtp" || s.type === "inbound-rtp") && s.kind === "video") {
       v = { packets: s.packetsSent || s.packetsReceived || 0, framesEncoded: s.framesEncoded, framesDecoded: s.framesDecoded,
             frameWidth: s.frameWidth, frameHeight: s.frameHeight, encoder: s.encoderImplementation, decoder: s.decoderImplementation,
-            codec: (codecs[s.codecId] || {}).mimeType || null, fmtp: (codecs[s.codecId] || {}).sdpFmtpLine || null };
+            codec: (codecs[s.codecId] || {}).mimeType || null, fmtp: (codecs[s.codecId] || {}).sdpFmtpLine || null,
+            scalabilityMode: s.scalabilityMode, freezes: s.freezeCount };
     }
   });
   return v;
@@ -203,6 +208,24 @@ def main():
         print(json.dumps({"sent": sent, "received": got, "slot": slot, "vp8sub": vp8, "vp8slot": vp8slot, "vp8sub_node_video_packets": node_sent,
                           "after_mute": to_vp8, "after_unmute": back}))
         api("DELETE", f"/v1/rooms/{room}")
+
+        # VP9 with temporal layers, publisher and subscriber in the silent browser.
+        vp9room = room + "-vp9"
+        api("POST", "/v1/rooms", {"room": vp9room})
+        for who in ("vp9pub", "vp9sub"):
+            api("POST", f"/v1/rooms/{vp9room}/participants", {"participant": who})
+        offer = sub.eval("t.publish('vp9pub', ['video/VP9'], 'L1T3')")
+        answer = api("POST", f"/v1/rooms/{vp9room}/participants/vp9pub/publish", {"sdp": offer})["sdp"]
+        sub.eval(f"t.answer('vp9pub', {json.dumps(answer)})")
+        offer = sub.eval("t.subscribe('vp9sub', null)")
+        sub.eval(f"t.answer('vp9sub', {json.dumps(api('POST', f'/v1/rooms/{vp9room}/participants/vp9sub/subscribe', {'sdp': offer})['sdp'])})")
+        vp9_sent = wait(lambda: (lambda v: v if v and (v.get("framesEncoded") or 0) > 30 else None)(sub.eval("t.video('vp9pub')")), 20) or {}
+        vp9_got = wait(lambda: (lambda v: v if v and v.get("codec") == "video/VP9" and (v.get("framesDecoded") or 0) > 30
+                                and v.get("frameWidth") else None)(sub.eval("t.video('vp9sub')")), 20) or {}
+        checks["a VP9 publisher with three temporal layers reaches a subscriber that decodes it at its size"] = (
+            vp9_sent.get("codec") == "video/VP9" and vp9_got.get("frameWidth") == vp9_sent.get("frameWidth"))
+        print(json.dumps({"vp9_sent": vp9_sent, "vp9_received": vp9_got}))
+        api("DELETE", f"/v1/rooms/{vp9room}")
     finally:
         for b in browsers:
             b.proc.kill()

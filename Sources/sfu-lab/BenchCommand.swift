@@ -47,19 +47,7 @@ struct BenchCommand: AsyncParsableCommand {
         // Neither is the node polled for room stats nor its events watched: Janus is observed in neither way, and
         // at small rooms the node's answers would weigh on its side of the comparison.
         if against != nil { plan.observe = false }
-        do {
-            if let scenario {
-                guard let text = try? String(contentsOfFile: scenario, encoding: .utf8) else { throw ValidationError("cannot read \(scenario)") }
-                try plan.apply(scenario: text)
-            }
-            for o in overrides {
-                let parts = o.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2 else { throw ValidationError("--set expects key=value, got '\(o)'") }
-                try plan.set(parts[0], parts[1])
-            }
-        } catch let e as BenchPlan.Invalid {
-            throw ValidationError(e.description)
-        }
+        try plan.configure(scenario: scenario, overrides: overrides)
         if against != nil, plan.transportCC {
             throw ValidationError("--against runs both servers with REMB subscribers (Janus does not estimate their downlinks): leave transport_cc false")
         }

@@ -29,15 +29,7 @@ struct TuneCommand: ParsableCommand {
         var plan = TunePlan()
         do {
             if let preset { try plan.set("preset", preset) }
-            if let scenario {
-                guard let text = try? String(contentsOfFile: scenario, encoding: .utf8) else { throw ValidationError("cannot read \(scenario)") }
-                try plan.apply(scenario: text)
-            }
-            for o in overrides {
-                let parts = o.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2 else { throw ValidationError("--set expects key=value, got '\(o)'") }
-                try plan.set(parts[0], parts[1])
-            }
+            try plan.configure(scenario: scenario, overrides: overrides)
             if let ks { try plan.set("ks", ks) }
             if let targetCoverage { try plan.set("target_coverage", String(targetCoverage / 100)) }
             try plan.conversation.validate()

@@ -113,6 +113,7 @@ public final class SimulatedParticipant {
 
     private func readFeedback(_ h: RoomHarness) {
         let rtcp = h.rtcp(to: member.publish.connection)
+        if rtcp.count < seenRTCP { seenRTCP = 0 }  // the harness cleared what it kept (`clearReceived`)
         guard rtcp.count > seenRTCP else { return }
         for p in rtcp[seenRTCP...] {
             var (pkts, _) = ([RTCPPacket](), DropReason?.none)

@@ -73,12 +73,25 @@ import Testing
         f.wantedSpatial = 0
         _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false)
         f.wantedSpatial = nil
-        #expect(f.awaitsKeyframe)
+        #expect(f.awaitsKeyframe(top: 1))
         #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 0), marker: false) == .forward(endsPicture: true), "layer 0 is the top one sent")
         #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 1), marker: true) == .skip(closesPicture: false), "no key frame yet")
         _ = f.admit(Self.vp9(pid: 3, tid: 0, sid: 0, key: true), marker: false)
         #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 1, key: true), marker: true) == .forward(endsPicture: true))
-        #expect(!f.awaitsKeyframe)
+        #expect(!f.awaitsKeyframe(top: 1))
+    }
+
+    /// A VP8 stream has one spatial layer: its temporal caps going back to all layers wait for no key frame
+    /// (a PLI would cost every subscriber of the publisher a key frame).
+    @Test func backToAllLayersOfAVP8StreamWaitsForNoKeyFrame() {
+        var f = LayerFilter()
+        f.wantedSpatial = 0
+        f.wantedTemporal = 0
+        f.reset()
+        f.wantedSpatial = nil
+        f.wantedTemporal = nil
+        #expect(!f.awaitsKeyframe(top: 0))
+        #expect(f.awaitsKeyframe(top: 1), "a VP9 stream of two spatial layers capped at the first does")
     }
 
     @Test func aVP9TemporalLayerComesBackAtASwitchingUpPoint() {

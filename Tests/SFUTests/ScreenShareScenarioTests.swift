@@ -121,20 +121,22 @@ import Testing
         #expect(h.room.counters.drops[.hardMuted] > 0)
     }
 
+    /// The share that began first keeps the slot, whoever joined the room first: "late" joined after "early"
+    /// but shares before it.
     @Test func underTheAlwaysRuleTheOlderShareKeepsTheOnlyScreenSlotUntilItEnds() throws {
         let h = try RoomHarness()
         let sx = SpeechScript(Voices.a), quiet = SpeechScript([])
-        let first = SimulatedParticipant(try h.join("S1", publishScreen: true)) { quiet.frame(at: $0, speaking: 0..<0) }
-        let second = SimulatedParticipant(try h.join("S2", publishScreen: true)) { sx.frame(at: $0, speaking: 1..<8) }
+        let early = SimulatedParticipant(try h.join("early", publishScreen: true)) { sx.frame(at: $0, speaking: 1..<8) }
+        let late = SimulatedParticipant(try h.join("late", publishScreen: true)) { quiet.frame(at: $0, speaking: 0..<0) }
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, screenSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
-        first.sendsScreen = true
-        h.run([first, second, b], from: 0, seconds: 1)
-        second.sendsScreen = true  // S2 starts sharing and talking: S1's share stays
-        h.run([first, second, b], from: 1, seconds: 3)
-        #expect(screenMaps(h, "B").last?.participant == "S1")
-        first.sendsScreen = false  // S1 stops: after the stale time S2's share takes the slot
-        h.run([first, second, b], from: 4, seconds: 3)
-        #expect(screenMaps(h, "B").last?.participant == "S2")
+        late.sendsScreen = true
+        h.run([early, late, b], from: 0, seconds: 1)
+        early.sendsScreen = true  // early starts sharing and talking: late's share stays
+        h.run([early, late, b], from: 1, seconds: 3)
+        #expect(screenMaps(h, "B").last?.participant == "late")
+        late.sendsScreen = false  // late stops: after the stale time early's share takes the slot
+        h.run([early, late, b], from: 4, seconds: 3)
+        #expect(screenMaps(h, "B").last?.participant == "early")
     }
 
     @Test func underTheTalkerRuleAShareIsShownOnlyWhileItsPresenterIsATalker() throws {

@@ -27,8 +27,10 @@ public struct LayerFilter: Sendable, Equatable {
         case skip(closesPicture: Bool)
     }
 
-    /// Whether a spatial layer the slot wants is waiting for a key frame (the caller asks for one).
-    public var awaitsKeyframe: Bool { (spatial ?? .max) < (wantedSpatial ?? .max) }
+    /// Whether a spatial layer the slot wants is waiting for a key frame (the caller asks for one), for a
+    /// source whose top spatial layer is `top` (nil caps mean it: a VP8 stream, or VP9 back to all its layers
+    /// while its top one already flows, waits for nothing).
+    public func awaitsKeyframe(top: UInt8) -> Bool { (spatial ?? top) < (wantedSpatial ?? top) }
 
     /// The verdict for one packet of the slot's source, `marker` its RTP marker.
     public mutating func admit(_ d: VideoDescriptor, marker: Bool) -> Verdict {

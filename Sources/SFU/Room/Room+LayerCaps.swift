@@ -22,7 +22,8 @@ extension Room {
         guard let s = p.subscriber else { return }
         let share = videoShare(s)
         for i in s.videoSlots.indices {
-            guard let t = s.videoSlots[i].current, let track = tracks[t] else { continue }
+            // While another source waits for its key frame the caps are not chosen: they would be the old one's.
+            guard s.videoSlots[i].pending == nil, let t = s.videoSlots[i].current, let track = tracks[t] else { continue }
             let before = (s.videoSlots[i].layers.wantedSpatial, s.videoSlots[i].layers.wantedTemporal)
             guard let share, track.layered, participants[track.owner]?.tracks(track.description.source).count == 1,
                   let caps = layerCaps(track, share: share, current: before, now: now) else { continue }
@@ -32,8 +33,11 @@ extension Room {
             s.videoSlots[i].layers.wantedSpatial = caps.0
             s.videoSlots[i].layers.wantedTemporal = caps.1
             s.videoSlots[i].layerChangedAt = now
-            // An upper spatial layer can come back only at a key frame.
-            if s.videoSlots[i].layers.awaitsKeyframe { requestKeyframe(track, now: now, into: out) }
+            // An upper spatial layer can come back only at a key frame, asked for until it comes.
+            if s.videoSlots[i].layers.awaitsKeyframe(top: track.topLayers.spatial) {
+                track.keyframes.startWaiting(now: now)
+                requestKeyframe(track, now: now, into: out)
+            }
         }
     }
 

@@ -122,7 +122,7 @@ extension Room {
                 return drop(.badCodecPayload, conn)
             }
             track.history?.store(extendedSequence: ext, packet: plain)
-            if let l = video.layerIndices {
+            if !repaired, let l = video.layerIndices {
                 track.noteLayer(l, bytes: header.payloadLength + 40, pictureStart: video.startsPicture, now: now)
             }
             if video.isKeyframeStart {
@@ -130,8 +130,7 @@ extension Room {
                 if let size = video.keyframeSize(in: payload) { track.frameSize = size }
             }
             if !track.live {
-                track.live = true
-                track.liveSince = now
+                setLive(track, true, now: now)
                 refreshAllSubscribers(now: now, into: out)
             }
             forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, video: video, extendedSequence: ext,

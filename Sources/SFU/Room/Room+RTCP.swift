@@ -281,7 +281,10 @@ extension Room {
         for track in tracks.values where track.kind == .video {
             guard let due = track.keyframes.nextRetry(rtt: nil), due <= now else { continue }
             let waited = track.sinks.contains { ref in
-                participants[ref.subscriber]?.subscriber.map { $0.has(ref) && $0.slot(ref).pending == track.index } ?? false
+                guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { return false }
+                let slot = s.slot(ref)
+                return slot.pending == track.index
+                    || (ref.kind == .video && slot.current == track.index && slot.layers.awaitsKeyframe(top: track.topLayers.spatial))
             }
             if waited { requestKeyframe(track, now: now, into: out) } else { track.keyframes.keyframeArrived() }
         }

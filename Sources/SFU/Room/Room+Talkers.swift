@@ -188,7 +188,13 @@ extension Room {
             return placeUndecodable(who, track: t, in: ref, subscriber: s)
         }
         mutateSlot(s, ref) { slot in
-            if slot.assigned != who { slot.layers = LayerFilter() }  // another source: every layer until caps are chosen
+            if slot.assigned != who {
+                // Another participant: every layer of it until its caps are chosen, and no up-hold. The source
+                // still flowing keeps what its filter passes until the new one's key frame (`LayerFilter.reset`).
+                slot.layers.wantedSpatial = nil
+                slot.layers.wantedTemporal = nil
+                slot.layerChangedAt = .zero
+            }
             slot.assigned = who
             slot.undecodable = nil
             if ref.kind == .audio {
@@ -297,14 +303,20 @@ extension Room {
         for t in tracks.values where t.kind == .video {
             let live = t.reception.lastPacketAt.map { now - $0 < configuration.videoStaleAfter } ?? false
             if live != t.live {
-                t.live = live
-                t.liveSince = live ? now : nil
+                setLive(t, live, now: now)
                 listsDirty = true
-                if t.description.source == .screen, let p = participants[t.owner] {
-                    let sharing = videoLive(p, .screen)
-                    if !sharing { p.screenSharedSince = nil } else if p.screenSharedSince == nil { p.screenSharedSince = now }
-                }
             }
         }
+    }
+
+    /// A video track starts or stops arriving (its first packet, or `videoStaleAfter` without one): when its
+    /// rate can be trusted from, and for a screen share since when its participant has been sharing (the
+    /// oldest share keeps a screen slot).
+    func setLive(_ t: SourceTrack, _ live: Bool, now: MonoTime) {
+        t.live = live
+        t.liveSince = live ? now : nil
+        guard t.description.source == .screen, let p = participants[t.owner] else { return }
+        let sharing = videoLive(p, .screen)
+        if !sharing { p.screenSharedSince = nil } else if p.screenSharedSince == nil { p.screenSharedSince = now }
     }
 }

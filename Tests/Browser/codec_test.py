@@ -19,10 +19,10 @@ three temporal layers (`scalabilityMode` L1T3) and subscribes to it: Chromium de
 (its picture ID rewritten, key frames found by the VP9 descriptor).
 """
 import argparse, json, os, sys, tempfile, threading, time, urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from demo_test import Browser, wait  # noqa: E402  (the demo test's DevTools driver)
+from static_page import serve_page  # noqa: E402
 
 import websocket
 
@@ -86,19 +86,6 @@ t.video = async (name) => {
 """
 
 
-class PageHandler(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def api(method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(NODE + path, data=data, method=method, headers={"Content-Type": "application/json"})
@@ -133,9 +120,7 @@ def main():
     ap.add_argument("--speech", required=True, help="the H.264 publisher's microphone (WAV)")
     ap.add_argument("--silence", required=True, help="the other browser's microphone (WAV)")
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 8010), PageHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_page(PAGE, "127.0.0.1", 8010)
     profiles = tempfile.mkdtemp()
     room = f"codecs-{os.getpid()}"
     checks, browsers = {}, []

@@ -30,9 +30,10 @@ round trip would) and reports each video slot mapped to a publisher that showed 
 the "video never starts" investigation.
 """
 import argparse, fcntl, json, os, shutil, subprocess, sys, tempfile, threading, time, urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import websocket
+
+from static_page import serve_page
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 NODE = "http://127.0.0.1:8080"
@@ -131,23 +132,6 @@ t.stats = async () => {
 };
 </script></body></html>
 """
-
-
-class PageServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-
-class PageHandler(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 class Chromium:
@@ -775,8 +759,7 @@ def main():
     ap.add_argument("--simulcast-up-seconds", type=float, default=10)
     args = ap.parse_args()
     host, port = args.origin.split("//")[1].split(":")
-    server = PageServer((host, int(port)), PageHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_page(PAGE, host, int(port))
     t0 = time.monotonic()
     clock = lambda: round(time.monotonic() - t0, 3)
     profiles = tempfile.mkdtemp()

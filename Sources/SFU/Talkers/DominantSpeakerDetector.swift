@@ -3,12 +3,19 @@ import Foundation
 ///
 /// Feeding (see `media-core.md` section 1): one level sample per 20 ms of audio. `push` takes how many
 /// samples a packet stands for (a DTX gap in RTP time fills silence); `fillSilence` pushes silence for any
-/// speaker whose samples stopped arriving (absent, dead or muted stream). Decisions run every
+/// speaker whose samples stopped arriving (absent, dead or muted stream). Elections run every
 /// `decisionInterval` (300 ms by default): a challenger replaces the dominant speaker when its immediate,
-/// medium and long log-score ratios exceed 3, 2 and 0; the largest medium ratio wins.
+/// medium and long log-score ratios exceed 3, 2 and 0; the largest medium ratio wins. Who is speaking is
+/// re-evaluated every `speakingInterval`, which may be shorter: it costs a count over 40 samples per speaker,
+/// where an election scores all three time scales.
 public struct DominantSpeakerDetector {
     public struct Configuration: Sendable, Equatable {
+        /// How often the dominant speaker is elected (Volfin and Cohen's decision; mediasoup's default).
         public var decisionInterval: MonoTime.Interval = .milliseconds(300)
+        /// How often "speaking" is re-evaluated. A talker outside a subscriber's list is forwarded only once
+        /// it counts as speaking, so the wait for the next evaluation adds to its clipped onset (half an
+        /// interval on average).
+        public var speakingInterval: MonoTime.Interval = .milliseconds(300)
         /// Silence is pushed for a speaker after this long without a sample.
         public var idleFill: MonoTime.Interval = .milliseconds(40)
         /// A sample at or above this loudness (-dBov) counts toward "speaking" (LiveKit's default, 35).
@@ -26,7 +33,10 @@ public struct DominantSpeakerDetector {
     public var configuration: Configuration
     private var speakers: [Int: Entry] = [:]
     public private(set) var dominant: Int?
-    public private(set) var nextDecision: MonoTime
+    private var nextElection: MonoTime
+    private var nextSpeakingCheck: MonoTime
+    /// When `decideIfDue` next has something to do: an election or a speaking check.
+    public var nextDecision: MonoTime { min(nextElection, nextSpeakingCheck) }
 
     struct Entry {
         var activity = SpeechActivity()
@@ -38,7 +48,8 @@ public struct DominantSpeakerDetector {
 
     public init(configuration: Configuration = .init(), now: MonoTime) {
         self.configuration = configuration
-        self.nextDecision = now + configuration.decisionInterval
+        nextElection = now + configuration.decisionInterval
+        nextSpeakingCheck = now + configuration.speakingInterval
     }
 
     public var speakerIDs: [Int] { speakers.keys.sorted() }
@@ -98,19 +109,23 @@ public struct DominantSpeakerDetector {
         }
     }
 
-    /// Runs a decision if one is due. Returns nil when `now` is before `nextDecision`.
+    /// Runs an election or a speaking check if one is due (an election checks speaking too). Returns nil
+    /// when `now` is before `nextDecision`.
     public mutating func decideIfDue(now: MonoTime) -> Decision? {
-        guard now >= nextDecision else { return nil }
-        nextDecision = now + configuration.decisionInterval
+        let elect = now >= nextElection, check = now >= nextSpeakingCheck
+        guard elect || check else { return nil }
+        if check { nextSpeakingCheck = now + configuration.speakingInterval }
+        guard elect else { return Decision(newDominant: nil, speakingChanges: updateSpeaking(now: now)) }
+        nextElection = now + configuration.decisionInterval
         return decide(now: now)
     }
 
-    /// Runs a decision now.
-    public mutating func decide(now: MonoTime) -> Decision {
+    /// Re-evaluates who is speaking: at least `speakingMinSamples` loud samples in the last 400 ms, or in the
+    /// 400 ms before (a hold that carries a talker over the pauses between its phrases).
+    mutating func updateSpeaking(now: MonoTime) -> [(id: Int, speaking: Bool)] {
         fillSilence(now: now)
         var changes: [(id: Int, speaking: Bool)] = []
         for id in speakers.keys.sorted() {
-            speakers[id]!.activity.computeScores()
             let a = speakers[id]!.activity
             let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
             let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
@@ -121,6 +136,13 @@ public struct DominantSpeakerDetector {
                 changes.append((id, speaking))
             }
         }
+        return changes
+    }
+
+    /// Runs a decision now: who is speaking, and who is dominant.
+    public mutating func decide(now: MonoTime) -> Decision {
+        let changes = updateSpeaking(now: now)
+        for id in speakers.keys { speakers[id]!.activity.computeScores() }
         let reference: (immediate: Double, medium: Double, long: Double)
         if let d = dominant, let e = speakers[d] {
             reference = (e.activity.immediateScore, e.activity.mediumScore, e.activity.longScore)

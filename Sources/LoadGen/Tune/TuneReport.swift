@@ -70,6 +70,7 @@ public struct TuneReport: @unchecked Sendable {
                 "decision_interval_ms": plan.detector.decisionInterval.seconds * 1000,
                 "speaking_interval_ms": plan.detector.speakingInterval.seconds * 1000,
                 "speaking_threshold": Int(plan.detector.speakingThreshold), "speaking_min_samples": plan.detector.speakingMinSamples,
+                "hold_min_samples": plan.detector.holdMinSamples,
                 "sustained_speech_ms": plan.sustainedSpeech.seconds * 1000,
             ],
             "elapsed_seconds": elapsedSeconds as Any,

@@ -236,6 +236,7 @@ public struct Bench {
                     nextChurn = nextChurn + .seconds(1 / plan.churnPerSecond)
                     if let i = members.indices.filter({ !members[$0].client.publishes && members[$0].client.state == .connected }).randomElement() {
                         let leaving = members[i]
+                        leaving.receiver?.tally = nil
                         await server.leave(leaving.client, id: leaving.id, room: leaving.room)
                         let joining = try newSubscriber(room: leaving.room, index: nextSubscriberIndex)
                         nextSubscriberIndex += 1
@@ -326,7 +327,8 @@ public struct Bench {
         report.probeBytesReceived = Double(subscribers.reduce(0) { $0 + ($1.receiver?.rtxBytes ?? 0) })
         report.churned = churned
         if let conversation {
-            // Those who listened from the meeting's start (churned-in subscribers joined part way).
+            // Those who listened to the whole meeting (churn drops the tally of those who leave, and those who
+            // join part way never had one).
             report.listeners = subscribers.compactMap { $0.receiver?.tally }.map(conversation.metrics)
         }
         report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
@@ -377,7 +379,8 @@ public struct Bench {
         return report
     }
 
-    /// The script's frame a publisher sends at `now`: nil before the meeting starts (while everyone joins).
+    /// The script's frame a conversation publisher sends at `now` (-1 before the meeting starts, while everyone
+    /// joins); nil for a publisher taking turns, whose stamps carry no frame.
     func scriptFrame(_ m: Member, at now: MonoTime) -> Int? {
         guard m.voice != nil else { return nil }
         guard let start = m.scriptStart, now >= start else { return -1 }

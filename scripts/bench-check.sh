@@ -2,7 +2,8 @@
 # Checks the load generator end to end, not the figures: a small `sfu bench --against janus` (2 publishers
 # with audio + VP8, 4 subscribers, 4 s) must connect every participant through this node and through Janus
 # VideoRoom, deliver media through both, and write the report and the comparison. Needs root (the bench makes
-# a network namespace for Janus). About 40 s.
+# a network namespace for Janus). About 40 s. Then scripts/tune-check.sh: `sfu tune` and `sfu bench` must
+# report the same listener metrics for one short meeting (about 50 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -31,3 +32,4 @@ for r in reports:
         ok = ok and passed
 sys.exit(0 if ok else 1)
 PY
+sfu="$sfu" scripts/tune-check.sh

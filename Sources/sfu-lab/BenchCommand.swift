@@ -12,6 +12,8 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Without --target, starts `sfu serve` itself (pinned with --cores). The plan comes from --scenario FILE \
             (key = value lines) then --set key=value; keys: \(BenchPlan.keys.map(\.key).joined(separator: ", ")). \
+            A preset or any meeting key makes the publishers play a simulated meeting (the one `sfu tune` plays; \
+            docs/conversation-model.md) and the report say what the subscribers missed of it. \
             --sweep key=v1,v2,... runs once per value (a fresh node each time) and writes a table and an SVG chart; \
             with --against, each value runs through both servers and the table compares them.
             """
@@ -48,6 +50,9 @@ struct BenchCommand: AsyncParsableCommand {
         // at small rooms the node's answers would weigh on its side of the comparison.
         if against != nil { plan.observe = false }
         try plan.configure(scenario: scenario, overrides: overrides)
+        if let meeting = plan.conversation {
+            do { try meeting.validate() } catch { throw ValidationError(error.description) }
+        }
         if against != nil, plan.transportCC {
             throw ValidationError("--against runs both servers with REMB subscribers (Janus does not estimate their downlinks): leave transport_cc false")
         }
@@ -72,6 +77,11 @@ struct BenchCommand: AsyncParsableCommand {
         print("bench: encoding media (Opus speech, VP8 \(plan.width)x\(plan.height) at \(plan.videoKbps) kbps)")
         let media = MediaLibrary(videoKbps: plan.videoKbps, fps: plan.fps, width: plan.width, height: plan.height,
                                  simulcast: plan.simulcast || sweepKey == "simulcast")
+        var conversationMedia: ConversationMedia?
+        if runs.contains(where: { $0.plan.conversation != nil }) {
+            print("bench: synthesising and encoding the meeting's speech (espeak-ng, libopus)")
+            conversationMedia = try ConversationMedia()
+        }
         var reports: [BenchReport] = []
         var nodeReports: [BenchReport] = []
         var comparisons: [BenchComparison] = []
@@ -79,7 +89,11 @@ struct BenchCommand: AsyncParsableCommand {
             if let sweepKey { print("\n== \(sweepKey) = \(label)") }
             let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, cores: cores) : nil
             let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
-            var bench = try Bench(plan: p, server: NodeServer(api: api, pid: node?.pid ?? pid), media: media)
+            let conversation = p.conversation.map { BenchConversation(parameters: $0, media: conversationMedia!) }
+            if let conversation {
+                print("bench: meeting \(p.preset ?? "discussion"), \(conversation.parameters.participants) participants, \(conversation.joinOrder.count) publish audio, \(conversation.script.talkers) talk, \(conversation.script.turns.count) turns in \(String(format: "%.0f", conversation.seconds)) s")
+            }
+            var bench = try Bench(plan: p, server: NodeServer(api: api, pid: node?.pid ?? pid), media: media, conversation: conversation)
             bench.baselineRSS = bench.server.pid.flatMap(ProcessProbe.residentBytes(pid:))
             var report: BenchReport
             do { report = try await bench.run { print($0) } } catch {
@@ -97,7 +111,7 @@ struct BenchCommand: AsyncParsableCommand {
             if against != nil {
                 print("\nbench: the same plan against Janus VideoRoom")
                 let janus = try await JanusServer(cores: cores)
-                var janusBench = try Bench(plan: p, server: janus, media: media)
+                var janusBench = try Bench(plan: p, server: janus, media: media, conversation: conversation)
                 janusBench.baselineRSS = janus.pid.flatMap(ProcessProbe.residentBytes(pid:))
                 var janusReport: BenchReport
                 do { janusReport = try await janusBench.run { print($0) } } catch {

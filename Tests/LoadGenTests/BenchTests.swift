@@ -121,6 +121,43 @@ import Testing
         #expect(stamped.withUnsafeBytes { BenchStamp.read($0) }.map { [$0.sentAt, UInt64($0.publisher)] } == [42, 3])
         #expect(payload.withUnsafeBytes { BenchStamp.read($0) } == nil)
     }
+
+    @Test func aStampCanCarryTheScriptFrameAPacketBelongsTo() throws {
+        let frame: [UInt8] = [0x78, 1, 2, 3]
+        let stamped = BenchStamp.opus(frame, sentAt: 77, publisher: 513, frame: 70_000)
+        #expect(stamped.count == frame.count + 2 + BenchStamp.framedSize)
+        let read = try #require(stamped.withUnsafeBytes { BenchStamp.read($0) })
+        #expect(read == BenchStamp.Stamp(sentAt: 77, publisher: 513, frame: 70_000))
+        #expect(read.size == BenchStamp.framedSize)
+        let before = BenchStamp.vp8([0x10, 0x00], sentAt: 1, publisher: 2, frame: -1)
+        #expect(before.withUnsafeBytes { BenchStamp.read($0) }?.frame == Int(UInt32.max), "frame -1: outside every script")
+    }
+}
+
+@Suite struct BenchConversationPlanTests {
+    @Test func aPresetMakesTheBenchPlayAMeetingAndAppliesFirst() throws {
+        var plan = BenchPlan()
+        try plan.apply(scenario: """
+            participants = 6
+            subscribers = 3
+            preset = standup
+            """)
+        #expect(plan.preset == "standup")
+        #expect(plan.conversation?.participants == 6, "the preset applied first, then the file's participants")
+        #expect(plan.conversation?.spurtsPerTurnMean == ConversationPreset.standup.parameters.spurtsPerTurnMean)
+        #expect(plan.subscribers == 3)
+    }
+
+    @Test func aMeetingKeyAloneStartsFromTheDiscussionAndBadValuesNameTheLine() throws {
+        var plan = BenchPlan()
+        #expect(plan.conversation == nil, "without meeting keys, publishers take turns at one sentence")
+        try plan.set("minutes", "0.5")
+        #expect(plan.conversation?.minutes == 0.5)
+        #expect(plan.conversation?.participants == ConversationPreset.discussion.parameters.participants)
+        #expect(throws: BenchPlan.Invalid(description: "line 2: overlap_share must be a number 0.0-1.0, got '2'")) {
+            try plan.apply(scenario: "preset = lecture\noverlap_share = 2\n")
+        }
+    }
 }
 
 /// libopus decoding to PCM, to compare packets.

@@ -15,7 +15,7 @@ import Testing
 
     static func packet(ssrc: UInt32, publisher: Int, frame: Int) -> [UInt8] {
         var w = RTPStreamWriter(ssrc: ssrc, payloadType: 109)
-        return w.packet(BenchStamp.opus([0x78, 1, 2, 3], sentAt: UInt64(frame), publisher: UInt16(publisher)))
+        return w.packet(BenchStamp.opus([0x78, 1, 2, 3], sentAt: UInt64(max(0, frame)) * 20_000_000, publisher: UInt16(publisher), frame: frame))
     }
 
     @Test func coverageOnsetMissedTurnsAndIntrusionsComeFromWhatArrived() {
@@ -38,7 +38,19 @@ import Testing
         var tally = ListenerTally(publishers: 1, frames: 10, audioSlotSSRCs: [7], videoSlotSSRCs: [])
         let p = Self.packet(ssrc: 7, publisher: 0, frame: 1)
         tally.receive(p)
-        #expect(tally.wireBytes == p.count - BenchStamp.size - 2 + 28 + 16)
+        #expect(tally.wireBytes == p.count - BenchStamp.framedSize - 2 + 28 + 16)
+    }
+
+    @Test func packetsSentBeforeTheMeetingOnlySayWhoHoldsTheSlot() {
+        // A bench publisher sends its room noise, stamped frame -1, while everyone joins.
+        var tally = ListenerTally(publishers: 2, frames: 1000, audioSlotSSRCs: [7], videoSlotSSRCs: [])
+        for _ in 0..<5 { tally.receive(Self.packet(ssrc: 7, publisher: 0, frame: -1)) }
+        for f in 100..<200 { tally.receive(Self.packet(ssrc: 7, publisher: 0, frame: f)) }
+        for f in 500..<510 { tally.receive(Self.packet(ssrc: 7, publisher: 1, frame: f)) }
+        let m = ListenerMetrics(tally, script: Self.script, intrusionThreshold: 50)
+        #expect(tally.audioTakes.map(\.publisher) == [1], "A held the slot before the meeting; only B's take is new")
+        #expect(m.clippedOnsetMedianMs == 0)
+        #expect(m.coverage == Double(100 + 10) / Double(100 + 50 + 10))
     }
 }
 

@@ -18,11 +18,14 @@ public struct Bench {
     public let server: any BenchServer
     let media: MediaLibrary
     let certificate: DTLSCertificate
+    /// A simulated meeting the publishers play instead of taking turns (`BenchPlan.conversation`).
+    public let conversation: BenchConversation?
 
-    public init(plan: BenchPlan, server: any BenchServer, media: MediaLibrary) throws {
-        self.plan = plan
+    public init(plan: BenchPlan, server: any BenchServer, media: MediaLibrary, conversation: BenchConversation? = nil) throws {
+        self.plan = conversation?.shape(plan) ?? plan
         self.server = server
         self.media = media
+        self.conversation = conversation
         certificate = try DTLSCertificate(commonName: "bench")
     }
 
@@ -44,6 +47,11 @@ public struct Bench {
         var nextAudio = MonoTime.zero
         var nextVideo = MonoTime.zero
         let receiver: ReceiverStats?
+        /// In a conversation: what this participant's microphone says, and when its frame 0 is sent (the
+        /// first send of the measured window; nil before it, while it sends its room noise).
+        var voice: ScriptedVoice?
+        var scriptStart: MonoTime?
+        var audioSent = 0
 
         init(room: Int, index: Int, id: String, client: LoadClient, receiver: ReceiverStats?) {
             self.room = room
@@ -67,6 +75,8 @@ public struct Bench {
         var rtxBytes: Int64 = 0
         var measuring = false
         let sampleEvery: Int
+        /// In a conversation: what reached this subscriber of the script (every packet is decrypted for it).
+        var tally: ListenerTally?
         init(sampleEvery: Int) { self.sampleEvery = sampleEvery }
 
         func reset() {
@@ -101,12 +111,15 @@ public struct Bench {
             } else {
                 streams[ssrc] = Stream(first: seq, highest: seq, received: 1)
             }
+            var sampled = true
             if video {
                 videoSeen += 1
-                guard videoSeen % sampleEvery == 0 else { return }
+                sampled = videoSeen % sampleEvery == 0
             }
-            guard let n = client.decrypt(buffer, length: length),
-                  case .success(let h) = RTPHeader.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])),
+            guard sampled || tally != nil, let n = client.decrypt(buffer, length: length) else { return }
+            let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            tally?.receive(plain)
+            guard sampled, case .success(let h) = RTPHeader.parse(plain),
                   let stamp = BenchStamp.read(UnsafeRawBufferPointer(rebasing: buffer[h.payloadRange])) else { return }
             latencies.append(Double(UInt64(now.nanoseconds) &- stamp.sentAt) / 1e6)
         }
@@ -133,11 +146,14 @@ public struct Bench {
         // Who joins, in order, spread over the ramp.
         var members: [Member] = []
         for r in 0..<plan.rooms {
-            for p in 0..<plan.publishers {
+            // A meeting's publishers are its participants, numbered as in its script, joining in its order.
+            for p in conversation?.joinOrder ?? Array(0..<plan.publishers) {
                 let layers = plan.video && plan.simulcast && !media.layers.isEmpty ? media.layers.count : 0
                 let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension,
                                                                                     simulcastLayers: layers))
-                members.append(Member(room: r, index: p, id: "pub\(p)", client: c, receiver: nil))
+                let m = Member(room: r, index: p, id: conversation.map { $0.script.participants[p].id } ?? "pub\(p)", client: c, receiver: nil)
+                m.voice = conversation?.voice(of: p)
+                members.append(m)
             }
             for s in 0..<plan.subscribers { members.append(try newSubscriber(room: r, index: s)) }
         }
@@ -179,8 +195,14 @@ public struct Bench {
                 var busy = false
                 let turn = Int(Double((now - start).milliseconds) / 1000 / plan.turnSeconds)
                 for m in publishers where now >= m.nextAudio {
+                    let due = m.nextAudio
                     m.nextAudio = m.nextAudio + .milliseconds(20)
                     guard m.client.state == .connected else { continue }
+                    if m.voice != nil {
+                        sendScriptedAudio(m, due: due)
+                        busy = true
+                        continue
+                    }
                     let frame = Int((now - start).milliseconds / 20)
                     let talking = plan.speakers > 0 && m.index < plan.speakers && (turn + m.room) % plan.speakers == m.index
                     let i = frame % (talking ? media.speech.count : media.silence.count)
@@ -194,8 +216,9 @@ public struct Bench {
                         m.nextVideo = m.nextVideo + videoInterval
                         guard m.client.state == .connected else { continue }
                         let sentAt = UInt64(MonoClock.now().nanoseconds)
+                        let stampFrame = scriptFrame(m, at: now)
                         if m.client.profile.simulcastLayers > 1 {
-                            sendSimulcastFrames(m, sentAt: sentAt)
+                            sendSimulcastFrames(m, sentAt: sentAt, frame: stampFrame)
                             busy = true
                             continue
                         }
@@ -203,7 +226,7 @@ public struct Bench {
                         let frame = media.video[m.videoFrame % media.video.count]
                         m.videoFrame += 1
                         if m.videoFrame % media.video.count == 0 { m.videoFrame = 1 }  // loop past the keyframe
-                        let payloads = m.packetizer.packetize(frame).map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) }
+                        let payloads = m.packetizer.packetize(frame).map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index), frame: stampFrame) }
                         m.client.sendVideo(payloads, samples: UInt32(90_000 / plan.fps))
                         busy = true
                     }
@@ -213,6 +236,7 @@ public struct Bench {
                     nextChurn = nextChurn + .seconds(1 / plan.churnPerSecond)
                     if let i = members.indices.filter({ !members[$0].client.publishes && members[$0].client.state == .connected }).randomElement() {
                         let leaving = members[i]
+                        leaving.receiver?.tally = nil
                         await server.leave(leaving.client, id: leaving.id, room: leaving.room)
                         let joining = try newSubscriber(room: leaving.room, index: nextSubscriberIndex)
                         nextSubscriberIndex += 1
@@ -264,6 +288,11 @@ public struct Bench {
         let feedbackBefore = subscribers.reduce(0) { $0 + $1.client.transportFeedbackSent }
         for m in subscribers { m.receiver?.reset() }
         let measureStart = MonoClock.now()
+        if let conversation {
+            // Frame 0 of the script is each publisher's next send; each subscriber tallies from now.
+            for m in publishers { m.scriptStart = m.nextAudio }
+            for m in subscribers { m.receiver?.tally = conversation.tally(slots: m.client.answeredSlots) }
+        }
         let recorder = SubscriberSeriesRecorder()
         var poller: Task<Void, Never>?
         if let first = firstSample {
@@ -297,6 +326,11 @@ public struct Bench {
         report.probePacketsReceived = Double(subscribers.reduce(0) { $0 + ($1.receiver?.rtxPackets ?? 0) })
         report.probeBytesReceived = Double(subscribers.reduce(0) { $0 + ($1.receiver?.rtxBytes ?? 0) })
         report.churned = churned
+        if let conversation {
+            // Those who listened to the whole meeting (churn drops the tally of those who leave, and those who
+            // join part way never had one).
+            report.listeners = subscribers.compactMap { $0.receiver?.tally }.map(conversation.metrics)
+        }
         report.joinMilliseconds = Percentiles(subscribers.compactMap(\.joinedAfter) + publishers.compactMap(\.joinedAfter))
         report.measuredSeconds = measured
         report.nodeCPUTickSeconds = after.cpu.flatMap { a in before.cpu.map { a - $0 } }
@@ -345,9 +379,35 @@ public struct Bench {
         return report
     }
 
+    /// The script's frame a conversation publisher sends at `now` (-1 before the meeting starts, while everyone
+    /// joins); nil for a publisher taking turns, whose stamps carry no frame.
+    func scriptFrame(_ m: Member, at now: MonoTime) -> Int? {
+        guard m.voice != nil else { return nil }
+        guard let start = m.scriptStart, now >= start else { return -1 }
+        return Int((now - start).nanoseconds / 20_000_000)
+    }
+
+    /// A conversation publisher's audio frame due at `due`: its script's frame once the meeting started, its
+    /// room noise before (stamped with frame -1, outside every script, so listeners only learn the slot's
+    /// source from it).
+    func sendScriptedAudio(_ m: Member, due: MonoTime) {
+        let frame: Int
+        let sound: (payload: [UInt8], level: UInt8)
+        if let start = m.scriptStart, due >= start {
+            frame = Int((due - start).nanoseconds / 20_000_000)
+            sound = m.voice!.audio(at: frame)
+        } else {
+            frame = -1
+            sound = m.voice!.noise(at: m.audioSent)
+        }
+        m.audioSent += 1
+        m.client.sendAudio(BenchStamp.opus(sound.payload, sentAt: UInt64(MonoClock.now().nanoseconds), publisher: UInt16(m.index), frame: frame),
+                           level: sound.level)
+    }
+
     /// One frame on each of a simulcast publisher's layers (lowest first), each layer restarting at its key
     /// frame when the node asked for one on that layer's SSRC.
-    func sendSimulcastFrames(_ m: Member, sentAt: UInt64) {
+    func sendSimulcastFrames(_ m: Member, sentAt: UInt64, frame stampFrame: Int?) {
         let asked = m.client.keyframeRequestedSSRCs
         m.client.keyframeRequestedSSRCs.removeAll()
         m.client.keyframeRequested = false
@@ -358,7 +418,7 @@ public struct Bench {
             at += 1
             if at % frames.count == 0 { at = 1 }  // loop past the keyframe
             let packets = layer == 0 ? m.packetizer.packetize(frame) : m.layerPacketizers[layer - 1].packetize(frame)
-            m.client.sendVideo(packets.map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index)) },
+            m.client.sendVideo(packets.map { BenchStamp.vp8($0, sentAt: sentAt, publisher: UInt16(m.index), frame: stampFrame) },
                                samples: UInt32(90_000 / plan.fps), layer: layer)
             if layer == 0 { m.videoFrame = at } else { m.layerFrames[layer - 1] = at }
         }
@@ -412,7 +472,8 @@ public struct Bench {
     /// For each turn that started in the measured window: from the turn's start (the new speaker's first
     /// words) to the node's dominant_speaker event naming them.
     func switchDelays(dominance: Dominance, wallStart: Double, from: Int64, seconds: Double) -> [Double] {
-        guard plan.speakers > 1 else { return [] }
+        // A meeting's turns are in its script; its listeners report their onsets instead.
+        guard plan.speakers > 1, conversation == nil else { return [] }
         let events = dominance.events.withLock { $0 }
         var delays: [Double] = []
         let turnMs = plan.turnSeconds * 1000

@@ -42,6 +42,14 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     /// watches its events WebSocket (talker switch delays). Both cost the node CPU that the report counts;
     /// `--against` turns them off, as it observes the peer SFU in neither way.
     public var observe = true
+    /// A simulated meeting instead of turns at one sentence (`preset` or any conversation key in the scenario;
+    /// docs/conversation-model.md): the publishers are its participants who publish audio and say what its
+    /// seeded script says, the measured window is the meeting, and the subscribers report what they missed of
+    /// it (`ListenerMetrics`, the figures `sfu tune` reports on virtual time). `publishers`, `speakers`,
+    /// `seconds` and `turn_seconds` then follow from the meeting.
+    public var conversation: ConversationParameters?
+    /// The preset the meeting started from (for the report).
+    public var preset: String?
 
     public init() {}
 
@@ -58,7 +66,8 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("remb_kbps", "subscribers' REMB when transport_cc is false; several as 300/1200/5000 go to subscribers in turn"), ("sample_every", "decrypt 1 video packet in N"),
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
         ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
-    ]
+        ("preset", "a simulated meeting (standup, discussion, lecture, webinar) instead of turns at one sentence; applied first"),
+    ] + ConversationParameters.keys.map { ($0.key, "meeting: " + $0.help) }
 
     public struct Invalid: Error, CustomStringConvertible, Equatable {
         public var description: String
@@ -112,22 +121,39 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "sample_every": sampleEvery = try int(1...1000)
         case "churn_per_second": churnPerSecond = try double(0...100)
         case "observe": observe = try bool()
-        default: throw Invalid(description: "unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
+        case "preset":
+            guard let p = ConversationPreset(rawValue: text) else {
+                throw Invalid(description: "preset must be one of \(ConversationPreset.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            preset = text
+            conversation = p.parameters
+        default:
+            guard ConversationParameters.knows(key) else {
+                throw Invalid(description: "unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")
+            }
+            // A meeting key without a preset starts from the discussion, as `sfu tune` does.
+            var c = conversation ?? ConversationPreset.discussion.parameters
+            if preset == nil { preset = ConversationPreset.discussion.rawValue }
+            do { try c.set(key, text) } catch { throw Invalid(description: error.description) }
+            conversation = c
         }
         if speakers > publishers { speakers = publishers }
     }
 
-    /// Applies a scenario file's `key = value` lines; errors name the line.
+    /// Applies a scenario file's `key = value` lines, a `preset` line first wherever it stands (as `sfu tune`
+    /// reads the same file); errors name the line.
     public mutating func apply(scenario text: String) throws(Invalid) {
+        var lines: [(Int, String, String)] = []
         for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
                 .trimmingCharacters(in: .whitespaces) ?? ""
             guard !line.isEmpty else { continue }
             let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty else { throw Invalid(description: "line \(i + 1): expected key = value, got '\(line)'") }
-            do { try set(parts[0], parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) } catch {
-                throw Invalid(description: "line \(i + 1): \(error.description)")
-            }
+            lines.append((i + 1, parts[0], parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))))
+        }
+        for (n, k, v) in lines.filter({ $0.1 == "preset" }) + lines.filter({ $0.1 != "preset" }) {
+            do { try set(k, v) } catch { throw Invalid(description: "line \(n): \(error.description)") }
         }
     }
 

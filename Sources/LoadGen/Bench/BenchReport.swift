@@ -85,6 +85,9 @@ public struct BenchReport: Codable, Sendable {
     public var workerCPUSecondsEach: [Double]?
     /// The subscribers' estimates and number_of_videos, one sample a second (servers that report them).
     public var subscriberSeries: SubscriberSeries?
+    /// In a conversation (`BenchPlan.conversation`): what each subscriber missed of the meeting, the metrics
+    /// `sfu tune` reports on virtual time.
+    public var listeners: [ListenerMetrics]?
 
     public init(plan: BenchPlan) { self.plan = plan }
 
@@ -159,6 +162,7 @@ public struct BenchReport: Codable, Sendable {
                             rate(Double(transportFeedbackSent)), rate(probePacketsReceived), rate(probeBytesReceived * 8) / 1000,
                             subscribers > 0 ? rate(probeBytesReceived * 8) / 1000 / Double(subscribers) : 0))
         }
+        if let listeners, !listeners.isEmpty { l += listenerLines(listeners) }
         if let series = subscriberSeries { l += series.text }
         if let layers = layerShares { l += layers }
         l.append("drops            " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.key)=\(Int($0.value))" }.joined(separator: " ")))

@@ -8,7 +8,7 @@
 ///
 /// Set from a scenario file (`key = value` lines, the format of `sfu bench --scenario`) or `--set key=value`,
 /// starting from a preset (`ConversationPreset`).
-public struct ConversationParameters: Sendable, Equatable {
+public struct ConversationParameters: Sendable, Equatable, Codable {
     /// People in the meeting (each publishes, unless it is a listen-only listener).
     public var participants = 12
     public var minutes = 10.0

@@ -1,3 +1,5 @@
+import SFUTestSupport
+
 /// What every simulated participant says and when, on a grid of 20 ms frames (one Opus packet each): the
 /// model's intentions, against which the listener metrics compare what subscribers actually received.
 public struct ConversationScript: Sendable {
@@ -64,4 +66,15 @@ public struct ConversationScript: Sendable {
 
     /// Participants who say anything at all.
     public var talkers: Int { participants.filter { !$0.utterances.isEmpty }.count }
+}
+
+extension ConversationScript {
+    /// The participants who publish audio (by index), in the seeded random order in which they join. A room
+    /// fills talker lists with its earliest joiners until someone speaks, and the model numbers its talkers
+    /// first: joining in index order would put the talkers in every initial list and hide their first onsets.
+    /// `sfu tune` and `sfu bench` join in this order, so they start from the same lists.
+    public func joinOrder(seed: UInt64) -> [Int] {
+        var rng = SplitMix64(seed: seed &+ 0x101)
+        return Array(participants.indices).shuffled(using: &rng).filter { participants[$0].publishesAudio }
+    }
 }

@@ -9,9 +9,8 @@ final class ScriptedPublisher {
     let index: Int
     var member: RoomHarness.Member
     let person: ConversationScript.Person
-    let sound: ConversationMedia.Encoded
+    private var voice: ScriptedVoice
     let video: [VP8Frame]
-    private var cursor = 0
     private var videoFrame = 0
     private var packetizer: VP8Packetizer
     private var keyframeWanted = true
@@ -21,35 +20,16 @@ final class ScriptedPublisher {
         self.index = index
         self.member = member
         self.person = person
-        self.sound = sound
+        voice = ScriptedVoice(person: person, sound: sound)
         self.video = video
         packetizer = VP8Packetizer(pictureID: UInt16(truncatingIfNeeded: index &* 997), tl0PicIdx: UInt8(truncatingIfNeeded: index))
-    }
-
-    /// The frame to send at `f`, and its level.
-    func audio(at f: Int) -> (payload: [UInt8], level: UInt8) {
-        let u = person.utterances
-        while cursor < u.count, u[cursor].end <= f { cursor += 1 }
-        if cursor < u.count, u[cursor].start <= f {
-            let into = f - u[cursor].start
-            switch u[cursor].kind {
-            case .spurt(_, let offset):
-                let i = (offset + into) % sound.speech.count
-                return (sound.speech[i], sound.speechLevels[i])
-            case .backchannel(let clip):
-                let i = min(into, sound.clips[clip].count - 1)
-                return (sound.clips[clip][i], sound.clipLevels[clip][i])
-            }
-        }
-        let i = f % sound.noise.count
-        return (sound.noise[i], sound.noiseLevels[i])
     }
 
     /// Sends frame `f`'s audio, and a video frame on even frames.
     func step(_ h: RoomHarness, frame f: Int) {
         if person.publishesAudio {
-            let (payload, level) = audio(at: f)
-            let stamped = BenchStamp.opus(payload, sentAt: UInt64(f), publisher: UInt16(index))
+            let (payload, level) = voice.audio(at: f)
+            let stamped = BenchStamp.opus(payload, sentAt: Self.sentAt(f), publisher: UInt16(index), frame: f)
             let packet = member.audio.packet(stamped, level: level)
             member.audio.timestamp &+= 960
             h.send(packet, from: member.publish)
@@ -61,11 +41,14 @@ final class ScriptedPublisher {
         videoFrame = videoFrame + 1 < video.count ? videoFrame + 1 : 1  // loop past the keyframe
         let payloads = packetizer.packetize(frame)
         for (i, p) in payloads.enumerated() {
-            let packet = member.video.packet(BenchStamp.vp8(p, sentAt: UInt64(f), publisher: UInt16(index)), marker: i == payloads.count - 1)
+            let packet = member.video.packet(BenchStamp.vp8(p, sentAt: Self.sentAt(f), publisher: UInt16(index), frame: f), marker: i == payloads.count - 1)
             h.send(packet, from: member.publish)
         }
         member.video.timestamp &+= 3600
     }
+
+    /// Virtual send time of frame `f`, ns from the meeting's start.
+    static func sentAt(_ f: Int) -> UInt64 { UInt64(f) * 20_000_000 }
 
     /// Reads RTCP the node sent this publisher: a PLI or FIR asks for a keyframe.
     func receiveRTCP(_ plain: [UInt8]) {

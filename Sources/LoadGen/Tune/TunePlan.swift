@@ -46,9 +46,11 @@ public struct TunePlan: Sendable {
         ("intrusion_threshold_s", "utterances shorter than this that take a slot are intrusions"),
         ("room_per_k", "one room per K (true) or one room with a listener per K (false)"),
         ("null_cipher", "SRTP with the null cipher (true, faster) or AES-GCM (false)"),
-        ("decision_interval_ms", "the detector's decision interval (speaking and dominant), ms"),
+        ("decision_interval_ms", "how often the detector elects the dominant speaker, ms"),
+        ("speaking_interval_ms", "how often the detector re-evaluates who is speaking, ms"),
         ("speaking_threshold", "loudness (-dBov) a sample needs to count toward speaking"),
         ("speaking_min_samples", "loud 20 ms samples in 400 ms that make a participant speaking"),
+        ("hold_min_samples", "loud samples in 800 ms that keep a participant speaking through a pause (0: any speaking_min_samples)"),
         ("sustained_speech_ms", "speech after which a non-dominant talker holds the floor, ms"),
     ] + ConversationParameters.keys
 
@@ -90,8 +92,10 @@ public struct TunePlan: Sendable {
         case "room_per_k": roomPerK = try bool()
         case "null_cipher": nullCipher = try bool()
         case "decision_interval_ms": detector.decisionInterval = .milliseconds(Int64(try int(20...5000)))
+        case "speaking_interval_ms": detector.speakingInterval = .milliseconds(Int64(try int(20...5000)))
         case "speaking_threshold": detector.speakingThreshold = UInt8(try int(0...127))
         case "speaking_min_samples": detector.speakingMinSamples = try int(1...20)
+        case "hold_min_samples": detector.holdMinSamples = try int(0...40)
         case "sustained_speech_ms": sustainedSpeech = .milliseconds(Int64(try int(0...10_000)))
         default:
             guard ConversationParameters.knows(key) else {

@@ -36,8 +36,9 @@ public struct TuneReport: @unchecked Sendable {
         out += plan.roomPerK ? "one room per K" : "one room, one observer per K"
         out += plan.nullCipher ? "; SRTP null cipher" : "; SRTP AES-GCM"
         let d = plan.detector
-        out += String(format: "; detector: decisions every %.0f ms, speaking at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms\n",
-                      d.decisionInterval.seconds * 1000, d.speakingMinSamples, Int(d.speakingThreshold), plan.sustainedSpeech.seconds * 1000)
+        out += String(format: "; detector: elections every %.0f ms, speaking checked every %.0f ms at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms\n",
+                      d.decisionInterval.seconds * 1000, d.speakingInterval.seconds * 1000, d.speakingMinSamples, Int(d.speakingThreshold),
+                      plan.sustainedSpeech.seconds * 1000)
         out += "K | coverage % | spurts % | worst talker % | clipped onset p50 / p90 ms | missed turns | intrusions/min | audio switches/min | video switches/min | keyframe requests | kbit/s per subscriber | packets/s per subscriber\n"
         for r in results {
             let m = r.metrics
@@ -65,6 +66,13 @@ public struct TuneReport: @unchecked Sendable {
             "minutes": plan.conversation.minutes,
             "target_coverage": plan.targetCoverage,
             "recommended_k": recommended.map(\.k) as Any,
+            "detector": [
+                "decision_interval_ms": plan.detector.decisionInterval.seconds * 1000,
+                "speaking_interval_ms": plan.detector.speakingInterval.seconds * 1000,
+                "speaking_threshold": Int(plan.detector.speakingThreshold), "speaking_min_samples": plan.detector.speakingMinSamples,
+                "hold_min_samples": plan.detector.holdMinSamples,
+                "sustained_speech_ms": plan.sustainedSpeech.seconds * 1000,
+            ],
             "elapsed_seconds": elapsedSeconds as Any,
             "participants_detail": people,
             "results": results.map { r -> [String: Any] in

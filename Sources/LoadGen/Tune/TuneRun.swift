@@ -74,10 +74,8 @@ public final class TuneRun {
         let collector = Collector()
         h.onReceive = collector.receive
         var publishers: [ScriptedPublisher] = []
-        // People join in a seeded random order: the room fills talker lists with the earliest joiners until
-        // they speak, and the model numbers its talkers first.
-        var rng = SplitMix64(seed: plan.conversation.seed &+ 0x101)
-        for (i, person) in Array(script.participants.enumerated()).shuffled(using: &rng) where person.publishesAudio {
+        for i in script.joinOrder(seed: plan.conversation.seed) {
+            let person = script.participants[i]
             let m = try h.join(person.id, publishVideo: plan.video, levelExtension: plan.levelSource == .extension, audioSlots: 0)
             let p = ScriptedPublisher(index: i, member: m, person: person, sound: media.sound(of: person), video: video)
             publishers.append(p)

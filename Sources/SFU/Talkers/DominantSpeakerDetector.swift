@@ -3,18 +3,37 @@ import Foundation
 ///
 /// Feeding (see `media-core.md` section 1): one level sample per 20 ms of audio. `push` takes how many
 /// samples a packet stands for (a DTX gap in RTP time fills silence); `fillSilence` pushes silence for any
-/// speaker whose samples stopped arriving (absent, dead or muted stream). Decisions run every
+/// speaker whose samples stopped arriving (absent, dead or muted stream). Elections run every
 /// `decisionInterval` (300 ms by default): a challenger replaces the dominant speaker when its immediate,
-/// medium and long log-score ratios exceed 3, 2 and 0; the largest medium ratio wins.
+/// medium and long log-score ratios exceed 3, 2 and 0; the largest medium ratio wins. Who is speaking is
+/// re-evaluated every `speakingInterval`, which may be shorter: it costs a count over 40 samples per speaker,
+/// where an election scores all three time scales.
 public struct DominantSpeakerDetector {
     public struct Configuration: Sendable, Equatable {
+        /// How often the dominant speaker is elected (Volfin and Cohen's decision; mediasoup's default).
         public var decisionInterval: MonoTime.Interval = .milliseconds(300)
+        /// How often "speaking" is re-evaluated. A talker outside a subscriber's list is forwarded only once
+        /// it counts as speaking, so the wait for the next evaluation adds to its clipped onset (half an
+        /// interval on average). Two frames: `sfu tune` found 20 ms no better than 40 and 300 ms (the
+        /// election's tick) 60-140 ms later at the median (Benchmarks/README.md, "Choosing the detector's
+        /// defaults").
+        public var speakingInterval: MonoTime.Interval = .milliseconds(40)
         /// Silence is pushed for a speaker after this long without a sample.
         public var idleFill: MonoTime.Interval = .milliseconds(40)
         /// A sample at or above this loudness (-dBov) counts toward "speaking" (LiveKit's default, 35).
         public var speakingThreshold: UInt8 = 35
-        /// Loud samples (of 20 ms) needed in a 400 ms window to count as speaking (160 ms).
-        public var speakingMinSamples = 8
+        /// Loud samples (of 20 ms) needed in a 400 ms window to count as speaking (80 ms). LiveKit asks for
+        /// 160 ms; with it a new talker's first 200-300 ms are lost before it is forwarded, and `sfu tune` found
+        /// 80 ms took 4-8 points more coverage at the K where talkers outnumber slots without more slots taken
+        /// by backchannels (Benchmarks/README.md). Steady noise is kept out by `speakingMarginDb`, short
+        /// bursts from others' video and the floor by `RoomConfiguration.sustainedSpeech`.
+        public var speakingMinSamples = 4
+        /// Loud samples in the last 800 ms that earn the hold: a talker stays speaking through a pause while
+        /// the 400 ms before the last 400 ms had `speakingMinSamples`, but only if it said this much (320 ms)
+        /// in all. A "yeah" of 300 ms never earns it, so it stops speaking within about 400 ms of its end and
+        /// never lasts the `RoomConfiguration.sustainedSpeech` that would let it take a video or the front of
+        /// the recency order (issue 13); a phrase does, and is carried over the gap to its next one.
+        public var holdMinSamples = 16
         /// A speaking sample must also stand this many dB above the speaker's own noise floor (its quietest
         /// level over 5 s), so steady noise louder than `speakingThreshold` (a fan at -30 dBov) is never
         /// speech, while speech 10 dB or more above its background still is.
@@ -26,7 +45,10 @@ public struct DominantSpeakerDetector {
     public var configuration: Configuration
     private var speakers: [Int: Entry] = [:]
     public private(set) var dominant: Int?
-    public private(set) var nextDecision: MonoTime
+    private var nextElection: MonoTime
+    private var nextSpeakingCheck: MonoTime
+    /// When `decideIfDue` next has something to do: an election or a speaking check.
+    public var nextDecision: MonoTime { min(nextElection, nextSpeakingCheck) }
 
     struct Entry {
         var activity = SpeechActivity()
@@ -38,7 +60,8 @@ public struct DominantSpeakerDetector {
 
     public init(configuration: Configuration = .init(), now: MonoTime) {
         self.configuration = configuration
-        self.nextDecision = now + configuration.decisionInterval
+        nextElection = now + configuration.decisionInterval
+        nextSpeakingCheck = now + configuration.speakingInterval
     }
 
     public var speakerIDs: [Int] { speakers.keys.sorted() }
@@ -98,29 +121,45 @@ public struct DominantSpeakerDetector {
         }
     }
 
-    /// Runs a decision if one is due. Returns nil when `now` is before `nextDecision`.
+    /// Runs an election or a speaking check if one is due (an election checks speaking too). Returns nil
+    /// when `now` is before `nextDecision`, and after a speaking check that changed nothing (the caller has
+    /// nothing to apply; on a 40 ms check that is most of them).
     public mutating func decideIfDue(now: MonoTime) -> Decision? {
-        guard now >= nextDecision else { return nil }
-        nextDecision = now + configuration.decisionInterval
+        let elect = now >= nextElection, check = now >= nextSpeakingCheck
+        guard elect || check else { return nil }
+        if check { nextSpeakingCheck = now + configuration.speakingInterval }
+        guard elect else {
+            let changes = updateSpeaking(now: now)
+            return changes.isEmpty ? nil : Decision(newDominant: nil, speakingChanges: changes)
+        }
+        nextElection = now + configuration.decisionInterval
         return decide(now: now)
     }
 
-    /// Runs a decision now.
-    public mutating func decide(now: MonoTime) -> Decision {
+    /// Re-evaluates who is speaking: at least `speakingMinSamples` loud samples in the last 400 ms, or in the
+    /// 400 ms before with `holdMinSamples` over both (a hold that carries a talker over the pauses between
+    /// its phrases).
+    mutating func updateSpeaking(now: MonoTime) -> [(id: Int, speaking: Bool)] {
         fillSilence(now: now)
         var changes: [(id: Int, speaking: Bool)] = []
         for id in speakers.keys.sorted() {
-            speakers[id]!.activity.computeScores()
             let a = speakers[id]!.activity
             let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
             let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
-            let speaking = !speakers[id]!.paused
-                && (recent >= configuration.speakingMinSamples || previous >= configuration.speakingMinSamples)
+            let held = previous >= configuration.speakingMinSamples && recent + previous >= configuration.holdMinSamples
+            let speaking = !speakers[id]!.paused && (recent >= configuration.speakingMinSamples || held)
             if speaking != speakers[id]!.speaking {
                 speakers[id]!.speaking = speaking
                 changes.append((id, speaking))
             }
         }
+        return changes
+    }
+
+    /// Runs a decision now: who is speaking, and who is dominant.
+    public mutating func decide(now: MonoTime) -> Decision {
+        let changes = updateSpeaking(now: now)
+        for id in speakers.keys { speakers[id]!.activity.computeScores() }
         let reference: (immediate: Double, medium: Double, long: Double)
         if let d = dominant, let e = speakers[d] {
             reference = (e.activity.immediateScore, e.activity.mediumScore, e.activity.longScore)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Checks that `sfu tune` (the room on virtual time) and `sfu bench` (a real node over loopback UDP) report
+# the same listener metrics: both play the short meeting of docs/tune/check.conf (the same seeded script,
+# voices and join order) at max_active_talkers = 2, and the bench's subscribers must hear the same share of
+# the speech within 2 points and the same clipped onset (median) within 60 ms. The tolerance covers what
+# only the real node has: its talker decisions fall at another phase of the 20 ms frames, and packets cross
+# a socket. Extra arguments go to `sfu tune` only: `scripts/tune-check.sh --set seed=6` compares two
+# different meetings and must fail. About 45 s (a 30 s meeting twice, and the builds' start-up).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+[ -n "${sfu:-}" ] || build_sfu debug
+echo "== tune check: one meeting through the room on virtual time and through a node over UDP"
+scenario=docs/tune/check.conf
+tune_json=$(mktemp)
+bench_json=$(mktemp)
+trap 'rm -f "$tune_json" "$bench_json"' EXIT
+timeout 300 "$sfu" tune --scenario "$scenario" --ks 2 --json "$tune_json" "$@" | grep -E "^(K|2) \|"
+timeout 300 "$sfu" bench --scenario "$scenario" --baseline-seconds 0 --json "$bench_json" \
+  --set max_active_talkers=2 --set subscribers=3 --set ramp_seconds=1 | grep -E "^(meeting|connected|loss) "
+python3 - "$tune_json" "$bench_json" <<'PY'
+import json, statistics, sys
+tune = json.load(open(sys.argv[1]))["results"][0]
+bench = json.load(open(sys.argv[2]))
+listeners = bench.get("listeners") or []
+def median(key):
+    values = [l[key] for l in listeners if l.get(key) is not None]
+    return statistics.median(values) if values else None
+coverage = median("coverage")
+onset = median("clippedOnsetMedianMs")
+print(f"virtual time: coverage {tune['coverage'] * 100:.2f} %, clipped onset p50 {tune['clipped_onset_p50_ms']} ms, missed turns {tune['missed_turns']} of {tune['turns']}")
+if coverage is not None:
+    print(f"real node:    coverage {coverage * 100:.2f} %, clipped onset p50 {onset} ms, missed turns {median('missedTurns')} of {listeners[0]['turns']}")
+checks = {
+    "every participant connected": bench["connected"] == bench["participants"],
+    "three listeners reported": len(listeners) == 3,
+    "coverage within 2 points": coverage is not None and abs(coverage - tune["coverage"]) <= 0.02,
+    "clipped onset p50 within 60 ms": onset is not None and tune["clipped_onset_p50_ms"] is not None
+        and abs(onset - tune["clipped_onset_p50_ms"]) <= 60,
+}
+ok = True
+for name, passed in checks.items():
+    print(f"{'ok  ' if passed else 'FAIL'} {name}")
+    ok = ok and passed
+sys.exit(0 if ok else 1)
+PY

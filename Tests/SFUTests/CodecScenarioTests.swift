@@ -139,6 +139,34 @@ import Testing
         #expect(h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0)).isEmpty)
     }
 
+    @Test func aConstrainedHighPublisherIsDecodableByAHighSlotAndConstrainedBaselineGoesUnderItsOwnFormat() throws {
+        let h = try RoomHarness()
+        let sa = SpeechScript(Voices.a, seed: 3), sc = SpeechScript(Voices.c, seed: 5)
+        // A sends Constrained High, as Safari does; C Constrained Baseline. B's slot offers Baseline, High and
+        // Constrained Baseline: a High decoder takes Constrained High (H.264 Annex A.2), and C's stream,
+        // which all three decode, goes under the format that names its own profile.
+        let aMember = try h.join("A", video: PayloadFormat(codec: .h264, payloadType: 100), h264: H264ProfileLevelID(hex: "640c1f"))
+        let a = SimulatedParticipant(aMember, audio: Self.speaking(sa, [0.2..<4]))
+        let aVideo = CraftedVideoSender(aMember, codec: .h264, payloadType: 100)
+        let cMember = try h.join("C", video: PayloadFormat(codec: .h264, payloadType: 100), h264: H264ProfileLevelID(hex: "42e01f"))
+        let c = SimulatedParticipant(cMember, audio: Self.speaking(sc, [4.5..<8]))
+        let cVideo = CraftedVideoSender(cMember, codec: .h264, payloadType: 100)
+        let formats = [PayloadFormat(codec: .h264, payloadType: 120, h264: H264ProfileLevelID(hex: "42001f")),
+                       PayloadFormat(codec: .h264, payloadType: 122, h264: H264ProfileLevelID(hex: "64001f")), Self.h264]
+        let bMember = try h.join("B", video: nil, videoSlots: 1, slotFormats: formats)
+        let b = SimulatedParticipant(bMember) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, c, b], crafted: [aVideo, cVideo], from: 0, seconds: 4)
+        let slot = try #require(h.talkerEvents(for: "B").last?.2.first { $0.kind == .video })
+        #expect(slot.participant == "A" && slot.codec == RoomEvent.SlotCodec(codec: .h264, decodable: true), "\(slot)")
+        let fromA = h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0))
+        #expect(fromA.count > 100 && fromA.allSatisfy { $0.header.payloadType == 122 }, "A's video under B's High format")
+
+        h.run([a, c, b], crafted: [aVideo, cVideo], from: 4, seconds: 4)
+        #expect(h.talkerEvents(for: "B").last?.2.first { $0.kind == .video }?.participant == "C")
+        #expect(runs(h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0)).map(\.header.payloadType)) == [122, 110],
+                "C's Constrained Baseline under B's Constrained Baseline format, not the Baseline one listed first")
+    }
+
     @Test func aNACKForAnH264PacketIsAnsweredUnderTheRTXPayloadTypeOfH264() throws {
         let h = try RoomHarness()
         let sa = SpeechScript(Voices.a, seed: 3)

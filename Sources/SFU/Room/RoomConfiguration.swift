@@ -217,14 +217,15 @@ public struct SlotDescription: Sendable, Equatable {
     }
 
     /// The format this slot sends `source` in, nil when the subscriber cannot decode it: the first with the
-    /// source's codec, for H.264 the first whose profile and level accept the source's
-    /// (`H264ProfileLevelID.isDecodable(by:)`; an absent profile-level-id is RFC 6184's default).
+    /// source's codec; for H.264 the first whose profile and level accept the source's
+    /// (`H264ProfileLevelID.isDecodable(by:)`; an absent profile-level-id is RFC 6184's default), one of the
+    /// source's own sub-profile before one that takes it as a subset, so that a stream goes under the format
+    /// that names it whenever the subscriber offered one.
     public func format(for source: PublishedTrack) -> PayloadFormat? {
-        formats.first { f in
-            guard f.codec == source.codec else { return false }
-            guard f.codec == .h264 else { return true }
-            return (source.h264 ?? .absent).isDecodable(by: f.h264 ?? .absent)
-        }
+        guard source.codec == .h264 else { return formats.first { $0.codec == source.codec } }
+        let sent = source.h264 ?? .absent
+        func takes(_ f: PayloadFormat) -> Bool { f.codec == .h264 && sent.isDecodable(by: f.h264 ?? .absent) }
+        return formats.first { takes($0) && ($0.h264 ?? .absent).profile == sent.profile } ?? formats.first(where: takes)
     }
 }
 

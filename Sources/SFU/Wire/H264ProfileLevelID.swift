@@ -110,13 +110,41 @@ public struct H264ProfileLevelID: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether a subscriber whose format declares `receiver` can decode a stream this format describes.
     ///
-    /// The sub-profiles must be the same (section 8.2.2: an answer keeps the offer's profile; table 5
-    /// equivalents count as the same). The stream's level must not exceed what the receiver declared: the node
-    /// answers each client with the client's own profile-level-id, so with level-asymmetry-allowed=1 it may send
-    /// a subscriber anything up to the subscriber's level, and without it the one level both directions use is
-    /// still the subscriber's own. A publisher at a lower level than the subscriber is fine either way.
+    /// The stream's sub-profile must be one the receiver's decoder takes: its own, or one whose bitstreams the
+    /// H.264 spec requires that decoder to decode (Annex A.2; `Profile.decodes(_:)`). A profile-level-id names
+    /// what a decoder supports (RFC 6184 section 8.1), and a decoder reads the stream's own SPS, so a
+    /// Constrained Baseline stream sent under a High format is decoded as Constrained Baseline. The node answers each
+    /// client with the client's own profile-level-id (section 8.2.2 keeps each format's profile); it only
+    /// chooses which of them a source goes under. The stream's level must not exceed what the receiver
+    /// declared: with level-asymmetry-allowed=1 the node may send a subscriber anything up to the subscriber's
+    /// level, and without it the one level both directions use is still the subscriber's own. A publisher at a
+    /// lower level than the subscriber is fine either way.
     public func isDecodable(by receiver: H264ProfileLevelID) -> Bool {
-        profile == receiver.profile && level <= receiver.level
+        receiver.profile.decodes(profile) && level <= receiver.level
+    }
+}
+
+extension H264ProfileLevelID.Profile {
+    /// Whether a decoder of this profile must decode streams of `stream`'s sub-profile (H.264 Annex A.2).
+    /// Constrained Baseline is the subset every Baseline, Main, Extended and High-family decoder takes; plain
+    /// Baseline may use FMO, ASO and redundant slices (A.2.1), which only Baseline and Extended decoders take;
+    /// Main is taken by the High family, Constrained High and Progressive High by High. A Progressive High
+    /// decoder takes Main only when it is frame-coded, which profile-level-id does not say, so not here; an
+    /// intra-only profile is taken by its own decoder and the wider non-intra ones. When in doubt a pair is
+    /// left out: a missing pair costs a slot reported undecodable, a wrong one a stream the subscriber cannot
+    /// show.
+    func decodes(_ stream: Self) -> Bool {
+        if stream == self { return true }
+        switch self {
+        case .constrainedBaseline, .high10Intra, .high422Intra, .high444Intra, .cavlc444Intra: return false
+        case .baseline, .main, .constrainedHigh: return stream == .constrainedBaseline
+        case .extended: return stream == .constrainedBaseline || stream == .baseline
+        case .progressiveHigh: return Self.constrainedHigh.decodes(stream)
+        case .high: return Self.progressiveHigh.decodes(stream) || stream == .main
+        case .high10: return Self.high.decodes(stream) || stream == .high10Intra
+        case .high422: return Self.high10.decodes(stream) || stream == .high422Intra
+        case .high444: return Self.high422.decodes(stream) || stream == .high444Intra || stream == .cavlc444Intra
+        }
     }
 }
 

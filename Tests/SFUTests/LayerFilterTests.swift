@@ -25,9 +25,18 @@ import Testing
         }
     }
 
-    func forwarded(_ f: inout LayerFilter, _ frames: [VideoDescriptor]) -> [Bool] {
-        frames.map { if case .forward = f.admit($0, marker: true) { return true } else { return false } }
+    /// A VP8 packet that continues a picture (S clear), for pictures in more than one packet.
+    static func vp8Continuation(pid: UInt16, tl0: UInt8, tid: UInt8) -> VideoDescriptor {
+        let bytes: [UInt8] = [0x80, 0xE0, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), tl0, tid << 6, 0xAA]
+        return bytes.withUnsafeBytes { .vp8(try! VP8Descriptor.parse($0).get()) }
     }
+
+    /// Whether each one-packet frame is sent, in order, its extended sequence number its picture ID.
+    func forwarded(_ f: inout LayerFilter, _ frames: [VideoDescriptor]) -> [Bool] {
+        frames.map { sent(f.admit($0, marker: true, extendedSequence: Int64($0.numbering?.pictureID ?? 0))) }
+    }
+
+    func sent(_ v: LayerFilter.Verdict) -> Bool { if case .forward = v { true } else { false } }
 
     @Test func aTemporalCapSendsTheLayersAtOrBelowIt() {
         var f = LayerFilter()
@@ -63,7 +72,7 @@ import Testing
         var f = LayerFilter()
         f.wantedSpatial = 1
         let picture = (0...2).map { Self.vp9(pid: 1, tid: 0, sid: UInt8($0), key: true) }
-        let verdicts = picture.enumerated().map { f.admit($1, marker: $0 == 2) }
+        let verdicts = picture.enumerated().map { f.admit($1, marker: $0 == 2, extendedSequence: Int64($0)) }
         #expect(verdicts == [.forward(endsPicture: false), .forward(endsPicture: true), .skip(closesPicture: false)],
                 "layer 1's last packet carries the marker the top layer had")
     }
@@ -71,13 +80,14 @@ import Testing
     @Test func aVP9SpatialLayerComesBackOnlyAtAKeyFrame() {
         var f = LayerFilter()
         f.wantedSpatial = 0
-        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false)
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false, extendedSequence: 1)
         f.wantedSpatial = nil
         #expect(f.awaitsKeyframe(top: 1))
-        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 0), marker: false) == .forward(endsPicture: true), "layer 0 is the top one sent")
-        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 1), marker: true) == .skip(closesPicture: false), "no key frame yet")
-        _ = f.admit(Self.vp9(pid: 3, tid: 0, sid: 0, key: true), marker: false)
-        #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 1, key: true), marker: true) == .forward(endsPicture: true))
+        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 0), marker: false, extendedSequence: 2) == .forward(endsPicture: true),
+                "layer 0 is the top one sent")
+        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 1), marker: true, extendedSequence: 3) == .skip(closesPicture: false), "no key frame yet")
+        _ = f.admit(Self.vp9(pid: 3, tid: 0, sid: 0, key: true), marker: false, extendedSequence: 4)
+        #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 1, key: true), marker: true, extendedSequence: 5) == .forward(endsPicture: true))
         #expect(!f.awaitsKeyframe(top: 1))
     }
 
@@ -97,10 +107,60 @@ import Testing
     @Test func aVP9TemporalLayerComesBackAtASwitchingUpPoint() {
         var f = LayerFilter()
         f.wantedTemporal = 0
-        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: true)
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: true, extendedSequence: 1)
         f.wantedTemporal = nil
-        #expect(f.admit(Self.vp9(pid: 2, tid: 1, sid: 0), marker: true) == .skip(closesPicture: true))
-        #expect(f.admit(Self.vp9(pid: 3, tid: 1, sid: 0, switchUp: true), marker: true) == .forward(endsPicture: true))
+        #expect(f.admit(Self.vp9(pid: 2, tid: 1, sid: 0), marker: true, extendedSequence: 2) == .skip(closesPicture: true))
+        #expect(f.admit(Self.vp9(pid: 3, tid: 1, sid: 0, switchUp: true), marker: true, extendedSequence: 3) == .forward(endsPicture: true))
+    }
+
+    /// An RTX repair (RFC 4588) of the key frame that started the group of pictures, arriving after a
+    /// temporal drop and a cap lifted again, does not reopen the layers at once: TL2's frames before its next
+    /// sync frame refer to TL2 frames the slot left out.
+    @Test func aRepairedOldKeyFrameDoesNotReopenATemporalLayerBeforeItsSyncFrame() {
+        var f = LayerFilter()
+        _ = forwarded(&f, Self.l1t3(4))
+        f.wantedTemporal = 0
+        #expect(forwarded(&f, Self.l1t3(4, from: 4)) == [true, false, false, false])
+        f.wantedTemporal = nil
+        #expect(forwarded(&f, [Self.vp8(pid: 8, tl0: 2, tid: 0)]) == [true])
+        #expect(sent(f.admit(Self.vp8(pid: 0, tl0: 0, tid: 0, key: true), marker: true, extendedSequence: 0)),
+                "the repair itself is base layer, and sent")
+        let frames = [Self.vp8(pid: 9, tl0: 2, tid: 2), Self.vp8(pid: 10, tl0: 2, tid: 1, sync: true), Self.vp8(pid: 11, tl0: 2, tid: 2),
+                      Self.vp8(pid: 12, tl0: 3, tid: 0), Self.vp8(pid: 13, tl0: 3, tid: 2, sync: true)]
+        #expect(forwarded(&f, frames) == [false, true, false, true, true], "the layers come back at the stream's own sync frames")
+    }
+
+    /// The same for a VP9 spatial layer: a repaired old key picture does not bring layer 1 back; the next key
+    /// frame in order does.
+    @Test func aRepairedOldKeyPictureDoesNotBringASpatialLayerBack() {
+        var f = LayerFilter()
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false, extendedSequence: 10)
+        _ = f.admit(Self.vp9(pid: 1, tid: 0, sid: 1, key: true), marker: true, extendedSequence: 11)
+        f.wantedSpatial = 0
+        #expect(f.admit(Self.vp9(pid: 2, tid: 0, sid: 0), marker: false, extendedSequence: 12) == .forward(endsPicture: true))
+        f.wantedSpatial = nil
+        #expect(f.admit(Self.vp9(pid: 1, tid: 0, sid: 0, key: true), marker: false, extendedSequence: 10) == .forward(endsPicture: true),
+                "the repair, judged by the layers sent now")
+        #expect(f.awaitsKeyframe(top: 1), "still waiting for a key frame of the stream in order")
+        #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 0), marker: false, extendedSequence: 14) == .forward(endsPicture: true))
+        #expect(f.admit(Self.vp9(pid: 3, tid: 0, sid: 1), marker: true, extendedSequence: 15) == .skip(closesPicture: false))
+        _ = f.admit(Self.vp9(pid: 4, tid: 0, sid: 0, key: true), marker: false, extendedSequence: 16)
+        #expect(f.admit(Self.vp9(pid: 4, tid: 0, sid: 1, key: true), marker: true, extendedSequence: 17) == .forward(endsPicture: true))
+    }
+
+    /// A late picture start (reordered, or repaired) does not apply a lowered cap in the middle of the newer
+    /// picture in flight, whose start was sent: the cap takes effect at the next picture start in order.
+    @Test func aLatePictureStartDoesNotCloseALayerInTheMiddleOfAPicture() {
+        var f = LayerFilter()
+        #expect(sent(f.admit(Self.vp8(pid: 0, tl0: 0, tid: 0, key: true), marker: true, extendedSequence: 0)))
+        // Packet 1 (picture 1, TL2) is missing; picture 2 (TL1) is packets 2 and 3.
+        #expect(sent(f.admit(Self.vp8(pid: 2, tl0: 0, tid: 1, sync: true), marker: false, extendedSequence: 2)))
+        f.wantedTemporal = 0
+        #expect(sent(f.admit(Self.vp8(pid: 1, tl0: 0, tid: 2, sync: true), marker: true, extendedSequence: 1)),
+                "the repair of a TL2 frame the subscriber was sent the layer of")
+        #expect(sent(f.admit(Self.vp8Continuation(pid: 2, tl0: 0, tid: 1), marker: true, extendedSequence: 3)), "picture 2 ends whole")
+        #expect(!sent(f.admit(Self.vp8(pid: 3, tl0: 0, tid: 2), marker: true, extendedSequence: 4)), "the cap from the next picture on")
+        #expect(sent(f.admit(Self.vp8(pid: 4, tl0: 1, tid: 0), marker: true, extendedSequence: 5)))
     }
 
     @Test func theOutputClosesUpOverSkippedPacketsAndPictures() throws {
@@ -110,7 +170,7 @@ import Testing
         f.wantedTemporal = 1
         var seqs: [UInt16] = [], pids: [UInt16] = []
         for (i, d) in Self.l1t3(12).enumerated() {
-            switch f.admit(d, marker: true) {
+            switch f.admit(d, marker: true, extendedSequence: Int64(100 + i)) {
             case .skip(let closes):
                 rw.skip(extendedSequence: Int64(100 + i), closesPicture: closes)
             case .forward:

@@ -8,6 +8,17 @@
 /// a frame of that layer that marks a switching point (Y for VP8, U for VP9) or at a key frame, a spatial layer
 /// up only at a key frame (an upper spatial layer refers to its own earlier frames). Packets without layer
 /// indices, and H.264, always pass.
+///
+/// Only the source's newest packets move the filter: one older than the newest it has seen (an RTX repair,
+/// RFC 4588, or one reordered on the way) is judged by the layers sent now and changes nothing. A repaired
+/// key frame start from before a layer drop would otherwise reopen the layer in the middle of a group of
+/// pictures, at frames whose references the slot never sent, and a late picture start would apply a lowered
+/// cap in the middle of the newer picture in flight. Judging it by the layers sent now, rather than by those
+/// sent at its picture, keeps no history per picture and is safe: a layer sent now either was sent at that
+/// picture too (the repair fills a hole the subscriber has), or came back since at a switching point or key
+/// frame, past which no frame sent since refers, so the old frame is at worst one the receiver cannot use
+/// and drops. A picture start that arrives only as a repair moves nothing: the filter waits for the next
+/// switching point or key frame of the stream in order.
 public struct LayerFilter: Sendable, Equatable {
     /// What the slot should send at most; nil: every layer.
     public var wantedTemporal: UInt8?
@@ -15,6 +26,8 @@ public struct LayerFilter: Sendable, Equatable {
     /// What it sends now.
     public private(set) var temporal: UInt8?
     public private(set) var spatial: UInt8?
+    /// The highest extended sequence number of the source admitted since the last `reset`.
+    private var newest: Int64?
 
     public init() {}
 
@@ -32,21 +45,24 @@ public struct LayerFilter: Sendable, Equatable {
     /// while its top one already flows, waits for nothing).
     public func awaitsKeyframe(top: UInt8) -> Bool { (spatial ?? top) < (wantedSpatial ?? top) }
 
-    /// The verdict for one packet of the slot's source, `marker` its RTP marker.
-    public mutating func admit(_ d: VideoDescriptor, marker: Bool) -> Verdict {
+    /// The verdict for one packet of the slot's source, `marker` its RTP marker, `ext` its extended sequence
+    /// number: the layers move only at a packet newer than any seen before.
+    public mutating func admit(_ d: VideoDescriptor, marker: Bool, extendedSequence ext: Int64) -> Verdict {
+        let inOrder = newest.map { ext > $0 } ?? true
+        if inOrder { newest = ext }
         switch d {
         case .h264:
             return .forward(endsPicture: marker)
         case .vp8(let v):
             guard let tid = v.temporalLayer else { return .forward(endsPicture: marker) }
-            if v.startOfPartition && v.partitionIndex == 0 {
+            if inOrder && v.startOfPartition && v.partitionIndex == 0 {
                 moveTemporal(tid: tid, keyframe: v.isKeyframeStart, switchingPoint: v.layerSync)
             }
             return tid <= (temporal ?? .max) ? .forward(endsPicture: marker)
                 : .skip(closesPicture: v.startOfPartition && v.partitionIndex == 0)
         case .vp9(let v):
             guard let tid = v.temporalLayer, let sid = v.spatialLayer else { return .forward(endsPicture: marker) }
-            if v.startOfLayerFrame && sid == 0 {
+            if inOrder && v.startOfLayerFrame && sid == 0 {
                 let keyframe = !v.interPicturePredicted
                 if keyframe || (wantedSpatial ?? .max) < (spatial ?? .max) { spatial = wantedSpatial }
                 moveTemporal(tid: tid, keyframe: keyframe, switchingPoint: v.switchingUpPoint)
@@ -68,9 +84,11 @@ public struct LayerFilter: Sendable, Equatable {
         }
     }
 
-    /// Back to every layer the slot wants, for a new source (which starts at a key frame).
+    /// Back to every layer the slot wants, for a new source (which starts at a key frame, in its own sequence
+    /// numbers).
     public mutating func reset() {
         temporal = wantedTemporal
         spatial = wantedSpatial
+        newest = nil
     }
 }

@@ -232,7 +232,7 @@ extension Room {
                 // Layers above the slot's caps are left out, the output closing up over them.
                 var marker = header.marker
                 if let video {
-                    switch s.videoSlots[ref.index].layers.admit(video, marker: header.marker) {
+                    switch s.videoSlots[ref.index].layers.admit(video, marker: header.marker, extendedSequence: ext) {
                     case .skip(let closesPicture):
                         s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, closesPicture: closesPicture)
                         drop(.layerNotSent)

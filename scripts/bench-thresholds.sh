@@ -2,9 +2,9 @@
 # Checks the malloc counts of the per-packet benchmarks (Benchmarks/, package-benchmark) against the counts
 # stored in Benchmarks/Thresholds: forwarding one audio or video packet to 10 subscribers (with SRTP and with
 # the null cipher; and through a whole worker core), SRTP protect and unprotect, RTP parsing, H.264 and VP9
-# payload parsing, audio level, and handling a subscriber's transport-cc feedback. Malloc counts are
-# deterministic, unlike time, so any rise above a stored count fails (and so does a fall: store the new, lower
-# count).
+# payload parsing, audio level, handling a subscriber's transport-cc feedback, and the talker checks every
+# room runs every 40 ms. Malloc counts are deterministic, unlike time, so any rise above a stored count fails
+# (and so does a fall: store the new, lower count).
 # Only mallocCountTotal is measured and stored; no time is ever checked.
 # Usage: scripts/bench-thresholds.sh            check (CI)
 #        scripts/bench-thresholds.sh --update   store the counts of this build (after a change that
@@ -25,7 +25,7 @@ esac
 SFU_SRTP=openssl use_libsrtp
 export SFU_BENCH_SRTP_BACKEND=openssl
 target=EngineBenchmarks
-filter='Forward.*|SRTP.*|Parse RTP header.*|Parse H.264 and VP9 payloads.*|Audio level.*|Handle one transport-cc feedback.*'
+filter='Forward.*|SRTP.*|Parse RTP header.*|Parse H.264 and VP9 payloads.*|Audio level.*|Handle one transport-cc feedback.*|Talker speaking check.*'
 cd Benchmarks
 echo "== benchmark thresholds: malloc counts per iteration of $target ($filter) against Benchmarks/Thresholds"
 log=$(mktemp)

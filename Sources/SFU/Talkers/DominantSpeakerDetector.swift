@@ -100,12 +100,13 @@ public struct DominantSpeakerDetector {
 
     /// Pushes silence for speakers whose samples stopped: one sample per 20 ms of the gap.
     public mutating func fillSilence(now: MonoTime) {
-        for id in speakers.keys {
-            let gap = now - speakers[id]!.lastSample
-            guard gap >= configuration.idleFill else { continue }
+        let idleFill = configuration.idleFill
+        updateEach { _, e in
+            let gap = now - e.lastSample
+            guard gap >= idleFill else { return }
             let n = Int(gap.nanoseconds / 20_000_000)
-            for _ in 0..<min(n, SpeechActivity.historyLength) { speakers[id]!.activity.push(level: LevelMath.silence) }
-            speakers[id]!.lastSample = speakers[id]!.lastSample + .init(nanoseconds: Int64(n) * 20_000_000)
+            for _ in 0..<min(n, SpeechActivity.historyLength) { e.activity.push(level: LevelMath.silence) }
+            e.lastSample = e.lastSample + .init(nanoseconds: Int64(n) * 20_000_000)
         }
     }
 
@@ -141,25 +142,28 @@ public struct DominantSpeakerDetector {
     /// its phrases).
     mutating func updateSpeaking(now: MonoTime) -> [(id: Int, speaking: Bool)] {
         fillSilence(now: now)
+        // Visited in the dictionary's order and the few changes sorted after: this runs every 40 ms in every
+        // room, and sorting the keys each time would allocate where nothing changes.
         var changes: [(id: Int, speaking: Bool)] = []
-        for id in speakers.keys.sorted() {
-            let a = speakers[id]!.activity
-            let recent = a.loudSamples(in: 0..<20, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
-            let previous = a.loudSamples(in: 20..<40, threshold: configuration.speakingThreshold, margin: configuration.speakingMarginDb)
-            let held = previous >= configuration.speakingMinSamples && recent + previous >= configuration.holdMinSamples
-            let speaking = !speakers[id]!.paused && (recent >= configuration.speakingMinSamples || held)
-            if speaking != speakers[id]!.speaking {
-                speakers[id]!.speaking = speaking
+        let c = configuration
+        updateEach { id, e in
+            let recent = e.activity.loudSamples(in: 0..<20, threshold: c.speakingThreshold, margin: c.speakingMarginDb)
+            let previous = e.activity.loudSamples(in: 20..<40, threshold: c.speakingThreshold, margin: c.speakingMarginDb)
+            let held = previous >= c.speakingMinSamples && recent + previous >= c.holdMinSamples
+            let speaking = !e.paused && (recent >= c.speakingMinSamples || held)
+            if speaking != e.speaking {
+                e.speaking = speaking
                 changes.append((id, speaking))
             }
         }
+        if changes.count > 1 { changes.sort { $0.id < $1.id } }
         return changes
     }
 
     /// Runs a decision now: who is speaking, and who is dominant.
     public mutating func decide(now: MonoTime) -> Decision {
         let changes = updateSpeaking(now: now)
-        for id in speakers.keys { speakers[id]!.activity.computeScores() }
+        updateEach { _, e in e.activity.computeScores() }
         let reference: (immediate: Double, medium: Double, long: Double)
         if let d = dominant, let e = speakers[d] {
             reference = (e.activity.immediateScore, e.activity.mediumScore, e.activity.longScore)
@@ -168,18 +172,26 @@ public struct DominantSpeakerDetector {
         }
         var best: Int?
         var bestR2 = 2.0
-        for id in speakers.keys.sorted() where id != dominant {
-            let e = speakers[id]!
-            guard !e.paused else { continue }
+        for (id, e) in speakers where id != dominant && !e.paused {
             let r1 = log(e.activity.immediateScore / reference.immediate)
             let r2 = log(e.activity.mediumScore / reference.medium)
             let r3 = log(e.activity.longScore / reference.long)
-            if r1 > 3, r2 > 2, r3 > 0, r2 > bestR2 {
-                best = id
-                bestR2 = r2
-            }
+            // Equal ratios go to the lower id, whatever order the dictionary keeps.
+            guard r1 > 3, r2 > 2, r3 > 0, r2 > bestR2 || (r2 == bestR2 && id < (best ?? .max)) else { continue }
+            best = id
+            bestR2 = r2
         }
         if let best { dominant = best }
         return Decision(newDominant: best, speakingChanges: changes)
+    }
+
+    /// Runs `body` on every speaker in place. A `for id in speakers.keys` loop that writes `speakers[id]`
+    /// keeps the storage shared with its iterator, so the first write copies the whole table.
+    private mutating func updateEach(_ body: (Int, inout Entry) -> Void) {
+        var i = speakers.startIndex
+        while i != speakers.endIndex {
+            body(speakers.keys[i], &speakers.values[i])
+            speakers.formIndex(after: &i)
+        }
     }
 }

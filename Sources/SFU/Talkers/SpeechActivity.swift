@@ -93,17 +93,16 @@ struct SpeechActivity {
 
     /// Recomputes the three scores from the history (called once per decision, not per packet).
     mutating func computeScores() {
-        var imm = [Int](repeating: 0, count: Self.historyLength)
-        for i in 0..<Self.historyLength { imm[i] = immediate(i) }
-        var mediums = [Int](repeating: 0, count: 10)
+        // Counted in place, with no arrays: this runs for every speaker of a room at every election.
+        var firstMedium = 0, long = 0
         for b in 0..<10 {
             var c = 0
-            for k in (5 * b)..<(5 * b + 5) where imm[k] > 7 { c += 1 }
-            mediums[b] = c
+            for k in (5 * b)..<(5 * b + 5) where immediate(k) > 7 { c += 1 }
+            if b == 0 { firstMedium = c }
+            if c > 4 { long += 1 }
         }
-        let long = mediums.reduce(0) { $0 + ($1 > 4 ? 1 : 0) }
-        immediateScore = Self.score(imm[0], n: 13, lambda: 0.78)
-        mediumScore = Self.score(mediums[0], n: 5, lambda: 24)
+        immediateScore = Self.score(immediate(0), n: 13, lambda: 0.78)
+        mediumScore = Self.score(firstMedium, n: 5, lambda: 24)
         longScore = Self.score(long, n: 10, lambda: 47)
     }
 

@@ -2,9 +2,11 @@
 # Checks that `sfu tune` (the room on virtual time) and `sfu bench` (a real node over loopback UDP) report
 # the same listener metrics: both play the short meeting of docs/tune/check.conf (the same seeded script,
 # voices and join order) at max_active_talkers = 2, and the bench's subscribers must hear the same share of
-# the speech within 2 points and the same clipped onset (median) within 60 ms. The tolerance covers what
-# only the real node has: its talker decisions fall at another phase of the 20 ms frames, and packets cross
-# a socket. Extra arguments go to `sfu tune` only: `scripts/tune-check.sh --set seed=6` compares two
+# the speech within 2 points and the same clipped onset (median) within 80 ms. The tolerance covers what
+# only the real node has: its 40 ms speaking checks fall at another phase of the 20 ms frames (on virtual time
+# a frame and a check coincide, so a new talker waits 0-40 ms more over UDP), its timers run late under load,
+# and packets cross a socket. Eleven runs on a loaded 2-core machine (load 3-5) were 0-1.5 points and 0-40 ms
+# apart, always the real node behind; the detector before issue 15 was 4.4 points and 120 ms apart. Extra arguments go to `sfu tune` only: `scripts/tune-check.sh --set seed=6` compares two
 # different meetings and must fail. About 45 s (a 30 s meeting twice, and the builds' start-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +37,8 @@ checks = {
     "every participant connected": bench["connected"] == bench["participants"],
     "three listeners reported": len(listeners) == 3,
     "coverage within 2 points": coverage is not None and abs(coverage - tune["coverage"]) <= 0.02,
-    "clipped onset p50 within 60 ms": onset is not None and tune["clipped_onset_p50_ms"] is not None
-        and abs(onset - tune["clipped_onset_p50_ms"]) <= 60,
+    "clipped onset p50 within 80 ms": onset is not None and tune["clipped_onset_p50_ms"] is not None
+        and abs(onset - tune["clipped_onset_p50_ms"]) <= 80,
 }
 ok = True
 for name, passed in checks.items():

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LoadGen
+import SFU
 
 /// Tuning max_active_talkers: a simulated meeting through the real room on virtual time, once, measured for
 /// each K at listen-only observers; what listeners miss next to what each K costs, and the smallest K that
@@ -24,6 +25,8 @@ struct TuneCommand: ParsableCommand {
     @Option(help: "Coverage the recommended K must reach, percent.") var targetCoverage: Double?
     @Option(help: "Write the chart (SVG) here.") var chart: String?
     @Option(help: "Write the report as JSON here.") var json: String?
+    @Option(help: "key=v1,v2,... : one tune per value (e.g. talkers=2,4,8,16) and a table of the K each recommends; charts go to --chart with the value before the extension.")
+    var sweep: String?
 
     func run() throws {
         var plan = TunePlan()
@@ -36,24 +39,48 @@ struct TuneCommand: ParsableCommand {
         } catch let e as TunePlan.Invalid {
             throw ValidationError(e.description)
         }
-        let start = Date()
+        var runs: [(value: String, plan: TunePlan)] = [("", plan)]
+        var sweepKey: String?
+        if let sweep {
+            do { (sweepKey, runs) = try plan.sweep(sweep) } catch { throw ValidationError(error.description) }
+        }
         print("tune: synthesising and encoding speech (espeak-ng, libopus)")
-        let media = try ConversationMedia(encodeGains: plan.levelSource == .decode)
+        var media: [LevelSource: ConversationMedia] = [:]
+        var reports: [(value: String, report: TuneReport)] = []
+        for (value, p) in runs {
+            if let sweepKey { print("\n== \(sweepKey) = \(value)") }
+            if media[p.levelSource] == nil { media[p.levelSource] = try ConversationMedia(encodeGains: p.levelSource == .decode) }
+            let report = try tune(p, media: media[p.levelSource]!)
+            print(report.text, terminator: "")
+            if let chart {
+                let path = sweepKey == nil ? chart : TuneSweep.chartPath(chart, value: value)
+                try TuneChart.svg(report).write(toFile: path, atomically: true, encoding: .utf8)
+                print("chart: \(path)")
+            }
+            reports.append((value, report))
+        }
+        let output: [String: Any]
+        if let sweepKey {
+            let summary = TuneSweep(key: sweepKey, runs: reports)
+            print("\n" + summary.text, terminator: "")
+            output = summary.json
+        } else {
+            output = reports[0].report.json
+        }
+        if let json {
+            try JSONSerialization.data(withJSONObject: output, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
+            print("json: \(json)")
+        }
+    }
+
+    /// One meeting through the room for every K of `plan`.
+    private func tune(_ plan: TunePlan, media: ConversationMedia) throws -> TuneReport {
+        let start = Date()
         let script = ConversationModel.generate(plan.conversation, voices: media.voiceCount, backchannelFrames: media.backchannelFrames)
         let statistics = ConversationStatistics(script)
         print("tune: \(plan.conversation.participants) participants, \(statistics.talkers) of them talk; running \(String(format: "%.0f", plan.conversation.minutes)) minutes through the room for K = \(plan.ks.map(String.init).joined(separator: ","))")
-        let run = TuneRun(plan: plan, script: script, media: media)
-        let results = try run.run { print($0) }
-        let report = TuneReport(plan: plan, statistics: statistics, results: results, elapsedSeconds: Date().timeIntervalSince(start), script: script)
-        print("tune: encoded \(media.framesEncoded) Opus frames once")
-        print(report.text, terminator: "")
-        if let chart {
-            try TuneChart.svg(report).write(toFile: chart, atomically: true, encoding: .utf8)
-            print("chart: \(chart)")
-        }
-        if let json {
-            try JSONSerialization.data(withJSONObject: report.json, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
-            print("json: \(json)")
-        }
+        let results = try TuneRun(plan: plan, script: script, media: media).run { print($0) }
+        print("tune: \(media.framesEncoded) Opus frames encoded so far")
+        return TuneReport(plan: plan, statistics: statistics, results: results, elapsedSeconds: Date().timeIntervalSince(start), script: script)
     }
 }

@@ -108,6 +108,35 @@ import Testing
         }
     }
 
+    @Test func aSweepOverTalkersRecommendsAtMostAsManySlotsAsPeopleTalk() throws {
+        var plan = Self.plan([1, 2, 3, 4])
+        plan.conversation.participants = 8
+        plan.conversation.silentListenOnly = true
+        plan.conversation.minutes = 1
+        plan.conversation.seed = 7
+        plan.targetCoverage = 0.999
+        Self.quietRoom(&plan.conversation)
+        let (key, runs) = try plan.sweep("talkers=1,2")
+        var reports: [(value: String, report: TuneReport)] = []
+        for (value, p) in runs {
+            let script = ConversationModel.generate(p.conversation, voices: Self.media.voiceCount, backchannelFrames: Self.media.backchannelFrames)
+            let results = try TuneRun(plan: p, script: script, media: Self.media).run()
+            reports.append((value, TuneReport(plan: p, statistics: ConversationStatistics(script), results: results)))
+        }
+        let sweep = TuneSweep(key: key, runs: reports)
+        #expect(reports.map(\.report.statistics.talkers) == [1, 2])
+        // Enough slots for everyone who talks hear everything, so the recommendation is never above that.
+        #expect(try #require(reports[0].report.recommended).k == 1)
+        #expect(try #require(reports[1].report.recommended).k <= 2)
+        let lines = sweep.text.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[1].hasPrefix("1 | 8 (1) | 1 | 100.00 |"), "\(lines[1])")
+        #expect(lines[2].hasPrefix("2 | 8 (2) | "), "\(lines[2])")
+        let json = sweep.json
+        #expect(json["sweep"] as? String == "talkers")
+        #expect((json["runs"] as? [[String: Any]])?.count == 2)
+    }
+
     @Test func anObserverAskingForKHearsWhatARoomSetToKGives() throws {
         var plan = Self.plan([1, 2])
         plan.conversation.participants = 6
@@ -150,5 +179,31 @@ import Testing
             try plan.apply(scenario: "minutes = 5\nks = 0-3\n")
         }
         #expect(throws: TunePlan.Invalid.self) { try plan.apply(scenario: "talkspurts = 3") }
+    }
+
+    @Test func aSweepOverTalkersKeepsTheMeetingsSizeAndOverridesItsSilentShare() throws {
+        var plan = TunePlan()
+        try plan.apply(scenario: "preset = webinar\nparticipants = 40\nsilent_share = 0.9")
+        let (key, runs) = try plan.sweep("talkers=2, 8,16")
+        #expect(key == "talkers")
+        #expect(runs.map(\.value) == ["2", "8", "16"])
+        #expect(runs.map(\.plan.conversation.speakers) == [2, 8, 16])
+        #expect(runs.allSatisfy { $0.plan.conversation.participants == 40 && $0.plan.preset == .webinar })
+        #expect(plan.conversation.speakers == 4, "the plan swept is left as it was")
+    }
+
+    @Test func aSweepIsRefusedWhenAValueIsBadOrItWouldResetThePlan() {
+        let plan = TunePlan()
+        #expect(throws: TunePlan.Invalid("talkers (13) cannot exceed participants (12)")) { try plan.sweep("talkers=4,13") }
+        #expect(throws: TunePlan.Invalid.self) { try plan.sweep("talkers=") }
+        #expect(throws: TunePlan.Invalid.self) { try plan.sweep("talkers") }
+        #expect(throws: TunePlan.Invalid.self) { try plan.sweep("preset=standup,lecture") }
+        #expect(throws: TunePlan.Invalid.self) { try plan.sweep("nonsense=1,2") }
+    }
+
+    @Test func aSweepsChartsAreNamedByValue() {
+        #expect(TuneSweep.chartPath("docs/talkers.svg", value: "8") == "docs/talkers-8.svg")
+        #expect(TuneSweep.chartPath("out", value: "0.5") == "out-0.5")
+        #expect(TuneSweep.chartPath("a.svg", value: "1/2") == "a-1_2.svg")
     }
 }

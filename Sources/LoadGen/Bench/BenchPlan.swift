@@ -159,13 +159,11 @@ public struct BenchPlan: Sendable, Codable, Equatable {
 
     /// `key=v1,v2,...` for `--sweep`.
     public static func sweep(_ text: String) throws(Invalid) -> (key: String, values: [String]) {
-        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2, !parts[0].isEmpty else { throw Invalid(description: "--sweep expects key=v1,v2,..., got '\(text)'") }
-        let values = parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard !values.isEmpty else { throw Invalid(description: "--sweep \(parts[0]) has no values") }
+        guard let (key, values) = splitSweep(text) else { throw Invalid(description: "--sweep expects key=v1,v2,..., got '\(text)'") }
+        guard !values.isEmpty else { throw Invalid(description: "--sweep \(key) has no values") }
         var probe = BenchPlan()
-        for v in values { try probe.set(parts[0], v) }
-        return (parts[0], values)
+        for v in values { try probe.set(key, v) }
+        return (key, values)
     }
 
     /// The REMB figure (kbps) the `i`th subscriber of a room sends.

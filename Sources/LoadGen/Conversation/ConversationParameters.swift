@@ -64,8 +64,15 @@ public struct ConversationParameters: Sendable, Equatable, Codable {
 
     public init() {}
 
+    /// How many participants ever speak, when given: replaces `silentShare`, so a sweep over the number of
+    /// talkers keeps the meeting's size (`sfu tune --sweep talkers=4,8,16`).
+    public var talkers: Int?
+
     /// Participants who ever speak (at least one).
-    public var speakers: Int { max(1, min(participants, Int((Double(participants) * (1 - silentShare)).rounded()))) }
+    public var speakers: Int {
+        let wanted = talkers ?? Int((Double(participants) * (1 - silentShare)).rounded())
+        return max(1, min(participants, wanted))
+    }
 
     public static let frameSeconds = 0.02
     public var frames: Int { Int((minutes * 60 / Self.frameSeconds).rounded()) }
@@ -73,6 +80,7 @@ public struct ConversationParameters: Sendable, Equatable, Codable {
     public static let keys: [(key: String, help: String)] = [
         ("participants", "people in the meeting"), ("minutes", "length of the meeting"),
         ("silent_share", "share of participants who never speak (0-1)"),
+        ("talkers", "participants who ever speak (replaces silent_share)"),
         ("silent_listen_only", "those who never speak publish no audio (true) or their room noise (false)"),
         ("talkspurt_mean_s", "mean talkspurt, s"), ("talkspurt_min_s", "shortest talkspurt, s"),
         ("pause_mean_s", "mean pause between talkspurts of one turn, s"), ("spurts_per_turn", "mean talkspurts per turn"),
@@ -109,6 +117,9 @@ public struct ConversationParameters: Sendable, Equatable, Codable {
             guard let v = Int(text), (1...1000).contains(v) else { throw Invalid("participants must be a whole number 1-1000, got '\(text)'") }
             participants = v
         case "minutes": minutes = try number(0.1...600)
+        case "talkers":
+            guard let v = Int(text), (1...1000).contains(v) else { throw Invalid("talkers must be a whole number 1-1000, got '\(text)'") }
+            talkers = v
         case "silent_share": silentShare = try number(0...1)
         case "silent_listen_only":
             switch text.lowercased() {
@@ -147,6 +158,9 @@ public struct ConversationParameters: Sendable, Equatable, Codable {
         }
         guard interruptionShare <= overlapShare else {
             throw Invalid("interruption_share (\(interruptionShare)) counts within overlap_share (\(overlapShare)): it cannot be larger")
+        }
+        if let talkers, talkers > participants {
+            throw Invalid("talkers (\(talkers)) cannot exceed participants (\(participants))")
         }
     }
 }

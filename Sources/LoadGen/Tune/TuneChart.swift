@@ -14,7 +14,7 @@ public enum TuneChart {
         var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
         s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
         let c = report.plan.conversation
-        s += "<text x=\"\(margin)\" y=\"20\" font-weight=\"bold\">\(escape("\(report.plan.preset.rawValue): \(c.participants) participants, \(Int(c.minutes)) min; max_active_talkers = K"))</text>\n"
+        s += "<text x=\"\(margin)\" y=\"20\" font-weight=\"bold\">\(escape("\(report.plan.preset.rawValue): \(c.participants) participants (\(report.statistics.talkers) talk), \(Int(c.minutes)) min; max_active_talkers = K"))</text>\n"
         let coverage = results.map { $0.metrics.coverage * 100 }
         let yMinCoverage = max(0, floor((min(coverage.min() ?? 0, report.plan.targetCoverage * 100) - 5) / 10) * 10)
         let onsetTop = max(results.compactMap(\.metrics.clippedOnsetP90Ms).max() ?? 1, 1) * 1.1

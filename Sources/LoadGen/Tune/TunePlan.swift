@@ -56,6 +56,22 @@ public struct TunePlan: Sendable {
 
     public typealias Invalid = ConversationParameters.Invalid
 
+    /// `key=v1,v2,...` for `sfu tune --sweep`: the plan once per value, each set after everything else (so
+    /// `--sweep talkers=4,8` overrides the preset's and the scenario's silent share), every value checked here.
+    public func sweep(_ text: String) throws(Invalid) -> (key: String, runs: [(value: String, plan: TunePlan)]) {
+        guard let (key, values) = splitSweep(text) else { throw Invalid("--sweep expects key=v1,v2,..., got '\(text)'") }
+        guard !values.isEmpty else { throw Invalid("--sweep \(key) has no values") }
+        guard key != "preset" else { throw Invalid("--sweep preset would reset every other key; run one tune per preset") }
+        var runs: [(value: String, plan: TunePlan)] = []
+        for v in values {
+            var p = self
+            try p.set(key, v)
+            try p.conversation.validate()
+            runs.append((v, p))
+        }
+        return (key, runs)
+    }
+
     public mutating func set(_ key: String, _ text: String) throws(Invalid) {
         func bool() throws(Invalid) -> Bool {
             switch text.lowercased() {

@@ -40,6 +40,56 @@ import Testing
         #expect(map?.participant == "C")
     }
 
+    /// The key frame C sends when B's slot is to switch to it loses its first packet on the way; the node asks for
+    /// it (NACK) and C's RTX repair comes back after the rest of the key frame. That late start must not be where
+    /// the slot switches (what follows it refers to a picture B never gets whole), nor count as the key frame
+    /// the node asked for: the node asks again, and B's slot switches at a key frame in order and decodes.
+    @Test func aRepairedKeyFrameStartNeitherSwitchesASlotNorAnswersTheKeyFrameRequest() throws {
+        let h = try RoomHarness()
+        let sa = SpeechScript(Voices.a), sc = SpeechScript(Voices.c, seed: 5), quiet = SpeechScript([])
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0.2..<4) }
+        let c = SimulatedParticipant(try h.join("C", publishVideo: true, options: .init(repair: true)), video: true, seed: 2) {
+            sc.frame(at: $0, speaking: 4.5..<12)
+        }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        var lost: [UInt8]?
+        h.uplink = { conn, plain in
+            guard conn == c.member.publish.connection, lost == nil, c.keyframesSent > 1 else { return true }
+            let start = plain.withUnsafeBytes { raw -> Bool in
+                guard case .success(let hd) = RTPHeader.parse(raw), hd.payloadType == 96 else { return false }
+                return VP8Descriptor.parse(UnsafeRawBufferPointer(rebasing: raw[hd.payloadRange])).successValue?.isKeyframeStart == true
+            }
+            if start { lost = plain }
+            return !start
+        }
+        var t = 0.0
+        while lost == nil, t < 9 {
+            h.run([a, c, b], from: t, seconds: 0.02)
+            t += 0.02
+        }
+        let keyframeStart = try #require(lost, "C sent a key frame for B's slot")
+        h.run([a, c, b], from: t, seconds: 0.04)  // the rest of that key frame, and C's next frame
+        t += 0.04
+        #expect(h.room.counters.nacksSent >= 1)
+        // C's repair on its RTX stream (RFC 4588): the original sequence number first.
+        let hd = try #require(keyframeStart.withUnsafeBytes { RTPHeader.parse($0).successValue })
+        var rtx = c.member.video
+        rtx.ssrc = c.member.video.ssrc + 1
+        rtx.payloadType = 97
+        rtx.timestamp = hd.timestamp
+        h.send(rtx.packet([UInt8(hd.sequenceNumber >> 8), UInt8(hd.sequenceNumber & 0xFF)] + Array(keyframeStart[hd.payloadRange]),
+                          marker: hd.marker), from: c.member.publish)
+        #expect(h.room.counters.repairsIn == 1)
+        let keyframes = c.keyframesSent
+        h.run([a, c, b], from: t, seconds: 2)
+        #expect(c.keyframesSent > keyframes, "the node asked C again, and C sent another key frame")
+        #expect(h.talkerEvents(for: "B").last?.2.first { $0.kind == .video }?.participant == "C")
+        let checker = check(h, b.member)
+        #expect(checker.errors.isEmpty, "\(checker.errors)")
+        #expect(checker.incompleteFrames == 0, "no picture begun at the repaired start")
+        #expect(checker.keyframes >= 2 && checker.decodedFrames > 120, "\(checker.keyframes) key frames, \(checker.decodedFrames) decoded")
+    }
+
     @Test func videoMutedParticipantsDoNotOccupyVideoSlots() throws {
         let h = try RoomHarness()
         let sa = SpeechScript(Voices.a, seed: 11), quiet = SpeechScript([], seed: 12)

@@ -74,19 +74,23 @@ extension Room {
             let ext = track.unwrapper.unwrap(header.sequenceNumber)
             guard track.nacks.repaired(ext, now: now) else { return drop(.duplicateRepair, conn) }
             counters.repairsIn &+= 1
-            return ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: true, conn: conn,
-                          now: now, into: out)
+            return ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: true, inOrder: false,
+                          conn: conn, now: now, into: out)
         }
         // Sequence and reception state follow every authenticated packet, as SRTP's does, policy or not: a
         // source muted (or waiting for the floor) for more than 2^15 packets must not read as old after.
+        let newest = track.unwrapper.highest
         let ext = track.unwrapper.unwrap(header.sequenceNumber)
         noteReception(track, header: header, extendedSequence: ext, now: now)
-        ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: false, conn: conn, now: now, into: out)
+        ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: false,
+               inOrder: newest.map { ext > $0 } ?? true, conn: conn, now: now, into: out)
     }
 
     /// A media packet of a track, original or repaired: policy, codec checks, level, history, fan-out.
+    /// `inOrder` when it is newer than any packet of the track before it (never for a repair).
     private func ingest(_ track: SourceTrack, owner: Participant, plain: UnsafeRawBufferPointer, header: RTPHeader,
-                        extendedSequence ext: Int64, repaired: Bool, conn: Connection, now: MonoTime, into out: DatagramBatch) {
+                        extendedSequence ext: Int64, repaired: Bool, inOrder: Bool, conn: Connection, now: MonoTime,
+                        into out: DatagramBatch) {
         if let refused = refusal(owner, track.kind) { return drop(refused, conn) }
         if !repaired, track.description.nack {
             // What goes missing is asked for again (nothing is, for a muted or floor-less track).
@@ -113,7 +117,8 @@ extension Room {
             if !repaired {
                 measureLevel(track, owner: owner, header: header, plain: plain, opus: opus, payload: payload, extendedSequence: ext, now: now)
             }
-            forward(track, plain: plain, header: header, primary: media, red: red, video: nil, extendedSequence: ext, now: now, into: out)
+            forward(track, plain: plain, header: header, primary: media, red: red, video: nil, extendedSequence: ext, inOrder: inOrder,
+                    now: now, into: out)
         } else {
             guard header.payloadType == track.description.payloadType else { return drop(.badCodecPayload, conn) }
             let payload = UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])
@@ -125,7 +130,11 @@ extension Room {
             if !repaired, let l = video.layerIndices {
                 track.noteLayer(l, bytes: header.payloadLength + 40, pictureStart: video.startsPicture, now: now)
             }
-            if video.isKeyframeStart {
+            // Only a key frame newer than anything before it answers the request for one. An older start (an
+            // RTX repair, RFC 4588, or one reordered on the way) begins a picture whose other packets have gone
+            // by, and what follows it refers to that picture: a slot switched there would show a broken picture,
+            // and with the request cancelled it would wait for the publisher's next periodic key frame.
+            if video.isKeyframeStart, inOrder {
                 track.keyframes.keyframeArrived()
                 if let size = video.keyframeSize(in: payload) { track.frameSize = size }
             }
@@ -134,7 +143,7 @@ extension Room {
                 refreshAllSubscribers(now: now, into: out)
             }
             forward(track, plain: plain, header: header, primary: header.payloadRange, red: nil, video: video, extendedSequence: ext,
-                    now: now, into: out)
+                    inOrder: inOrder, now: now, into: out)
         }
     }
 
@@ -202,8 +211,10 @@ extension Room {
         if samples > 0 { detector.push(owner.index, level: level, count: samples, now: now) }
     }
 
+    /// Sends a source packet on every slot it feeds. A slot waiting for the source takes it over at a key frame
+    /// start that is `inOrder` (see `ingest`).
     private func forward(_ track: SourceTrack, plain: UnsafeRawBufferPointer, header: RTPHeader, primary: Range<Int>,
-                         red: REDPayload?, video: VideoDescriptor?, extendedSequence ext: Int64, now: MonoTime,
+                         red: REDPayload?, video: VideoDescriptor?, extendedSequence ext: Int64, inOrder: Bool, now: MonoTime,
                          into out: DatagramBatch) {
         let t = track.index
         var i = 0
@@ -216,7 +227,7 @@ extension Room {
                 // Fields are read in place: a copy of the slot would make the send log below copy on write.
                 if s.videoSlots[ref.index].pending == t {
                     // The new source takes over at its key frame, in the slot's format for its codec.
-                    guard video?.isKeyframeStart == true,
+                    guard inOrder, video?.isKeyframeStart == true,
                           let format = s.videoSlots[ref.index].description.format(for: track.description) else { continue }
                     let old = s.videoSlots[ref.index].current
                     s.videoSlots[ref.index].current = t

@@ -78,4 +78,102 @@ import Testing
         let all = back.map(\.header.sequenceNumber)
         #expect(zip(all, all.dropFirst()).allSatisfy { $1 == $0 &+ 1 })
     }
+
+    /// A packet of a layer B's slot leaves out (spatial layer 1) is lost on the way from A. The slot cannot
+    /// know the layer of a packet it never saw, so its output keeps the place, and B sees a gap and NACKs it.
+    /// A's RTX repair (RFC 4588) then comes back, late: the slot leaves it out, and sends under its number a
+    /// padding-only packet (RFC 3550 section 5.1), which a receiver takes as the packet and stops asking for
+    /// (libwebrtc's packet buffer inserts it as padding). That packet lost on the way to B is sent again when
+    /// NACKed, within the bounds of a retransmission; later pictures flow on.
+    @Test func aLateRepairOfALayerTheSlotLeavesOutIsReplacedByPadding() throws {
+        let h = try RoomHarness()
+        let sa = SpeechScript(Voices.a, seed: 3)
+        let aMember = try h.join("A", video: PayloadFormat(codec: .vp9, payloadType: 98, rtxPayloadType: 99))
+        let a = SimulatedParticipant(aMember) { sa.frame(at: $0, speaking: 0.2..<30) }
+        let video = CraftedVideoSender(aMember, codec: .vp9, payloadType: 98, pictureID: 500)
+        video.temporalLayers = 3
+        video.spatialLayers = 2
+        video.packetsPerFrame = 1
+        video.packetBytes = 1000
+        let bMember = try h.join("B", video: nil, videoSlots: 1, slotFormats: [PayloadFormat(codec: .vp9, payloadType: 120)])
+        let b = SimulatedParticipant(bMember) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        var t = 0.0
+        func run(seconds: Double, rembBps: UInt64 = 170_000) {
+            for _ in 0..<Int(seconds * 4) {
+                h.run([a, b], crafted: [video], from: t, seconds: 0.25)
+                t += 0.25
+                remb(h, rembBps, from: bMember)
+            }
+        }
+        run(seconds: 4, rembBps: 2_000_000)
+        run(seconds: 3)
+
+        var lost: [UInt8]?
+        h.uplink = { conn, plain in
+            guard conn == aMember.publish.connection, lost == nil else { return true }
+            let upper = plain.withUnsafeBytes { raw -> Bool in
+                guard case .success(let hd) = RTPHeader.parse(raw), hd.payloadType == 98 else { return false }
+                return VP9Descriptor.parse(UnsafeRawBufferPointer(rebasing: raw[hd.payloadRange])).successValue?.spatialLayer == 1
+            }
+            if upper { lost = plain }
+            return !upper
+        }
+        h.clearReceived()
+        run(seconds: 0.25)
+        let dropped = try #require(lost)
+        let sent = h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0)).map(\.header.sequenceNumber)
+        let holes = zip(sent, sent.dropFirst()).filter { $1 != $0 &+ 1 }
+        try #require(holes.count == 1 && holes[0].1 == holes[0].0 &+ 2, "one number kept for the lost packet: \(sent)")
+        let hole = holes[0].0 &+ 1
+        #expect(received(h, bMember).allSatisfy { $0.vp9.spatialLayer == 0 }, "B's slot leaves spatial layer 1 out")
+        let slotSSRC = bMember.audio.ssrc - 1 + SlotSSRC.video(0)
+        func nack() {
+            var buf = [UInt8](repeating: 0, count: 32)
+            let n = buf.withUnsafeMutableBytes { GenericNACK.write(sender: 0xB0B, media: slotSSRC, sequences: [hole], into: $0) }!
+            h.send(Array(buf[0..<n]), from: bMember.subscribe)
+        }
+        func filled() -> [(header: RTPHeader, packet: [UInt8])] {
+            h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0)).filter { $0.header.sequenceNumber == hole }
+        }
+        nack()
+        #expect(filled().isEmpty, "nothing yet: the repair may be of a layer B is sent")
+
+        // A's repair comes back; the padding under the hole's number is lost on the way to B, once.
+        var paddingLost = false
+        h.network = { dest, d in
+            guard dest == bMember.subscribe.connection, !paddingLost, d.count > 12, UInt16(d[2]) << 8 | UInt16(d[3]) == hole,
+                  d[8..<12].elementsEqual(withUnsafeBytes(of: slotSSRC.bigEndian) { Array($0) }) else { return true }
+            paddingLost = true
+            return false
+        }
+        let hd = try #require(dropped.withUnsafeBytes { RTPHeader.parse($0).successValue })
+        var rtx = RTPStreamWriter(ssrc: aMember.video.ssrc + 1, payloadType: 99, timestamp: hd.timestamp)
+        h.send(rtx.packet([UInt8(hd.sequenceNumber >> 8), UInt8(hd.sequenceNumber & 0xFF)] + Array(dropped[hd.payloadRange]),
+                          marker: hd.marker), from: aMember.publish)
+        #expect(h.room.counters.repairsIn == 1)
+        #expect(paddingLost, "the slot sent something under the hole's number")
+        let mediaBefore = h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0)).count { $0.header.payloadLength > 0 }
+        run(seconds: 0.25)
+        #expect(filled().isEmpty)
+        nack()
+        let padding = try #require(filled().first, "sent again when NACKed")
+        #expect(padding.header.payloadLength == 0 && padding.header.paddingLength > 0, "padding only")
+        #expect(padding.header.payloadType == 120 && !padding.header.marker)
+
+        // However often it is NACKed, only as often as a retransmission would be (B's SRTP takes the first copy
+        // and refuses the others as replays).
+        for _ in 0..<8 {
+            run(seconds: 0.25)
+            nack()
+        }
+        #expect(h.room.counters.gapsFilled == 1 + UInt64(h.room.limits.maxResendsPerPacket), "\(h.room.counters.gapsFilled) sent")
+        #expect(h.room.counters.drops[.resendLimit] > 0)
+
+        let all = h.slotPackets(bMember, ssrcOffset: SlotSSRC.video(0))
+        let media = all.filter { $0.header.payloadLength > 0 }
+        #expect(media.count - mediaBefore > 20, "later pictures flow on (half of 25 a second): \(media.count - mediaBefore) in 2.25 s")
+        let numbers = Set(all.map(\.header.sequenceNumber))
+        let first = all[0].header.sequenceNumber, last = media.last!.header.sequenceNumber
+        #expect((0...(last &- first)).allSatisfy { numbers.contains(first &+ $0) }, "no number left unsent")
+    }
 }

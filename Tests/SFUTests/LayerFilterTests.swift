@@ -172,7 +172,7 @@ import Testing
         for (i, d) in Self.l1t3(12).enumerated() {
             switch f.admit(d, marker: true, extendedSequence: Int64(100 + i)) {
             case .skip(let closes):
-                rw.skip(extendedSequence: Int64(100 + i), closesPicture: closes)
+                rw.skip(extendedSequence: Int64(100 + i), timestamp: UInt32(i * 3000), closesPicture: closes)
             case .forward:
                 let rewritten = rw.rewrite(extendedSequence: Int64(100 + i), timestamp: UInt32(i * 3000), marker: true,
                                            picture: d.numbering, now: .milliseconds(Int64(i) * 33))
@@ -192,7 +192,7 @@ import Testing
         let p0 = PictureNumbering(pictureID: 0, pictureIDModulus: 0x8000, tl0PicIdx: nil, keyIndex: nil)
         let p2 = PictureNumbering(pictureID: 2, pictureIDModulus: 0x8000, tl0PicIdx: nil, keyIndex: nil)
         let first = rw.rewrite(extendedSequence: 10, timestamp: 0, marker: false, picture: p0, now: .zero)
-        rw.skip(extendedSequence: 12, closesPicture: true)
+        rw.skip(extendedSequence: 12, timestamp: 3000, closesPicture: true)
         let next = rw.rewrite(extendedSequence: 13, timestamp: 6000, marker: true, picture: p2, now: .milliseconds(66))
         let lateOne = rw.rewrite(extendedSequence: 11, timestamp: 0, marker: true, picture: p0, now: .milliseconds(70))
         let a = try #require(first), c = try #require(next), late = try #require(lateOne)
@@ -200,12 +200,46 @@ import Testing
         #expect(late.pictureID == a.pictureID && c.pictureID == a.pictureID.map { $0 + 1 })
     }
 
-    @Test func aPacketFromBeforeMoreSkipsThanTheLogHoldsIsNotPlaced() {
+    /// However many packets the slot left out since it passed a gap (a spatial layer skipped at a high packet
+    /// rate), a late packet from the gap (an RTX repair, or one reordered) takes the place it would have had.
+    @Test func aLatePacketTakesItsPlaceHoweverManyPacketsWereLeftOutSince() throws {
+        var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        rw.switchTo(1)
+        let first = rw.rewrite(extendedSequence: 1, timestamp: 0, marker: true, picture: nil, now: .zero)
+        // Packet 2 is missing; 3 to 100 are left out, 101 is sent.
+        for ext in Int64(3)...100 { rw.skip(extendedSequence: ext, timestamp: 0, closesPicture: false) }
+        let next = rw.rewrite(extendedSequence: 101, timestamp: 3000, marker: true, picture: nil, now: .milliseconds(40))
+        let late = rw.rewrite(extendedSequence: 2, timestamp: 0, marker: true, picture: nil, now: .milliseconds(50))
+        let a = try #require(first), c = try #require(next)
+        #expect(c.sequenceNumber == a.sequenceNumber &+ 2)
+        #expect(late?.sequenceNumber == a.sequenceNumber &+ 1)
+    }
+
+    /// A late packet the slot leaves out cannot be closed up over: the output went past the number kept for it,
+    /// which `skip` gives back for the caller to fill with padding.
+    @Test func aLatePacketLeftOutGivesBackTheNumberKeptForIt() throws {
+        var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        rw.switchTo(1)
+        // 11 is missing, 12 left out, 13 sent; then 11 comes, of a layer left out too.
+        let first = rw.rewrite(extendedSequence: 10, timestamp: 0, marker: true, picture: nil, now: .zero)
+        #expect(rw.skip(extendedSequence: 12, timestamp: 6000, closesPicture: true) == nil, "in order: closed up over")
+        let next = rw.rewrite(extendedSequence: 13, timestamp: 9000, marker: true, picture: nil, now: .milliseconds(100))
+        let late = rw.skip(extendedSequence: 11, timestamp: 3000, closesPicture: true)
+        let a = try #require(first), c = try #require(next), kept = try #require(late)
+        #expect(c.sequenceNumber == a.sequenceNumber &+ 2)
+        #expect(kept.sequenceNumber == a.sequenceNumber &+ 1 && kept.timestamp == 3000)
+        #expect(rw.skip(extendedSequence: 12, timestamp: 6000, closesPicture: true) == nil, "12 was closed up over, not kept")
+    }
+
+    /// The log reaches back `MissingPackets.capacity` gaps: a packet from before more gaps than that cannot be
+    /// placed, and is not sent.
+    @Test func aPacketFromBeforeMoreGapsThanTheLogHoldsIsNotPlaced() {
         var rw = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
         rw.switchTo(1)
         _ = rw.rewrite(extendedSequence: 1, timestamp: 0, marker: true, picture: nil, now: .zero)
-        for ext in 3...(3 + Int64(SkippedPackets.capacity)) { rw.skip(extendedSequence: ext, closesPicture: false) }
-        let late = rw.rewrite(extendedSequence: 2, timestamp: 0, marker: true, picture: nil, now: .zero)
-        #expect(late == nil)
+        // 2 is missing, and every other packet after it: 3, 5, ... are left out.
+        for k in 0...Int64(MissingPackets.capacity) { rw.skip(extendedSequence: 3 + 2 * k, timestamp: 0, closesPicture: false) }
+        #expect(rw.rewrite(extendedSequence: 2, timestamp: 0, marker: true, picture: nil, now: .zero) == nil)
+        #expect(rw.rewrite(extendedSequence: 4, timestamp: 0, marker: true, picture: nil, now: .zero) != nil, "from a gap still held")
     }
 }

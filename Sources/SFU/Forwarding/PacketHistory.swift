@@ -42,7 +42,8 @@ public final class PacketHistory {
 }
 
 /// What a slot sent under each output sequence number, so a NACK can be answered from the source's
-/// `PacketHistory` with the same rewritten fields.
+/// `PacketHistory` with the same rewritten fields (or, for padding in place of a packet left out, with padding
+/// again: `Room.fillWithPadding`).
 public struct SlotSendLog: Sendable {
     public struct Record: Sendable, Equatable {
         public var outSequence: UInt16
@@ -53,6 +54,8 @@ public struct SlotSendLog: Sendable {
         public var sentAt: MonoTime
         public var lastResend: MonoTime?
         public var resends: Int = 0
+        /// Padding alone was sent under this number: the source packet is one the slot leaves out.
+        public var padding = false
     }
 
     private var records: [Record?]

@@ -42,8 +42,8 @@ public struct SlotRewriter: Sendable {
     private var lastTl0: UInt8 = 0
     private var lastKeyIdx: UInt8 = 0
     private var highestIn: Int64 = .min
-    /// Packets of the current source left out since the anchor (layer dropping).
-    private var skipped = SkippedPackets()
+    /// Where the current source's missing packets go when they arrive late.
+    private var missing = MissingPackets()
 
     public init(clockRate: Int, framesSpanPackets: Bool) {
         self.clockRate = Int64(clockRate)
@@ -101,21 +101,23 @@ public struct SlotRewriter: Sendable {
             }
             switchFloor = ext
             highestIn = ext - 1
-            skipped.reset()
+            missing.reset()
         }
         guard ext >= switchFloor else { return nil }
-        // A late packet from before some skips: numbered as if it had come before them.
-        var late: (packets: Int64, pictures: UInt16) = (0, 0)
+        // A late packet is numbered as it would have been in order, before the skips since.
+        var offsets = (sequence: seqOffset, picture: picOffset)
         if ext < highestIn {
-            guard let after = skipped.after(ext) else { return nil }
-            late = after
+            guard let then = missing.offsets(for: ext) else { return nil }
+            offsets = then
+        } else {
+            noteGap(before: ext)
         }
-        let outExt = ext + seqOffset + late.packets
+        let outExt = ext + offsets.sequence
         let outTs = timestamp &+ tsOffset
         var out = Output(sequenceNumber: UInt16(truncatingIfNeeded: outExt), timestamp: outTs, pictureID: nil,
                          tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: first)
         if let d = picture {
-            if let pid = d.pictureID { out.pictureID = (pid &+ picOffset &+ late.pictures) & (d.pictureIDModulus - 1) }
+            if let pid = d.pictureID { out.pictureID = (pid &+ offsets.picture) & (d.pictureIDModulus - 1) }
             if let t = d.tl0PicIdx { out.tl0PicIdx = t &+ tl0Offset }
             if let k = d.keyIndex { out.keyIndex = (k &+ keyIdxOffset) & 0x1F }
         }
@@ -138,12 +140,30 @@ public struct SlotRewriter: Sendable {
     /// the receiver sees no loss to ask for, and over a whole picture (`closesPicture` on its first packet)
     /// the picture ID too, which VP8 and VP9 receivers read gaps in as lost pictures (RFC 7741 section 4.2,
     /// RFC 9628 section 4.2). Before the first packet after a switch, nothing is anchored and nothing moves.
-    public mutating func skip(extendedSequence ext: Int64, closesPicture: Bool) {
-        guard started, !pendingSwitch, ext > highestIn else { return }
+    ///
+    /// A late packet cannot be closed up over: the output went past the place kept for it (it was missing, of
+    /// a layer the slot could not know). Its fields are returned, for the caller to send padding under its
+    /// number (`Room.fillWithPadding`); nil otherwise, and for a late packet that cannot be placed.
+    @discardableResult
+    public mutating func skip(extendedSequence ext: Int64, timestamp: UInt32, closesPicture: Bool) -> Output? {
+        guard started, !pendingSwitch, ext >= switchFloor else { return nil }
+        if ext < highestIn {
+            guard let then = missing.offsets(for: ext) else { return nil }
+            return Output(sequenceNumber: UInt16(truncatingIfNeeded: ext + then.sequence), timestamp: timestamp &+ tsOffset,
+                          pictureID: nil, tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: false)
+        }
+        guard ext > highestIn else { return nil }
+        noteGap(before: ext)
         seqOffset -= 1
         if closesPicture { picOffset &-= 1 }
         highestIn = ext
-        skipped.record(ext, closesPicture: closesPicture)
+        return nil
+    }
+
+    /// Keeps the places of the packets missing before `ext`, the newest so far, with the offsets in force.
+    private mutating func noteGap(before ext: Int64) {
+        guard highestIn != .min, ext > highestIn + 1 else { return }
+        missing.record((highestIn + 1)..<ext, sequenceOffset: seqOffset, pictureOffset: picOffset)
     }
 
     /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a

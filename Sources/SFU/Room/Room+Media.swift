@@ -245,8 +245,14 @@ extension Room {
                 if let video {
                     switch s.videoSlots[ref.index].layers.admit(video, marker: header.marker, extendedSequence: ext) {
                     case .skip(let closesPicture):
-                        s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, closesPicture: closesPicture)
+                        let unfilled = s.videoSlots[ref.index].rewriter.skip(extendedSequence: ext, timestamp: header.timestamp,
+                                                                             closesPicture: closesPicture)
                         drop(.layerNotSent)
+                        if let unfilled {
+                            // Late: the output went past its number, which nothing else will fill.
+                            fillWithPadding(s, slot: ref.index, conn: conn, track: t, extendedSequence: ext, rewrite: unfilled,
+                                            now: now, into: out)
+                        }
                         continue
                     case .forward(let endsPicture):
                         marker = endsPicture

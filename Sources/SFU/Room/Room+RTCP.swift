@@ -82,8 +82,9 @@ extension Room {
         }
     }
 
-    /// Retransmits from the source's history what the slot sent under a lost sequence number, within the
-    /// bounds of `ResendPolicy`. NACKs are never forwarded upstream.
+    /// Retransmits from the source's history what the slot sent under a lost sequence number (padding again
+    /// where it sent padding, `fillWithPadding`), within the bounds of `ResendPolicy`. NACKs are never
+    /// forwarded upstream.
     private func resend(_ seq: UInt16, slot ref: SlotRef, of s: SubscriberState, conn: Connection, now: MonoTime,
                         into out: DatagramBatch) {
         guard s.has(ref), let rec = s.videoSlots[ref.index].sendLog?.lookup(seq) else { return }
@@ -91,6 +92,12 @@ extension Room {
         case .resend: break
         case .tooSoon: return
         case .refused(let reason): return drop(reason, conn)
+        }
+        if rec.padding {
+            if sendGapPadding(s, slot: ref.index, conn: conn, rewrite: rec.output, now: now, into: out) {
+                s.videoSlots[ref.index].sendLog?.markResent(seq, at: now)
+            }
+            return
         }
         // Sent in the format of the source it came from, which may not be the slot's current one any more.
         guard let track = tracks[rec.source], let pkt = track.history?.packet(extendedSequence: rec.sourceSequence),

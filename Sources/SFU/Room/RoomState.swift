@@ -327,6 +327,9 @@ public struct RoomCounters: Sendable, Equatable {
     public var rtcpOut: UInt64 = 0
     public var keyframeRequestsSent: UInt64 = 0
     public var retransmissions: UInt64 = 0
+    /// Padding-only packets sent under the number of a late packet a slot leaves out (`Room.fillWithPadding`),
+    /// first or again when NACKed.
+    public var gapsFilled: UInt64 = 0
     /// Repairs (RTX) publishers sent for packets the node NACKed, and padding-only packets (their probes).
     public var repairsIn: UInt64 = 0
     public var paddingIn: UInt64 = 0
@@ -349,6 +352,7 @@ public struct RoomCounters: Sendable, Equatable {
         rtcpOut &+= o.rtcpOut
         keyframeRequestsSent &+= o.keyframeRequestsSent
         retransmissions &+= o.retransmissions
+        gapsFilled &+= o.gapsFilled
         repairsIn &+= o.repairsIn
         paddingIn &+= o.paddingIn
         nacksSent &+= o.nacksSent

@@ -75,6 +75,7 @@ public final class NodeMetrics: Sendable {
                 count("sfu_rtcp_packets_received_total", w, m.room.rtcpIn)
                 count("sfu_rtcp_packets_sent_total", w, m.room.rtcpOut)
                 count("sfu_retransmissions_total", w, m.room.retransmissions)
+                count("sfu_gaps_filled_total", w, m.room.gapsFilled)
                 count("sfu_keyframe_requests_total", w, m.room.keyframeRequestsSent)
                 count("sfu_talker_switches_total", w, m.room.slotSwitches)
                 count("sfu_dominant_speaker_changes_total", w, m.room.dominantSpeakerChanges)

@@ -85,6 +85,26 @@ import WebRTCEdge
         #expect(r[7].status == 404 && r[7].result == 6008)
     }
 
+    @Test func roomsTakeTheNodesTalkerDetection() async throws {
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        try c.set("talkers.speaking_min_samples", .int(9), origin: "test")
+        try c.set("talkers.speaking_interval_ms", .int(100), origin: "test")
+        try c.set("talkers.sustained_speech_ms", .int(900), origin: "test")
+        let node = try Node(configuration: c)
+        node.start()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [(.post, "/v1/rooms", ["room": "t"], [:])])
+        #expect(r[0].status == 201)
+        let (detector, sustained) = try await node.withRoom("t") { room, _, _ in
+            (room.configuration.detector, room.configuration.sustainedSpeech)
+        }
+        #expect(detector.speakingMinSamples == 9 && detector.speakingInterval == .milliseconds(100))
+        #expect(detector.holdMinSamples == DominantSpeakerDetector.Configuration().holdMinSamples)
+        #expect(sustained == .milliseconds(900))
+    }
+
     @Test func malformedRequestsAreRefusedNamingTheField() async throws {
         let node = try Self.node()
         defer { node.stop() }

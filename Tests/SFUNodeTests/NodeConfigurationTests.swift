@@ -105,6 +105,17 @@ import WebRTCEdge
         #expect(c.workerLimits.handshakeTimeout == .seconds(5) && c.consentSeconds == 6)
         #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["limits.rooms=0"]) }
     }
+
+    @Test func theTalkerDetectorIsConfigurableWithinItsRanges() throws {
+        let c = try NodeConfiguration.load(file: ("sfu.toml", "[talkers]\nspeaking_threshold = 40\nhold_min_samples = 0"), environment: [:],
+                                           flags: ["talkers.decision_interval_ms=500"])
+        #expect(c.roomDetector.speakingThreshold == 40 && c.roomDetector.holdMinSamples == 0)
+        #expect(c.roomDetector.decisionInterval == .milliseconds(500))
+        #expect(c.roomDetector.speakingMinSamples == 4, "untouched keys keep the chosen defaults")
+        for bad in ["talkers.speaking_threshold=128", "talkers.speaking_min_samples=0", "talkers.speaking_interval_ms=5"] {
+            #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: [bad]) }
+        }
+    }
 }
 
 /// The one key table drives parsing, the printed file and the docs: none of them can drift from the others.

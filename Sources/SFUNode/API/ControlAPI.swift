@@ -48,6 +48,8 @@ public enum ControlAPI {
             c.levelSource = node.configuration.roomLevelSource
             c.screenShare = node.configuration.roomScreenShare
             c.videoDegradation = node.configuration.roomVideoDegradation
+            c.detector = node.configuration.roomDetector
+            c.sustainedSpeech = node.configuration.roomSustainedSpeech
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
             return ok(RoomName(room: b.room), status: .created)

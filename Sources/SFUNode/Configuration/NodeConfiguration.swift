@@ -26,6 +26,12 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var roomLevelSource: LevelSource = .decode
     public var roomScreenShare: ScreenShareRule = .always
     public var roomVideoDegradation: VideoDegradation = .layersFirst
+    /// Who counts as speaking and how the dominant speaker is elected, in every room (`talkers.*`): the
+    /// defaults were chosen with `sfu tune` (Benchmarks/README.md, "Choosing the talker detector's
+    /// defaults"); an operator whose rooms differ (noisier microphones, another language's rhythm) can tune
+    /// them on their own meetings and set them here without a new build.
+    public var roomDetector = DominantSpeakerDetector.Configuration()
+    public var roomSustainedSpeech = RoomConfiguration().sustainedSpeech
     /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
     /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).
@@ -87,6 +93,21 @@ public struct NodeConfiguration: Sendable, Equatable {
                "default screen share rule: always (every share while present, whoever talks) or with_talker (while its presenter is a talker)"),
         .oneOf("rooms.video_degradation", \.roomVideoDegradation,
                "default order in which a falling estimate takes video away: layers_first (lower simulcast layers, then fewer videos) or videos_first"),
+        .scaled("talkers.speaking_threshold", 0...127, "loudness (-dBov) a 20 ms sample needs to count toward speaking",
+                get: { Int($0.roomDetector.speakingThreshold) }, set: { $0.roomDetector.speakingThreshold = UInt8($1) }),
+        .int("talkers.speaking_min_samples", 1...20, \.roomDetector.speakingMinSamples,
+             "loud samples in 400 ms that make a participant speaking (4 = 80 ms)"),
+        .int("talkers.hold_min_samples", 0...40, \.roomDetector.holdMinSamples,
+             "loud samples in 800 ms that keep a participant speaking through a pause (0: the 400 ms before had speaking_min_samples)"),
+        .scaled("talkers.speaking_interval_ms", 20...1000, "how often who is speaking is checked, ms",
+                get: { Int($0.roomDetector.speakingInterval.seconds * 1000) },
+                set: { $0.roomDetector.speakingInterval = .milliseconds(Int64($1)) }),
+        .scaled("talkers.decision_interval_ms", 100...5000, "how often the dominant speaker is elected, ms",
+                get: { Int($0.roomDetector.decisionInterval.seconds * 1000) },
+                set: { $0.roomDetector.decisionInterval = .milliseconds(Int64($1)) }),
+        .scaled("talkers.sustained_speech_ms", 0...10_000,
+                "speech after which a talker who is not the dominant speaker holds the floor (takes a video, leads the recency order), ms",
+                get: { Int($0.roomSustainedSpeech.seconds * 1000) }, set: { $0.roomSustainedSpeech = .milliseconds(Int64($1)) }),
         .int("events.queue", 1...10_000_000, \.eventsQueue, "events each worker holds for the control plane before dropping"),
         .int("events.consumer_buffer", 1...1_000_000, \.eventsConsumerBuffer,
              "events a slow /v1/events consumer may fall behind by before it loses some"),

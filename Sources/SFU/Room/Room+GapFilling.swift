@@ -63,16 +63,6 @@ extension Room {
         var tccAt: Int?
         guard h.write(&w, transportSequenceOffset: &tccAt), h.writePadding(&w) else { drop(.tooLarge); return false }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
-        switch conn.protect(srtp, buf, length: w.offset) {
-        case .success(let n):
-            out.commit(length: n, to: conn.id)
-            slot.packetsSent &+= 1  // an RTP data packet, for the sender report's count (RFC 3550 section 6.4.1)
-            counters.packetsOut &+= 1
-            counters.bytesOut &+= UInt64(n)
-            return true
-        case .failure(let r):
-            drop(r)
-            return false
-        }
+        return protectAndCommit(&slot, conn: conn, srtp: srtp, buf, length: w.offset, payloadBytes: 0, into: out)
     }
 }

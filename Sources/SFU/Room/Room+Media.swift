@@ -321,11 +321,19 @@ extension Room {
         if let video { video.rewrite(rw, in: written) }
         if let red { red.rewritePayloadTypes(format.payloadType, in: written) }
         if let at = tccAt { buf.setU16(stampTransportSequence(conn, size: w.offset + 16, now: now, into: out), at: at) }
-        switch conn.protect(srtp, buf, length: w.offset) {
+        return protectAndCommit(&slot, conn: conn, srtp: srtp, buf, length: w.offset, payloadBytes: payload.count, into: out)
+    }
+
+    /// Protects the `length` bytes written in `buf` and commits them to `out` for `conn`, counted as one of the
+    /// slot's RTP data packets (the sender report's counts, RFC 3550 section 6.4.1) and `payloadBytes` of its
+    /// payload. False, with the drop counted, when SRTP refuses.
+    func protectAndCommit(_ slot: inout Slot, conn: Connection, srtp: SRTPSession, _ buf: UnsafeMutableRawBufferPointer,
+                          length: Int, payloadBytes: Int, into out: DatagramBatch) -> Bool {
+        switch conn.protect(srtp, buf, length: length) {
         case .success(let n):
             out.commit(length: n, to: conn.id)
             slot.packetsSent &+= 1
-            slot.bytesSent &+= UInt64(payload.count)
+            slot.bytesSent &+= UInt64(payloadBytes)
             counters.packetsOut &+= 1
             counters.bytesOut &+= UInt64(n)
             return true

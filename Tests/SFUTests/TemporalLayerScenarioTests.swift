@@ -85,6 +85,8 @@ import Testing
         c.h.clearReceived()
         c.run(ms: 1000, bps: 600_000)
         #expect(c.slotMap()?.layer == 2 && c.slotMap()?.temporalLayer == 1, "\(String(describing: c.slotMap()))")
+        let stats = c.h.room.stats().first { $0.participant == "S" }?.slots.first { $0.kind == .video }
+        #expect(stats?.layer == 2 && stats?.temporalLayer == 1, "room stats say what the slot passes")
         let got = c.received()
         #expect(Set(got.map(\.layer)) == [2] && Set(got.map(\.tid)) == [0, 1], "TL2 frames dropped")
         #expect((45...55).contains(got.count), "half the frames: \(got.count) in 1 s")

@@ -87,7 +87,7 @@ extension Room {
                                                bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
                                                fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds,
                                                source: $0.description.codec.kind == .video ? $0.description.source : nil,
-                                               layer: layerShown($0), temporalLayer: $0.layers.wantedTemporal.map(Int.init))
+                                               layer: layerShown($0), temporalLayer: $0.layers.temporal.map(Int.init))
                 },
                 drops: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.compactMap { connections[$0] }
                     .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in

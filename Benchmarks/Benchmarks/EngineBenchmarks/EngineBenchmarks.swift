@@ -186,18 +186,24 @@ let benchmarks: @Sendable () -> Void = {
     // mallocs per forwarded packet. Always 40 iterations (about 3 s; the time limit only guards a hang), so the
     // p90 the threshold check reads is over the same samples on a slow machine.
     // Benchmarks/Thresholds holds the malloc count per iteration that `scripts/bench-thresholds.sh` checks.
+    /// One steady-state forwarding benchmark: `datagramsPerFourPackets` datagrams must leave for every four
+    /// packets forwarded (40 for ten subscribers of everything), or the run stops.
+    func forwarding(_ name: String, datagramsPerFourPackets: Int, _ make: @escaping @Sendable () -> ForwardingFixture) {
+        Benchmark(name, configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
+            fixture.prepare(benchmark.scaledIterations.count)
+            benchmark.startMeasurement()
+            let forwarded = fixture.forwardPrepared()
+            benchmark.stopMeasurement()
+            precondition(forwarded * 4 == datagramsPerFourPackets * benchmark.scaledIterations.count, "forwarded \(forwarded)")
+            fixture.runTimers()
+        } setup: {
+            make()
+        }
+    }
     for kind in [MediaKind.audio, .video] {
         for nullCipher in [false, true] {
             let crypto = nullCipher ? "null cipher: the engine alone" : "AEAD_AES_128_GCM"
-            Benchmark("Forward one \(kind) packet to 10 subscribers (\(crypto))",
-                      configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
-                fixture.prepare(benchmark.scaledIterations.count)
-                benchmark.startMeasurement()
-                let forwarded = fixture.forwardPrepared()
-                benchmark.stopMeasurement()
-                precondition(forwarded == 10 * benchmark.scaledIterations.count, "forwarded \(forwarded)")
-                fixture.runTimers()
-            } setup: {
+            forwarding("Forward one \(kind) packet to 10 subscribers (\(crypto))", datagramsPerFourPackets: 40) {
                 ForwardingFixture(kind: kind, subscribers: 10, nullCipher: nullCipher)
             }
         }
@@ -206,31 +212,17 @@ let benchmarks: @Sendable () -> Void = {
     // H.264 and VP9 take the same path with their own payload parsing (key frame detection; VP9's picture ID
     // rewritten in place), each subscriber's slot sending them under its payload type for the codec.
     for codec in [Codec.h264, .vp9] {
-        Benchmark("Forward one \(codec == .h264 ? "H.264" : "VP9") packet to 10 subscribers (null cipher: the engine alone)",
-                  configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
-            fixture.prepare(benchmark.scaledIterations.count)
-            benchmark.startMeasurement()
-            let forwarded = fixture.forwardPrepared()
-            benchmark.stopMeasurement()
-            precondition(forwarded == 10 * benchmark.scaledIterations.count, "forwarded \(forwarded)")
-            fixture.runTimers()
-        } setup: {
+        forwarding("Forward one \(codec == .h264 ? "H.264" : "VP9") packet to 10 subscribers (null cipher: the engine alone)",
+                   datagramsPerFourPackets: 40) {
             ForwardingFixture(kind: .video, codec: codec, subscribers: 10, nullCipher: true)
         }
     }
 
     // VP9 with three temporal layers (TID 0 2 1 2), half the subscribers capped by their REMB to TL0 + TL1:
-    // the per-layer rates, the slots' layer filters and the rewriter closing up over what it leaves out.
-    Benchmark("Forward one layered VP9 packet to 10 subscribers, 5 of them capped (null cipher: the engine alone)",
-              configuration: .init(maxDuration: .seconds(30), maxIterations: 40)) { benchmark, fixture in
-        fixture.prepare(benchmark.scaledIterations.count)
-        benchmark.startMeasurement()
-        let forwarded = fixture.forwardPrepared()
-        benchmark.stopMeasurement()
-        // Per four packets: 5 x 4 to the free subscribers, 5 x 2 (TL2 left out) to the capped ones.
-        precondition(forwarded * 4 == 30 * benchmark.scaledIterations.count, "forwarded \(forwarded)")
-        fixture.runTimers()
-    } setup: {
+    // the per-layer rates, the slots' layer filters and the rewriter closing up over what it leaves out. Per
+    // four packets: 5 x 4 to the free subscribers, 5 x 2 (TL2 left out) to the capped ones.
+    forwarding("Forward one layered VP9 packet to 10 subscribers, 5 of them capped (null cipher: the engine alone)",
+               datagramsPerFourPackets: 30) {
         ForwardingFixture(kind: .video, codec: .vp9, subscribers: 10, nullCipher: true, temporalLayers: true)
     }
 

@@ -21,7 +21,9 @@ public final class UDPSocket {
     private let sendLengths: UnsafeMutablePointer<Int32>
     private let sendAddresses: UnsafeMutablePointer<sfu_address>
     private let gsoScratch: UnsafeMutableRawBufferPointer
-    /// Send order for GSO: (destination << 32 | position) keys, sorted; grows once to the largest batch.
+    /// Send order for GSO: (destination's low 32 bits << 32 | position) keys, sorted; grows once to the largest
+    /// batch. Two destinations whose ids share their low 32 bits may interleave: each run still compares the
+    /// whole id, so that costs at most a segmented send, never a misdirected datagram.
     private var order: UnsafeMutableBufferPointer<UInt64> = .allocate(capacity: 0)
     private var orderScratch: UnsafeMutableBufferPointer<UInt64> = .allocate(capacity: 0)
     /// Datagrams the kernel would not take (socket buffer full) or that had no destination.
@@ -107,7 +109,7 @@ public final class UDPSocket {
                 order = .allocate(capacity: max(batch.count, batch.capacity))
                 orderScratch = .allocate(capacity: order.count)
             }
-            for k in 0..<batch.count { order[k] = UInt64(batch.destination(at: k).raw) << 32 | UInt64(k) }
+            for k in 0..<batch.count { order[k] = (batch.destination(at: k).raw & 0xFFFF_FFFF) << 32 | UInt64(k) }
             mergeSort(order, count: batch.count, scratch: orderScratch)
         }
         /// The batch position of the k-th datagram to send.

@@ -45,8 +45,8 @@ public final class WorkerCore {
     public private(set) var retired = RoomCounters()
     var control: [(bytes: [UInt8], to: TransportAddress)] = []
     private var retiredEvents: [(room: String, events: [RoomEvent])] = []
-    private var nextConnection: UInt32
-    private let idStride: UInt32 = 1024
+    /// Where this worker's connection ids come from (unique across workers, never reused while live).
+    var connectionIDs: ConnectionIDs
     private var nextLivenessCheck = MonoTime.zero
     /// Each worker's host candidates, by worker index (this one's too): what the answer for a transport placed
     /// on that worker carries. Fewer than two: every transport stays here.
@@ -58,12 +58,12 @@ public final class WorkerCore {
     var hosted: [ConnectionID: HostedTransport] = [:]
     var hostedUnchecked: Set<ConnectionID> = []
 
-    /// Connection ids are unique across workers: worker i hands out i+1, i+1+1024, ...
+    /// Connection ids are unique across workers: worker i hands out i+1, i+1+1024, ... (`ConnectionIDs`).
     public init(edge: WorkerEdge, index: Int, limits: WorkerLimits = .init(), batchCapacity: Int = 4096) {
         self.edge = edge
         self.index = index
         self.limits = limits
-        nextConnection = UInt32(index + 1)
+        connectionIDs = ConnectionIDs(worker: index)
         batch = DatagramBatch(capacity: batchCapacity)
     }
 
@@ -229,8 +229,7 @@ public final class WorkerCore {
                             "\(limits.pendingHandshakes) handshakes are under way on this worker; retry when some finish",
                             limit: "pending_handshakes")
         }
-        let id = ConnectionID(nextConnection)
-        nextConnection &+= idStride
+        let id = connectionIDs.allocate { [transports, hosted] in transports[$0] != nil || hosted[$0] != nil }
         let host = direction == .subscribe ? placeSubscriber(in: room) : nil
         let local = host.map { LocalTransport(ice: .random(), fingerprint: edge.certificate.fingerprint, candidates: peerCandidates[$0]) }
             ?? edge.prepare(id)

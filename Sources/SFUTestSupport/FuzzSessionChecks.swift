@@ -63,8 +63,8 @@ extension FuzzSession {
         var connections: Int
         var routed: Int
         var pending: Int
-        var roomConnections: [String: [UInt32]]
-        var ufrags: [UInt32: String]
+        var roomConnections: [String: [UInt64]]
+        var ufrags: [UInt64: String]
         var room: RoomSnapshot?
         var events: Bool
         var description: String {

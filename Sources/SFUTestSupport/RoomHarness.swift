@@ -205,7 +205,7 @@ public final class RoomHarness {
     }
 
     private func newClient() -> SimulatedClient {
-        let c = SimulatedClient(connection: ConnectionID(nextConnection), seed: UInt64(nextConnection) * 7919, nullCipher: nullCipher)
+        let c = SimulatedClient(connection: ConnectionID(UInt64(nextConnection)), seed: UInt64(nextConnection) * 7919, nullCipher: nullCipher)
         nextConnection += 1
         clients[c.connection] = c
         return c

@@ -62,7 +62,7 @@ import WebRTCEdge
                 let buf = try #require(out.nextBuffer())
                 let n = packet == 2 ? 400 : 1000
                 for k in 0..<n { buf[k] = UInt8(packet * 10 + subscriber) }
-                out.commit(length: n, to: ConnectionID(UInt32(subscriber)))
+                out.commit(length: n, to: ConnectionID(UInt64(subscriber)))
             }
         }
         #expect(a.send(out, gso: true) { $0 == ConnectionID(1) ? b.local : c.local } == 6)
@@ -92,7 +92,7 @@ import WebRTCEdge
         let out = DatagramBatch(capacity: 4)
         for c in [1, 2, 1] {
             _ = try #require(out.nextBuffer())
-            out.commit(length: 10, to: ConnectionID(UInt32(c)))
+            out.commit(length: 10, to: ConnectionID(UInt64(c)))
         }
         #expect(a.send(out) { $0 == ConnectionID(1) ? b.local : nil } == 2)
         #expect(a.sendDrops == 1)
@@ -126,11 +126,11 @@ import WebRTCEdge
         let node = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         let a = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!), c = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         let batch = DatagramBatch(capacity: 8)
-        let destinations: [UInt32: TransportAddress] = [1: a.local, 2: TransportAddress("127.0.0.1:0")!, 3: c.local]
+        let destinations: [UInt64: TransportAddress] = [1: a.local, 2: TransportAddress("127.0.0.1:0")!, 3: c.local]
         for (conn, size) in [(1, 100), (2, 100), (3, 100), (3, 100)] {
             let buf = batch.nextBuffer()!
             for i in 0..<size { buf[i] = UInt8(conn) }
-            batch.commit(length: size, to: ConnectionID(UInt32(conn)))
+            batch.commit(length: size, to: ConnectionID(UInt64(conn)))
         }
         for gso in [false, true] {
             let sent = node.send(batch, gso: gso) { destinations[$0.raw] }

@@ -1,5 +1,5 @@
 import Foundation
-import NodeIO
+@testable import NodeIO
 import SFU
 import SFUTestSupport
 import Testing
@@ -188,5 +188,30 @@ import WebRTCEdge
         }
         #expect(net.core.connectionCount == 0)
         #expect(net.states(of: "C").contains { $0.1 == "no ICE nomination within 30 s" })
+    }
+
+    @Test func connectionIDsNeverCollideEvenAfterTheCounterWraps() throws {
+        // Issue 23: ids were 32 bits stepped by 1,024 per worker; after about 4.2 million transports a new one
+        // took a live one's id and the tables overwrote it. Start the counter just before the end of its range
+        // so the next two ids wrap onto A's and B's.
+        let (net, a, b) = try call()
+        let live = net.core.room("r")!.allConnections
+        #expect(Set(live).count == 2)
+        net.core.connectionIDs.next = UInt64.max - 1022  // the same residue as worker 0's ids, so the wrap hits them
+        try net.room.admit("C", now: net.now)
+        try net.room.admit("D", now: net.now)
+        let c = VirtualClient("10.0.3.1:5000"), d = VirtualClient("10.0.4.1:5000")
+        let ca = try net.offer(c, participant: "C", publish: false)
+        let da = try net.offer(d, participant: "D", publish: false)
+        #expect(ca.connection.raw == UInt64.max - 1022)
+        #expect(!live.contains(da.connection) && da.connection != .none && da.connection != ca.connection,
+                "the wrapped counter skips ids still in use (\(da.connection))")
+        #expect(net.core.connectionCount == 4)
+        net.connect(c)
+        net.connect(d)
+        let received = b.rtp.count
+        talk(net, a, ms: 1000, keepAlive: [b, c, d])
+        #expect(b.rtp.count - received >= 45, "B, whose id the counter passed again, still gets A")
+        #expect(d.rtp.count >= 45 && c.rtp.count >= 45)
     }
 }

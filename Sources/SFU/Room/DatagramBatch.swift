@@ -1,8 +1,9 @@
 /// Identifies one client transport (a 5-tuple after ICE) within a worker. The node allocates them; the engine
-/// only routes by them.
+/// only routes by them. 64 bits: a worker that hands out one per transport never runs out (a 32-bit id stepped
+/// by 1,024 per worker wrapped after about 4.2 million transports and took a live transport's id).
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
-    public var raw: UInt32
-    public init(_ raw: UInt32) { self.raw = raw }
+    public var raw: UInt64
+    public init(_ raw: UInt64) { self.raw = raw }
     /// No connection: worker cores number theirs from 1.
     public static let none = ConnectionID(0)
     public var description: String { "conn#\(raw)" }

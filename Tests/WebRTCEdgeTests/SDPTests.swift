@@ -88,6 +88,25 @@ func fixture(_ name: String) throws -> String {
                 "video carries abs-send-time (REMB) or the transport-wide sequence number (transport-cc)")
     }
 
+    @Test func subscriberExtensionIdsAboveFourteenAreNotNegotiated() throws {
+        // Issue 23: abs-send-time offered as 17 was answered, then written in the one-byte form as 17 << 4 = id 1
+        // (this subscriber's MID); 15 would be the one-byte stop marker. The node writes only one-byte ids
+        // (1-14): an extension numbered above 14 is left out of the answer, one numbered 1-14 is kept.
+        let offer = try fixture("chrome-subscribe")
+            .replacingOccurrences(of: "a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time", with: "a=extmap:17 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time")
+            .replacingOccurrences(of: "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level", with: "a=extmap:15 urn:ietf:params:rtp-hdrext:ssrc-audio-level")
+            .replacingOccurrences(of: "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", with: "a=extmap:14 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01")
+        var next: UInt32 = 0x5000
+        let r = try OfferAnswer.answerSubscribe(offer, local: local) { _, _, _ in next += 1; return next }
+        #expect(r.slots.allSatisfy { $0.absSendTimeExtensionID == nil && $0.audioLevelExtensionID == nil })
+        #expect(r.slots.allSatisfy { $0.transportCCExtensionID == 14 })
+        let answer = try SessionDescription.parse(r.answer.text)
+        for m in answer.media where m.port != 0 {
+            #expect(m.extmaps.keys.allSatisfy { OutgoingRTP.oneByteIDs.contains($0) }, "answered ids: \(m.extmaps.keys.sorted())")
+            #expect(m.extmaps[14] != nil)
+        }
+    }
+
     static let minimal = """
         v=0\r
         o=- 1 1 IN IP4 0.0.0.0\r

@@ -19,6 +19,9 @@ public struct OutgoingRTP {
     /// More one-byte elements (ids 1-14, 1-16 bytes), written after the ones above in this order.
     public var otherExtensions: [(id: UInt8, value: [UInt8])] = []
 
+    /// The ids the one-byte form can carry (RFC 8285 section 4.2: 0 is padding, 15 stops the parse).
+    public static let oneByteIDs: ClosedRange<UInt8> = 1...14
+
     public init(payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32, marker: Bool = false) {
         self.payloadType = payloadType
         self.sequenceNumber = sequenceNumber
@@ -30,9 +33,14 @@ public struct OutgoingRTP {
     /// Writes the header; returns false when `w` has no room. `transportSequenceOffset` is where the
     /// transport-wide sequence number goes, once the packet's size is known.
     public func write(_ w: inout ByteWriter, transportSequenceOffset: inout Int?) -> Bool {
+        // Every id was negotiated in an answer that offers only one-byte ids (`OfferAnswer.oneByteID`): one
+        // outside 1-14 here is a bug that would send the element under another id, or as the stop marker.
+        precondition(audioLevel.map { Self.oneByteIDs.contains($0.id) } ?? true
+                     && absSendTime.map { Self.oneByteIDs.contains($0.id) } ?? true
+                     && transportSequenceID.map { Self.oneByteIDs.contains($0) } ?? true, "one-byte extension ids are 1-14")
         var body = (audioLevel == nil ? 0 : 2) + (absSendTime == nil ? 0 : 4) + (transportSequenceID == nil ? 0 : 3)
         for e in otherExtensions {
-            precondition((1...14).contains(e.id) && (1...16).contains(e.value.count), "one-byte extension limits")
+            precondition(Self.oneByteIDs.contains(e.id) && (1...16).contains(e.value.count), "one-byte extension limits")
             body += 1 + e.value.count
         }
         w.u8(0x80 | (body > 0 ? 0x10 : 0) | (padding > 0 ? 0x20 : 0))

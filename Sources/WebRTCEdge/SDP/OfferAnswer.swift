@@ -173,6 +173,14 @@ public enum OfferAnswer {
         return Publish(answer: answer, tracks: tracks, remote: remote)
     }
 
+    /// The id the offer gives `uri` when the node can write it: the node sends the one-byte header form
+    /// (RFC 8285 section 4.2), whose ids are 1-14, so an extension the offer numbers 15-255 is left out of the
+    /// answer (not negotiated) rather than written under another id (`OutgoingRTP`'s precondition).
+    static func oneByteID(_ m: MediaDescription, _ uri: String) -> UInt8? {
+        guard let id = m.extmaps.first(where: { $0.value == uri })?.key, OutgoingRTP.oneByteIDs.contains(id) else { return nil }
+        return id
+    }
+
     /// Answers a client's receiving connection: every recvonly audio (Opus) or video (VP8, VP9, H.264) m-line
     /// becomes a slot the node sends on with an SSRC from `ssrc(mid, kind, index)` (a renegotiation keeps a
     /// mid's SSRC). A video slot keeps every format of its m-line the node forwards (`videoFormats`). A video
@@ -199,10 +207,10 @@ public enum OfferAnswer {
             let codecs = kind == .video ? videoFormats(m) : [codec]
             let index = slots.filter { $0.codec.kind == kind }.count
             let s = ssrc(mid, kind, index)
-            let levelID = kind == .audio ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
+            let levelID = kind == .audio ? oneByteID(m, audioLevelURI) : nil
             let fb = feedback(m, codec.pt)
-            let tccID = fb.contains("transport-cc") || kind == .audio ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
-            let sendTimeID = kind == .video ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
+            let tccID = fb.contains("transport-cc") || kind == .audio ? oneByteID(m, transportCCURI) : nil
+            let sendTimeID = kind == .video ? oneByteID(m, absSendTimeURI) : nil
             let rtxSSRC = codecs.contains { $0.rtx != nil } ? ssrc(mid + "/rtx", kind, index) : nil
             var slot = SlotDescription(codec: codec.codec, mid: mid, ssrc: s, payloadType: codec.pt, audioLevelExtensionID: levelID,
                                        absSendTimeExtensionID: sendTimeID, transportCCExtensionID: tccID,

@@ -38,6 +38,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     case resendLimit
     /// An RTX repair of a packet that was never missing (or already repaired).
     case duplicateRepair
+    /// A packet on a new SSRC naming the MID or RID of a track that moved to another SSRC less than
+    /// `ssrcRebindInterval` ago.
+    case ssrcRebindLimit
 
     public var description: String {
         switch self {
@@ -66,6 +69,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .resendBudget: "resend_budget"
         case .resendLimit: "resend_limit"
         case .duplicateRepair: "duplicate_repair"
+        case .ssrcRebindLimit: "ssrc_rebind_limit"
         }
     }
 }

@@ -32,6 +32,11 @@ public final class PacketHistory {
             .copyMemory(from: packet)
     }
 
+    /// Forgets every packet (the source moved to a new SSRC, whose extended sequence numbers start again).
+    public func clear() {
+        for i in sequences.indices { sequences[i] = -1 }
+    }
+
     /// The stored packet, if still held.
     public func packet(extendedSequence ext: Int64) -> UnsafeRawBufferPointer? {
         guard ext >= 0 else { return nil }

@@ -31,9 +31,15 @@ extension Room {
         }
         if let old = p.publishConnection, old != connection { detachConnection(old, reason: nil) }
         let conn = connectionFor(connection, participant: p)
-        // Tracks the offer declares again, unchanged, continue; the rest of the old ones end.
+        // Tracks the offer declares again, unchanged, continue. So does a track whose description changed
+        // (codec, RED, header extensions, feedback, screen share, simulcast index) while its RTP stream goes on
+        // - the SSRC it declares, or the mid and rid that bound it: its SRTP stream (rollover counter), sequence
+        // unwrapping, reception statistics and history must follow the packets the browser keeps sending on
+        // that SSRC (issue 23: re-created, libsrtp restarted the SSRC at ROC 0 and, once its sequence numbers
+        // had wrapped, every packet failed authentication). The rest of the old tracks end.
         let existing = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
         var kept: [SourceTrack] = []
+        var changed: [(track: SourceTrack, to: PublishedTrack)] = []
         var fresh: [PublishedTrack] = []
         for d in published {
             if let t = existing.first(where: { e in e.description == d && !kept.contains { $0 === e } }) {
@@ -42,7 +48,23 @@ extension Room {
                 fresh.append(d)
             }
         }
-        for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn) }
+        fresh = fresh.filter { d in
+            guard let t = existing.first(where: { e in !kept.contains { $0 === e } && e.isStream(of: d) }) else { return true }
+            kept.append(t)
+            changed.append((t, d))
+            return false
+        }
+        // SSRCs some track of the new offer still uses keep their libsrtp streams.
+        var stillUsed = Set(published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } })
+        for (t, d) in changed {
+            let before = [t.ssrc, t.rtxSSRC].compactMap { $0 }
+            redescribeTrack(t, d)
+            stillUsed.formUnion([t.ssrc, t.rtxSSRC].compactMap { $0 })
+            for ssrc in before where !stillUsed.contains(ssrc) && conn.inboundSSRCs.remove(ssrc) != nil {
+                conn.inbound?.removeStream(ssrc: ssrc)
+            }
+        }
+        for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn, keeping: stillUsed) }
         p.audioTrack = kept.first { $0.kind == .audio }?.index
         var video = kept.filter { $0.kind == .video }.map(\.index)
         p.publishConnection = connection
@@ -89,8 +111,19 @@ extension Room {
         var oldByMid: [String: Slot] = [:]
         for slot in (previous?.audioSlots ?? []) + (previous?.videoSlots ?? []) { oldByMid[slot.description.mid] = slot }
         func make(_ d: SlotDescription) -> Slot {
-            if let old = oldByMid[d.mid], old.description == d { return old }
-            return Slot(d)
+            guard let old = oldByMid[d.mid], old.description.ssrc == d.ssrc, old.description.codec.kind == d.codec.kind else { return Slot(d) }
+            if old.description == d { return old }
+            // Changed under the same SSRC: the same stream goes on, in a format of the new description.
+            var slot = Slot(d, continuing: old)
+            if d.codec.kind == .video {
+                func fits(_ t: Int?) -> PayloadFormat? { t.flatMap { tracks[$0] }.flatMap { d.format(for: $0.description) } }
+                if slot.current != nil {
+                    if let f = fits(slot.current) { slot.format = f } else { slot.current = nil; slot.rewriter.switchTo(nil) }
+                }
+                if slot.pending != nil, fits(slot.pending) == nil { slot.pending = nil }
+                if slot.current == nil, slot.pending == nil { slot.assigned = nil; slot.undecodable = nil }
+            }
+            return slot
         }
         let audio = slots.filter { $0.codec.kind == .audio }.map(make)
         let video = slots.filter { $0.codec.kind == .video }.map(make)
@@ -205,9 +238,22 @@ extension Room {
         if wasDominant { events.append(.dominantSpeaker(participant: nil)) }
     }
 
-    /// Ends a track: the slots it fed lose it, its SSRCs stop routing, and libsrtp forgets their streams.
-    func removeTrack(_ t: Int, conn: Connection?) {
+    /// Ends a track: the slots it fed lose it, its SSRCs stop routing, and libsrtp forgets their streams, but
+    /// for those in `keeping` (another track of the new offer sends on them).
+    func removeTrack(_ t: Int, conn: Connection?, keeping: Set<UInt32> = []) {
         guard let track = tracks[t] else { return }
+        releaseSinks(of: track)
+        if let conn {
+            for ssrc in [track.ssrc, track.rtxSSRC].compactMap({ $0 }) where !keeping.contains(ssrc) && conn.inboundSSRCs.remove(ssrc) != nil {
+                conn.inbound?.removeStream(ssrc: ssrc)
+            }
+        }
+        tracks[t] = nil
+    }
+
+    /// The slots a track feeds (or would after its key frame) let go of it; the next refresh places again.
+    private func releaseSinks(of track: SourceTrack) {
+        let t = track.index
         for ref in track.sinks {
             guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
             mutateSlot(s, ref) { slot in
@@ -215,18 +261,24 @@ extension Room {
                 if slot.pending == t { slot.pending = nil }
             }
         }
-        if let conn {
-            for ssrc in [track.ssrc, track.rtxSSRC].compactMap({ $0 }) where conn.inboundSSRCs.remove(ssrc) != nil {
-                conn.inbound?.removeStream(ssrc: ssrc)
-            }
+        track.sinks.removeAll()
+    }
+
+    /// A track's new description of the same stream. The slots it feeds keep it when what they send is the
+    /// same (codec, payload type, H.264 profile, camera or screen); otherwise they are placed again, as for a
+    /// new track (a key frame in a format the slot takes).
+    private func redescribeTrack(_ t: SourceTrack, _ d: PublishedTrack) {
+        let old = t.description
+        t.redescribe(d)
+        if old.codec != d.codec || old.payloadType != d.payloadType || old.h264 != d.h264 || old.source != d.source {
+            releaseSinks(of: t)
         }
-        tracks[t] = nil
     }
 
     /// The connection's SSRC routes and MID bindings, from the participant's tracks.
     func rebuildRoutes(_ conn: Connection, of p: Participant) {
         conn.tracksBySSRC.removeAll()
-        conn.awaitingMid.removeAll()
+        conn.midRoutes.removeAll()
         // Transport-wide feedback when the publisher's tracks carry the sequence number (one id per bundle).
         let published = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
         let tcc = published.compactMap(\.description.transportCCExtensionID).first
@@ -244,10 +296,11 @@ extension Room {
         for t in published {
             if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.insert(s) }
             if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.insert(r) }
-            let unbound = t.ssrc == nil || (t.rtxSSRC == nil && t.description.rtxPayloadType != nil)
-            if t.description.ssrc == nil, unbound, let mid = t.description.mid, let id = t.description.midExtensionID {
+            // A track bound by its MID (or RID) keeps the route after binding: the sender may move it to a new
+            // SSRC (resolving a collision, RFC 3550 section 8.2), and `midBinding` follows it there.
+            if t.description.ssrc == nil, let mid = t.description.mid, let id = t.description.midExtensionID {
                 let layer = t.description.simulcast
-                conn.awaitingMid.append(AwaitedTrack(mid: Array(mid.utf8), midExtensionID: id, track: t.index,
+                conn.midRoutes.append(MidRoute(mid: Array(mid.utf8), midExtensionID: id, track: t.index,
                                                      rid: layer?.rid.map { Array($0.utf8) }, ridExtensionID: layer?.ridExtensionID,
                                                      repairedRidExtensionID: layer?.repairedRidExtensionID))
             }

@@ -36,7 +36,14 @@ extension Room {
         if isRTCP(packet) { return receiveRTCP(buffer, length: length, conn: conn, now: now, into: out) }
         guard let ssrc = RTPHeader.peekSSRC(packet) else { return drop(.truncated, conn) }
         let known = conn.tracksBySSRC[ssrc]
-        guard let route = known ?? midBinding(packet, conn: conn), let track = tracks[route.track] else { return drop(.unknownSSRC, conn) }
+        let route: (track: Int, rtx: Bool)
+        if let known { route = known } else {
+            switch midBinding(packet, conn: conn, now: now) {
+            case .success(let r): route = r
+            case .failure(let reason): return drop(reason, conn)
+            }
+        }
+        guard let track = tracks[route.track] else { return drop(.unknownSSRC, conn) }
         guard let srtp = conn.inbound else { return drop(.noSRTPContext, conn) }
         // Decrypt even what policy will drop: the SRTP rollover counter must follow every packet, or the first
         // packet after a long hard mute fails to authenticate (media-core.md section 6).
@@ -46,7 +53,7 @@ extension Room {
         case .failure(let r): return drop(r, conn)
         }
         var plain = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
-        if known == nil { bind(ssrc, to: route, conn: conn) }  // learned only once the packet authenticated
+        if known == nil { bind(ssrc, to: route, conn: conn, now: now, into: out) }  // learned only once the packet authenticated
         var header: RTPHeader
         switch RTPHeader.parse(plain) {
         case .success(let h): header = h
@@ -147,40 +154,70 @@ extension Room {
         }
     }
 
-    /// For a packet of unknown SSRC: the awaiting track its MID extension names (header extensions are sent in
-    /// clear under SRTP, RFC 3711 section 3.1), media or RTX by payload type.
-    private func midBinding(_ packet: UnsafeRawBufferPointer, conn: Connection) -> (track: Int, rtx: Bool)? {
-        guard !conn.awaitingMid.isEmpty, case .success(let h) = RTPHeader.parse(packet, checkPadding: false) else { return nil }
+    /// For a packet of unknown SSRC: the track its MID extension names, or for a simulcast layer its RID or
+    /// repaired RID (header extensions are sent in clear under SRTP, RFC 3711 section 3.1), media or RTX by
+    /// payload type. A track already bound to another SSRC moves to this one (a sender resolving an SSRC
+    /// collision, RFC 3550 section 8.2), at most once per `ssrcRebindInterval`.
+    private func midBinding(_ packet: UnsafeRawBufferPointer, conn: Connection, now: MonoTime) -> Result<(track: Int, rtx: Bool), DropReason> {
+        guard !conn.midRoutes.isEmpty, case .success(let h) = RTPHeader.parse(packet, checkPadding: false) else { return .failure(.unknownSSRC) }
         let ext = h.extensions(in: packet)
         func carries(_ id: UInt8?, _ value: [UInt8]) -> Bool {
             guard let id, let r = ext.find(id) else { return false }
             return r.count == value.count && packet[r].elementsEqual(value)
         }
-        for a in conn.awaitingMid {
+        for a in conn.midRoutes {
             guard let t = tracks[a.track] else { continue }
+            let rtx: Bool
             if let rid = a.rid {
                 // A simulcast layer: its RID names the media stream, the repaired RID its RTX (RFC 8852 section 3).
-                if h.payloadType == t.description.payloadType, t.ssrc == nil, carries(a.ridExtensionID, rid) { return (a.track, false) }
-                if h.payloadType == t.description.rtxPayloadType, t.rtxSSRC == nil, carries(a.repairedRidExtensionID, rid) {
-                    return (a.track, true)
+                if h.payloadType == t.description.payloadType, carries(a.ridExtensionID, rid) {
+                    rtx = false
+                } else if h.payloadType == t.description.rtxPayloadType, carries(a.repairedRidExtensionID, rid) {
+                    rtx = true
+                } else {
+                    continue
                 }
-                continue
+            } else {
+                guard carries(a.midExtensionID, a.mid) else { continue }
+                if h.payloadType == t.description.payloadType {
+                    rtx = false
+                } else if h.payloadType == t.description.rtxPayloadType {
+                    rtx = true
+                } else {
+                    continue
+                }
             }
-            guard carries(a.midExtensionID, a.mid) else { continue }
-            if h.payloadType == t.description.payloadType, t.ssrc == nil { return (a.track, false) }
-            if h.payloadType == t.description.rtxPayloadType, t.rtxSSRC == nil { return (a.track, true) }
+            let bound = rtx ? t.rtxSSRC : t.ssrc
+            let lastMove = rtx ? t.rtxReboundAt : t.reboundAt
+            if bound != nil, let lastMove, now - lastMove < limits.ssrcRebindInterval { return .failure(.ssrcRebindLimit) }
+            return .success((a.track, rtx))
         }
-        return nil
+        return .failure(.unknownSSRC)
     }
 
-    private func bind(_ ssrc: UInt32, to route: (track: Int, rtx: Bool), conn: Connection) {
+    /// Routes `ssrc` to the track `midBinding` found, once a packet on it authenticated. A track that was on
+    /// another SSRC leaves it: its libsrtp stream is freed, and its sequence space starts again, so the slots
+    /// it feeds re-anchor their rewriters (sequence numbers stay gapless) and video asks for a key frame.
+    private func bind(_ ssrc: UInt32, to route: (track: Int, rtx: Bool), conn: Connection, now: MonoTime, into out: DatagramBatch) {
         guard let t = tracks[route.track] else { return }
+        if let old = route.rtx ? t.rtxSSRC : t.ssrc, old != ssrc {
+            conn.tracksBySSRC[old] = nil
+            if conn.inboundSSRCs.remove(old) != nil { conn.inbound?.removeStream(ssrc: old) }
+            counters.ssrcRebinds &+= 1
+            if route.rtx {
+                t.rtxReboundAt = now
+            } else {
+                t.restartStream(ssrc: ssrc, now: now)
+                for ref in t.sinks {
+                    guard let s = participants[ref.subscriber]?.subscriber, s.has(ref) else { continue }
+                    mutateSlot(s, ref) { slot in if slot.current == t.index { slot.rewriter.resume() } }
+                }
+                if t.kind == .video { requestKeyframe(t, now: now, into: out) }
+            }
+        }
         if route.rtx { t.rtxSSRC = ssrc } else { t.ssrc = ssrc }
         conn.tracksBySSRC[ssrc] = route
         conn.inboundSSRCs.insert(ssrc)
-        if t.ssrc != nil, t.rtxSSRC != nil || t.description.rtxPayloadType == nil {
-            conn.awaitingMid.removeAll { $0.track == route.track }
-        }
     }
 
     /// Reception statistics for receiver reports, and what the stream costs on the wire (roughly: 40 bytes

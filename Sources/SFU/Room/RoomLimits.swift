@@ -20,6 +20,9 @@ public struct RoomLimits: Sendable, Equatable {
     public var maxResendsPerPacket = 3
     /// The least time between two resends of one packet, whatever round trip the client's reports claim.
     public var minResendInterval: MonoTime.Interval = .milliseconds(20)
+    /// The least time between two moves of a MID- or RID-bound track to a new SSRC (a sender resolving an SSRC
+    /// collision, RFC 3550 section 8.2): a client that changes SSRCs on every packet costs one stream a second.
+    public var ssrcRebindInterval: MonoTime.Interval = .seconds(1)
 
     public init() {}
 

@@ -109,7 +109,7 @@ struct EgressRate {
 
 /// A slot: fixed SSRC and mid towards the subscriber, fed by at most one source at a time.
 struct Slot {
-    let description: SlotDescription
+    private(set) var description: SlotDescription
     /// The participant the rules placed here (what the slot map reports).
     var assigned: Int?
     /// The source track currently forwarded.
@@ -149,6 +149,19 @@ struct Slot {
         rewriter = SlotRewriter(clockRate: d.codec.clockRate, framesSpanPackets: d.codec.kind == .video)
         sendLog = d.codec.kind == .video ? SlotSendLog() : nil
     }
+
+    /// The slot a renegotiation describes anew under the same mid and SSRC: the same RTP stream to the
+    /// subscriber, so it keeps its continuity - rewriter (sequence numbers, timestamps, picture ids), RTX
+    /// sequence, send log, counts, what it shows and its reports. A new slot there started at offset 0 with a
+    /// random RTX sequence, and libsrtp refused the backward jump as a replay for up to 2^15 packets (issue 23).
+    /// The caller checks that its source still fits a format of `d` (`Room.attachSubscriber`).
+    init(_ d: SlotDescription, continuing old: Slot) {
+        precondition(d.ssrc == old.description.ssrc && d.codec.kind == old.description.codec.kind)
+        self = old
+        description = d
+        if old.description.rtxSSRC != d.rtxSSRC { rtxSequence = UInt16.random(in: 0...UInt16.max) }
+        if d.codec.kind == .audio { format = d.formats[0] }
+    }
 }
 
 /// Points at one slot of one subscriber.
@@ -162,10 +175,15 @@ struct SlotRef: Hashable {
 final class SourceTrack {
     let index: Int
     let owner: Int
-    let description: PublishedTrack
-    /// SSRCs in use: signalled in SDP, or learned from the MID extension.
+    /// What the publisher's offer declares. A renegotiation that changes it for the same RTP stream (the same
+    /// SSRC, or the same mid and rid) replaces it here and keeps everything below (`Room.attachPublisher`).
+    var description: PublishedTrack
+    /// SSRCs in use: signalled in SDP, or learned from the MID or RID extension.
     var ssrc: UInt32?
     var rtxSSRC: UInt32?
+    /// When a MID- or RID-bound track (and its RTX) last moved to a new SSRC (`RoomLimits.ssrcRebindInterval`).
+    var reboundAt: MonoTime?
+    var rtxReboundAt: MonoTime?
     var unwrapper = SequenceUnwrapper()
     /// What arrived, for receiver reports and stats.
     var reception: ReceptionStatistics
@@ -210,6 +228,36 @@ final class SourceTrack {
         history = description.codec.kind == .video ? PacketHistory() : nil
         layerRates = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
         layerPictures = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
+    }
+
+    /// Whether `d`, from a new offer, describes this track's RTP stream: the SSRC it declares is this track's,
+    /// or, declaring none, it has this track's mid and rid (RFC 8843 section 9.2, RFC 8852 section 3).
+    func isStream(of d: PublishedTrack) -> Bool {
+        guard d.codec.kind == kind else { return false }
+        if let s = d.ssrc { return s == ssrc }
+        guard let mid = d.mid, mid == description.mid else { return false }
+        return d.simulcast?.rid == description.simulcast?.rid
+    }
+
+    /// Takes a new offer's description of the same stream: SSRCs it declares replace the learned ones, an RTX
+    /// stream it no longer has is forgotten; reception, history and rates go on.
+    func redescribe(_ d: PublishedTrack) {
+        description = d
+        if let s = d.ssrc { ssrc = s }
+        if let r = d.rtxSSRC { rtxSSRC = r } else if d.ssrc != nil || d.rtxPayloadType == nil { rtxSSRC = nil }
+    }
+
+    /// The track's stream moved to a new SSRC: a new sequence number space, so what was learned of the old
+    /// one (unwrapping, reception statistics, NACK state, history) starts again.
+    func restartStream(ssrc: UInt32, now: MonoTime) {
+        self.ssrc = ssrc
+        reboundAt = now
+        unwrapper = SequenceUnwrapper()
+        reception = ReceptionStatistics(clockRate: description.codec.clockRate)
+        nacks = NackGenerator()
+        history?.clear()
+        lastSR = nil
+        lastSRArrival = nil
     }
 
     /// Whether the source sends more than one temporal or spatial layer.
@@ -276,8 +324,9 @@ public final class Connection {
     var sendHistory: SendHistory?
     /// On the batch's list of connections whose stamped packets await their departure time.
     var awaitingDeparture = false
-    /// Tracks whose SSRCs are still to be learned from the MID extension: (mid bytes, extension id, track).
-    var awaitingMid: [AwaitedTrack] = []
+    /// Tracks bound by the MID extension (or a simulcast layer's RID), whose SSRCs are learned from packets,
+    /// and followed when the sender moves them to a new SSRC.
+    var midRoutes: [MidRoute] = []
     var nextReceiverReport: MonoTime = .never
     /// Set when the transport lives on another worker (a room spread across cores): what the room sends it
     /// is handed to that worker, which sends it from its own socket. Nil: the room's own batch.
@@ -306,9 +355,9 @@ extension Connection {
     }
 }
 
-/// A track whose SSRCs are still to be learned from header extensions sent in clear (RFC 3711 section 3.1):
-/// its MID (RFC 8843 section 9.2), or for a simulcast layer its RID and repaired RID (RFC 8852 section 3).
-struct AwaitedTrack {
+/// A track whose SSRCs are learned from header extensions sent in clear (RFC 3711 section 3.1): its MID
+/// (RFC 8843 section 9.2), or for a simulcast layer its RID and repaired RID (RFC 8852 section 3).
+struct MidRoute {
     var mid: [UInt8]
     var midExtensionID: UInt8
     var track: Int
@@ -337,6 +386,8 @@ public struct RoomCounters: Sendable, Equatable {
     public var nacksSent: UInt64 = 0
     public var probeBytesSent: UInt64 = 0
     public var dominantSpeakerChanges: UInt64 = 0
+    /// MID- or RID-bound tracks that followed their sender to a new SSRC.
+    public var ssrcRebinds: UInt64 = 0
     /// Slots of any subscriber that took a new participant (a talker switch as the subscriber sees it).
     public var slotSwitches: UInt64 = 0
     public var drops = DropCounters()
@@ -358,6 +409,7 @@ public struct RoomCounters: Sendable, Equatable {
         nacksSent &+= o.nacksSent
         probeBytesSent &+= o.probeBytesSent
         dominantSpeakerChanges &+= o.dominantSpeakerChanges
+        ssrcRebinds &+= o.ssrcRebinds
         slotSwitches &+= o.slotSwitches
         for r in DropReason.allCases { drops[r] &+= o.drops[r] }
     }

@@ -79,6 +79,7 @@ public final class NodeMetrics: Sendable {
                 count("sfu_keyframe_requests_total", w, m.room.keyframeRequestsSent)
                 count("sfu_talker_switches_total", w, m.room.slotSwitches)
                 count("sfu_dominant_speaker_changes_total", w, m.room.dominantSpeakerChanges)
+                count("sfu_ssrc_rebinds_total", w, m.room.ssrcRebinds)
                 count("sfu_dtls_handshakes_total", w + [("result", "ok")], m.dtlsHandshakes)
                 count("sfu_dtls_handshakes_total", w + [("result", "failed")], m.dtlsFailures)
                 busy(w, m.busySeconds)

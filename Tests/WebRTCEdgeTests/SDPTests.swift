@@ -107,6 +107,31 @@ func fixture(_ name: String) throws -> String {
         }
     }
 
+    @Test func payloadTypesThatReadAsRTCPAndMidsThatAreNotTokensAreNotTaken() throws {
+        // 64-95 with the marker bit read as RTCP packet types 192-223 under rtcp-mux (RFC 5761 section 4).
+        let pt80 = Self.minimal.replacingOccurrences(of: "111", with: "80")
+        #expect(throws: SDPError.self) { try OfferAnswer.answerPublish(pt80, local: local) }
+        // A mid is a token (RFC 8866 section 9): 'a/rtx' is not, and would share a key with slot a's RTX.
+        let slash = try fixture("chrome-subscribe").replacingOccurrences(of: "a=mid:1\r\n", with: "a=mid:0/rtx\r\n")
+        var next: UInt32 = 0x5000
+        let r = try OfferAnswer.answerSubscribe(slash, local: local) { _, _, _ in next += 1; return next }
+        #expect(!r.slots.contains { $0.mid.contains("/") })
+        #expect(try SessionDescription.parse(r.answer.text).media.filter { $0.port == 0 }.count == 1, "that m-line is rejected")
+    }
+
+    @Test func anExtensionListedTwiceIsReadAndAnsweredUnderItsLowestID() throws {
+        let twice = try fixture("chrome-publish").replacingOccurrences(
+            of: "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n",
+            with: "a=extmap:9 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\na=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n")
+        #expect(twice.contains("a=extmap:9 "), "the fixture lists the level extension")
+        for _ in 0..<4 {
+            let r = try OfferAnswer.answerPublish(twice, local: local)
+            #expect(r.tracks[0].audioLevelExtensionID == 1)
+            let audio = try SessionDescription.parse(r.answer.text).media[0]
+            #expect(audio.values("extmap").filter { $0.hasSuffix("ssrc-audio-level") } == ["1 urn:ietf:params:rtp-hdrext:ssrc-audio-level"])
+        }
+    }
+
     static let minimal = """
         v=0\r
         o=- 1 1 IN IP4 0.0.0.0\r

@@ -8,9 +8,12 @@ public struct ReceiveSideEstimator: Sendable {
     private var control: AIMDRateControl
     private var incoming = RateMeter()
     private var lastSendTime: UInt32?
-    private var sendTimeBase: Int64 = 0
+    var sendTimeBase: Int64 = 0
     private var nextUpdate: MonoTime = .zero
     public private(set) var estimate: UInt64?
+
+    /// The furthest the unwrapped send time may go from 0, in 2^-18 s units (2^36: about 73 hours).
+    static let sendTimeLimit: Int64 = 1 << 36
 
     public init(startBitrate: Double = 300_000) { control = AIMDRateControl(start: startBitrate) }
 
@@ -22,8 +25,15 @@ public struct ReceiveSideEstimator: Sendable {
             if forward < 0x80_0000 { sendTimeBase += Int64(forward) } else { sendTimeBase -= Int64(0x100_0000 - forward) }
         }
         lastSendTime = v
-        // 2^-18 s units to nanoseconds.
-        let sent = MonoTime(nanoseconds: sendTimeBase * 1_000_000_000 >> 18)
+        // Each packet may step the base half a wrap (32 s) either way: one that a publisher walks past 2^36
+        // (about 73 hours of send time) starts again from 0 with a new trend, so that a publisher stepping it on
+        // purpose cannot overflow the conversion below (issue 23) and an honest one re-anchors every 73 hours.
+        if abs(sendTimeBase) > Self.sendTimeLimit {
+            sendTimeBase = 0
+            trend = DelayTrend()
+        }
+        // 2^-18 s units to nanoseconds, exactly: 10^9 / 2^18 = 1,953,125 / 2^9.
+        let sent = MonoTime(nanoseconds: sendTimeBase * 1_953_125 >> 9)
         trend.update(sendTime: sent, arrivalMicros: now.nanoseconds / 1000, size: size)
         incoming.add(bytes: size, now: now)
         guard now >= nextUpdate else { return }

@@ -26,7 +26,7 @@ public struct SendHistory: Sendable {
     /// The most packets `resolved` keeps room for between feedbacks.
     public static let keptResolvedCapacity = 256
     /// The latest feedback's reference time, unwrapped (64 ms units; see `unwrapReference`).
-    private var lastReference: Int64?
+    var lastReference: Int64?
 
     /// The first sequence number whose send time is still the time it was written, not the time it left.
     private var departedThrough: Int64
@@ -100,6 +100,11 @@ extension SendHistory {
     /// than 6 days); the first is taken as signed.
     public static let referenceTimeWrap: Int64 = 1 << 24
 
+    /// The furthest an unwrapped reference time may be from 0 (in 64 ms units: 2^40 is about 2,230 years).
+    /// Each feedback may step half a wrap from the last, so a subscriber that sends millions of them, each
+    /// stepping forward, would otherwise walk it until `reference * 64_000` overflowed (issue 23).
+    public static let referenceLimit: Int64 = 1 << 40
+
     /// `raw` (the 24-bit field, sign-extended) unwrapped against the previous feedback's, in 64 ms units.
     public func unwrapReference(_ raw: Int32) -> Int64 {
         guard let last = lastReference else { return Int64(raw) }
@@ -121,6 +126,7 @@ extension SendHistory {
         if resolved.capacity > Self.keptResolvedCapacity { resolved = [] } else { resolved.removeAll(keepingCapacity: true) }
         guard let h = TransportCCFeedback.Header.parse(p, pkt), h.statusCount <= maxPackets else { return nil }
         let reference = unwrapReference(h.referenceTime)
+        guard abs(reference) < Self.referenceLimit else { return nil }
         let micros = reference * 64_000
         var out = resolved
         resolved = []  // `out` holds the only reference: appending to it does not copy
@@ -139,6 +145,7 @@ extension SendHistory {
     /// longer holds are left out. Unwraps the reference time as `resolve(_:_:maxPackets:)` does.
     public mutating func resolve(_ fb: TransportCCFeedback) -> [PacketFeedback] {
         let reference = unwrapReference(fb.referenceTime)
+        guard abs(reference) < Self.referenceLimit else { return [] }
         lastReference = reference
         let micros = reference * 64_000
         return fb.packets.compactMap { p in

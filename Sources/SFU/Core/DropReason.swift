@@ -41,6 +41,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     /// A packet on a new SSRC naming the MID or RID of a track that moved to another SSRC less than
     /// `ssrcRebindInterval` ago.
     case ssrcRebindLimit
+    /// A sender report that came sooner than 100 ms after the last one of its SSRC: not forwarded (one
+    /// datagram of dozens would otherwise fan out to every slot the track feeds).
+    case rtcpThrottled
 
     public var description: String {
         switch self {
@@ -70,6 +73,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .resendLimit: "resend_limit"
         case .duplicateRepair: "duplicate_repair"
         case .ssrcRebindLimit: "ssrc_rebind_limit"
+        case .rtcpThrottled: "rtcp_throttled"
         }
     }
 }

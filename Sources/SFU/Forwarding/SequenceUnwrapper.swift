@@ -5,6 +5,13 @@ public struct SequenceUnwrapper: Sendable {
 
     public init() {}
 
+    /// The extended value `seq` would have, without moving the highest seen (nil before the first packet):
+    /// for a repair, whose original number says nothing of where the stream is.
+    public func peek(_ seq: UInt16) -> Int64? {
+        guard let h = highest else { return nil }
+        return h + Int64(Int16(bitPattern: seq &- UInt16(truncatingIfNeeded: h)))
+    }
+
     /// The extended value of `seq`; updates the highest seen when it moves forward.
     public mutating func unwrap(_ seq: UInt16) -> Int64 {
         guard let h = highest else {

@@ -96,8 +96,15 @@ extension Room {
         guard slots.count <= limits.slotsPerSubscription else {
             throw RoomError(.limitReached, .invalid, "a subscription may have at most \(limits.slotsPerSubscription) slots", limit: "slots_per_subscription")
         }
-        guard Set(slots.map(\.ssrc)).count == slots.count, Set(slots.map(\.mid)).count == slots.count else {
-            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs and mids must be distinct")
+        let ssrcs = slots.flatMap { [$0.ssrc] + ($0.rtxSSRC.map { [$0] } ?? []) }
+        guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs (with their RTX) and mids must be distinct")
+        }
+        // The node writes header extensions in the one-byte form (`OutgoingRTP`): ids 1-14 only.
+        guard slots.allSatisfy({ s in
+            [s.audioLevelExtensionID, s.absSendTimeExtensionID, s.transportCCExtensionID].allSatisfy { $0.map(OutgoingRTP.oneByteIDs.contains) ?? true }
+        }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a slot's header extension ids must be 1-14")
         }
         guard slots.allSatisfy({ s in
             (1...SlotDescription.maxFormats).contains(s.formats.count) && s.formats.allSatisfy { $0.codec.kind == s.formats[0].codec.kind }

@@ -78,8 +78,10 @@ extension Room {
             plain = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             guard case .success(let h) = RTPHeader.parse(plain) else { return drop(.badCodecPayload, conn) }
             header = h
-            let ext = track.unwrapper.unwrap(header.sequenceNumber)
-            guard track.nacks.repaired(ext, now: now) else { return drop(.duplicateRepair, conn) }
+            // A repair is of a packet before the newest: its number must not move the stream's position (an
+            // RTX packet naming a number 2^15 ahead would make every packet after it read as old).
+            guard let ext = track.unwrapper.peek(header.sequenceNumber), ext <= track.unwrapper.highest ?? .min,
+                  track.nacks.repaired(ext, now: now) else { return drop(.duplicateRepair, conn) }
             counters.repairsIn &+= 1
             return ingest(track, owner: owner, plain: plain, header: header, extendedSequence: ext, repaired: true, inOrder: false,
                           conn: conn, now: now, into: out)

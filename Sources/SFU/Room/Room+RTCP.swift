@@ -22,6 +22,9 @@ extension Room {
         // Every item a datagram names costs one unit of a fixed budget; what lies past it is not parsed.
         var budget = limits.rtcpItemsPerPacket
         var overBudget = false
+        // Estimates (REMB, transport-cc) update the subscriber's estimator as they come; what follows from the
+        // estimate (ABWD, layers, caps) runs once for the datagram, however many of them it holds.
+        var estimated = false
         func spend(_ n: Int) -> Bool {
             guard !overBudget, n <= budget else { overBudget = true; return false }
             budget -= n
@@ -44,7 +47,10 @@ extension Room {
                     for e in entries { onKeyframeRequest(slotSSRC: e.ssrc, conn: conn, now: now, into: out) }
                 }
             case (.payloadFeedback?, FeedbackFormat.applicationLayer):
-                if let remb = REMB.parse(p, pkt) { onEstimate(conn: conn, now: now, into: out) { $0.onREMB(bitrate: remb.bitrate, now: now) } }
+                if let remb = REMB.parse(p, pkt), let s = participants[conn.participant]?.subscriber {
+                    s.estimator.onREMB(bitrate: remb.bitrate, now: now)
+                    estimated = true
+                }
             case (.transportFeedback?, FeedbackFormat.nack):
                 guard spend(max(0, pkt.body.count - 8) / 4) else { return }
                 guard let h = FeedbackHeader.parse(p, pkt), let (s, ref) = slot(for: h.mediaSSRC, conn: conn), ref.kind == .video else { return }
@@ -56,8 +62,9 @@ extension Room {
                     : TransportCCFeedback.forEachPacket(p, pkt, maxPackets: budget) { _, _ in }
                 if let h = header {
                     _ = spend(h.statusCount)
-                    guard conn.sendHistory != nil else { return }
-                    onEstimate(conn: conn, now: now, into: out) { $0.onPacketFeedback(conn.sendHistory!.resolved, now: now) }
+                    guard conn.sendHistory != nil, let s = participants[conn.participant]?.subscriber else { return }
+                    s.estimator.onPacketFeedback(conn.sendHistory!.resolved, now: now)
+                    estimated = true
                 } else if TransportCCFeedback.statusCount(p, pkt).map({ $0 > budget }) == true {
                     overBudget = true
                 }
@@ -66,6 +73,7 @@ extension Room {
             }
         }
         if overBudget { drop(.rtcpBudget, conn) }
+        if estimated { onEstimate(conn: conn, now: now, into: out) }
     }
 
     private func slot(for ssrc: UInt32, conn: Connection) -> (SubscriberState, SlotRef)? {
@@ -119,10 +127,16 @@ extension Room {
         }
     }
 
+    static let minSenderReportInterval: MonoTime.Interval = .milliseconds(100)
+
     /// Forwards a source's sender report on every slot it feeds, with the slot's SSRC and the RTP timestamp
     /// shifted by the slot's offset; NTP time is untouched so receivers keep lip sync (RFC 3550 section 6.4.1).
     private func onSenderReport(_ sr: SenderReport, conn: Connection, now: MonoTime, into out: DatagramBatch) {
         guard let route = conn.tracksBySSRC[sr.ssrc], !route.rtx, let track = tracks[route.track] else { return }  // not its own: ignored
+        // Senders report every second or few (RFC 3550 section 6.2); one datagram can hold dozens of reports,
+        // and each is rewritten and protected for every slot the track feeds: those that come sooner than
+        // `minSenderReportInterval` after the last are not acted on.
+        if let last = track.lastSRArrival, now - last < Self.minSenderReportInterval { return drop(.rtcpThrottled, conn) }
         track.lastSR = sr
         track.lastSRMiddle = UInt32(truncatingIfNeeded: sr.ntpTimestamp >> 16)
         track.lastSRArrival = now
@@ -163,9 +177,8 @@ extension Room {
 
     /// A new downlink estimate for the connection's subscriber: the video count may change (and be reported).
     /// ABWD weighs videos at what they measure (`streamBandwidthKbps`), not at a configured figure.
-    private func onEstimate(conn: Connection, now: MonoTime, into out: DatagramBatch, _ update: (inout any DownlinkEstimator) -> Void) {
+    private func onEstimate(conn: Connection, now: MonoTime, into out: DatagramBatch) {
         guard let p = participants[conn.participant], let s = p.subscriber else { return }
-        update(&s.estimator)
         guard let bps = s.estimator.estimate else { return }
         // Counted in place, not through `filter` and `+` on the slot arrays: this runs for every feedback.
         let audio = configuration.audioReserveKbps * s.audioSlots.count { $0.current != nil }

@@ -98,6 +98,12 @@ struct EgressRate {
             lastTime = now
             return nil
         }
+        // Fewer bytes than last time: slots were removed (a renegotiation) and took their counts with them.
+        guard bytes >= lastBytes else {
+            lastBytes = bytes
+            lastTime = now
+            return rate
+        }
         let dt = now - t
         guard dt >= .milliseconds(500) else { return rate }
         rate = Int(Double(bytes &- lastBytes) * 8 / dt.seconds / 1000)

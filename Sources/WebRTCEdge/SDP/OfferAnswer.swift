@@ -76,17 +76,17 @@ public enum OfferAnswer {
                 answer.media.append(rejected(m))
                 continue
             }
-            let levelID = kind == "audio" ? m.extmaps.first { $0.value == audioLevelURI }?.key : nil
-            let midID = m.extmaps.first { $0.value == midURI }?.key
+            let levelID = kind == "audio" ? m.extmapID(audioLevelURI) : nil
+            let midID = m.extmapID(midURI)
             // transport-cc only with both its extension and its feedback (the publisher then reads the node's
             // feedback for its own estimator); REMB and NACK as the offer allows them.
             let fb = feedback(m, codec.pt)
-            let tccID = fb.contains("transport-cc") ? m.extmaps.first { $0.value == transportCCURI }?.key : nil
+            let tccID = fb.contains("transport-cc") ? m.extmapID(transportCCURI) : nil
             let nack = kind == "video" && fb.contains("nack")
             let remb = kind == "video" && fb.contains("goog-remb")
             let simulcast = kind == "video" ? try SimulcastOffer.parse(m) : nil
-            let ridID = m.extmaps.first { $0.value == SimulcastOffer.ridURI }?.key
-            let repairedID = m.extmaps.first { $0.value == SimulcastOffer.repairedRidURI }?.key
+            let ridID = m.extmapID(SimulcastOffer.ridURI)
+            let repairedID = m.extmapID(SimulcastOffer.repairedRidURI)
             var layers: [PublishedTrack] = []
             if let simulcast, !simulcast.rids.isEmpty {
                 // Rid-based: each layer's SSRCs are learned from the RID extensions of its first packets. Its
@@ -128,7 +128,7 @@ public enum OfferAnswer {
             track.transportCCExtensionID = tccID
             track.source = source
             // Without transport-cc, abs-send-time lets the node estimate the uplink itself for its REMB.
-            let sendTimeID = remb && tccID == nil ? m.extmaps.first { $0.value == absSendTimeURI }?.key : nil
+            let sendTimeID = remb && tccID == nil ? m.extmapID(absSendTimeURI) : nil
             track.absSendTimeExtensionID = sendTimeID
             track.redPayloadType = codec.red
             track.nack = nack
@@ -148,10 +148,11 @@ public enum OfferAnswer {
                 }
             }
             var a = acceptedMedia(m, codecs: [codec], direction: "recvonly", local: local, first: answer.media.allSatisfy { $0.port == 0 })
-            for (id, uri) in m.extmaps.sorted(by: { $0.key < $1.key })
-            where uri == midURI || (uri == audioLevelURI && kind == "audio") || (uri == transportCCURI && tccID != nil)
-                || (uri == absSendTimeURI && sendTimeID != nil)
-                || ((uri == SimulcastOffer.ridURI || uri == SimulcastOffer.repairedRidURI) && simulcast?.rids.isEmpty == false) {
+            // The ids the node reads, once each (an offer may list a URI twice; the answer names the one used).
+            let rids = simulcast?.rids.isEmpty == false
+            let answered: [(UInt8?, String)] = [(midID, midURI), (levelID, audioLevelURI), (tccID, transportCCURI), (sendTimeID, absSendTimeURI),
+                                                (rids ? ridID : nil, SimulcastOffer.ridURI), (rids ? repairedID : nil, SimulcastOffer.repairedRidURI)]
+            for (id, uri) in answered.compactMap({ e in e.0.map { ($0, e.1) } }).sorted(by: { $0.0 < $1.0 }) {
                 a.attributes.append(SDPAttribute("extmap", "\(id) \(uri)"))
             }
             if let simulcast, !simulcast.rids.isEmpty {
@@ -177,7 +178,7 @@ public enum OfferAnswer {
     /// (RFC 8285 section 4.2), whose ids are 1-14, so an extension the offer numbers 15-255 is left out of the
     /// answer (not negotiated) rather than written under another id (`OutgoingRTP`'s precondition).
     static func oneByteID(_ m: MediaDescription, _ uri: String) -> UInt8? {
-        guard let id = m.extmaps.first(where: { $0.value == uri })?.key, OutgoingRTP.oneByteIDs.contains(id) else { return nil }
+        guard let id = m.extmapID(uri), OutgoingRTP.oneByteIDs.contains(id) else { return nil }
         return id
     }
 

@@ -138,7 +138,21 @@ public struct MediaDescription: Sendable, Equatable {
     public func values(_ key: String) -> [String] { attributes.filter { $0.key == key }.compactMap(\.value) }
     public func has(_ key: String) -> Bool { attributes.contains { $0.key == key } }
 
-    public var mid: String? { attribute("mid") }
+    /// The media's identification tag (RFC 5888 section 4; RFC 8843 section 9.1), when it is an SDP token
+    /// (RFC 8866 section 9): a value with other characters (a slash, a space, a control character) is not a mid,
+    /// and the node keys its slots' SSRCs by mid (`mid/rtx` for a slot's RTX).
+    public var mid: String? {
+        guard let v = attribute("mid"), !v.isEmpty, v.utf8.count <= 255, v.utf8.allSatisfy(Self.isTokenChar) else { return nil }
+        return v
+    }
+
+    /// RFC 8866 section 9: token-char = %x21 / %x23-27 / %x2A-2B / %x2D-2E / %x30-39 / %x41-5A / %x5E-7E.
+    static func isTokenChar(_ c: UInt8) -> Bool {
+        switch c {
+        case 0x21, 0x23...0x27, 0x2A...0x2B, 0x2D...0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7E: return true
+        default: return false
+        }
+    }
 
     public enum Direction: String, Sendable { case sendrecv, sendonly, recvonly, inactive }
 
@@ -153,7 +167,9 @@ public struct MediaDescription: Sendable, Equatable {
         var r: [UInt8: (String, Int, Int)] = [:]
         for v in values("rtpmap") {
             let parts = v.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, let pt = UInt8(parts[0]), pt < 128 else { continue }
+            // 64-95 cannot be RTP payload types with rtcp-mux (RFC 5761 section 4): with the marker bit set, the
+            // second byte reads as an RTCP packet type (192-223) and the packet would be taken for RTCP.
+            guard parts.count == 2, let pt = UInt8(parts[0]), pt < 128, !(64...95).contains(pt) else { continue }
             let enc = parts[1].split(separator: "/")
             guard enc.count >= 2, let clock = Int(enc[1]) else { continue }
             r[pt] = (enc[0].lowercased(), clock, enc.count > 2 ? Int(enc[2]) ?? 1 : 1)
@@ -180,6 +196,12 @@ public struct MediaDescription: Sendable, Equatable {
             r[id] = String(parts[1])
         }
         return r
+    }
+
+    /// The id of the extension `uri`: the lowest when an offer lists it under several (`extmaps` is a
+    /// dictionary, whose order is not the same from one process to the next).
+    public func extmapID(_ uri: String) -> UInt8? {
+        extmaps.filter { $0.value == uri }.keys.min()
     }
 
     /// SSRCs from `a=ssrc` lines in first-seen order, and FID groups (media, rtx) (RFC 5576).

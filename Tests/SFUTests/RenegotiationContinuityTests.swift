@@ -60,7 +60,7 @@ import Testing
         #expect(a.keyframesSent - keyframes <= 1, "no key frame was needed to go on (\(a.keyframesSent - keyframes) sent)")
     }
 
-    @Test func aRenegotiationThatDropsATrackFreesItsSSRCButKeepsTheOthers() throws {
+    @Test func aRenegotiationThatDropsATrackRetiresItsSSRCsAndKeepsTheOthers() throws {
         let h = try RoomHarness()
         let s = SpeechScript(Voices.a, seed: 1)
         let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { s.frame(at: $0, speaking: 0..<30) }
@@ -68,18 +68,63 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
         let conn = try #require(h.room.connection(a.member.publish.connection))
-        #expect(conn.inboundSSRCs.isSuperset(of: [a.member.audio.ssrc, a.member.video.ssrc]))
+        #expect(conn.inboundSSRCs.ssrcs.isSuperset(of: [a.member.audio.ssrc, a.member.video.ssrc]))
         // The camera goes; the microphone changes its description.
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: nil),
         ], now: h.now)
-        #expect(!conn.inboundSSRCs.contains(a.member.video.ssrc), "the dropped camera's SRTP stream is freed")
-        #expect(conn.inboundSSRCs.contains(a.member.audio.ssrc), "the microphone's is kept")
+        #expect(conn.inboundSSRCs.retired == [a.member.video.ssrc, a.member.video.ssrc + 1] && conn.tracksBySSRC[a.member.video.ssrc] == nil,
+                "the dropped camera's SSRC no longer routes; its SRTP stream is retired, kept until room is needed")
+        #expect(conn.inboundSSRCs.contains(a.member.audio.ssrc) && !conn.inboundSSRCs.retired.contains(a.member.audio.ssrc), "the microphone's is in use")
         a.sendsVideo = false
         h.clearReceived()
         h.run([a, b], from: 2, seconds: 2)
         #expect(h.room.counters.drops[.srtpAuthFailed] == 0)
         #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count >= 90)
+    }
+
+    @Test func aTrackSetInactiveAndBackAfterItsSequenceNumbersWrappedStillAuthenticates() throws {
+        // A transceiver set inactive, then sendonly again, comes back on its SSRC: its libsrtp stream was freed
+        // with the track, and the client's rollover counter (1 after the wrap) no longer matched the node's (0).
+        let h = try RoomHarness()
+        let s = SpeechScript(Voices.a, seed: 1)
+        let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { s.frame(at: $0, speaking: 0..<30) }
+        a.member.audio.sequenceNumber = 65_450
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, b], from: 0, seconds: 2)
+        let audio = PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)
+        let video = PublishedTrack(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96, rtxPayloadType: 97)
+        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [video], now: h.now)
+        let script = a.audioScript
+        a.audioScript = { _ in nil }  // the microphone's transceiver is inactive: nothing sent
+        h.run([a, b], from: 2, seconds: 1)
+        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [audio, video], now: h.now)
+        a.audioScript = script
+        h.clearReceived()
+        h.run([a, b], from: 3, seconds: 2)
+        #expect(h.room.counters.drops[.srtpAuthFailed] == 0, "the microphone's packets authenticate again")
+        #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count >= 90)
+    }
+
+    @Test func retiredStreamsAreFreedOldestFirstWhenANewSSRCNeedsRoom() throws {
+        var streams = InboundStreams()
+        for s: UInt32 in [1, 2, 3, 4] {
+            let ok = streams.reserve(s, limit: 4, srtp: nil)
+            #expect(ok)
+            streams.use(s)
+        }
+        let full = streams.reserve(5, limit: 4, srtp: nil)
+        #expect(!full, "full, nothing retired: refused")
+        streams.retire(2)
+        streams.retire(1)
+        let freed = streams.reserve(5, limit: 4, srtp: nil)
+        #expect(freed)
+        streams.use(5)
+        #expect(streams.ssrcs == [1, 3, 4, 5] && streams.retired == [1] && streams.evictions == 1, "the oldest retired (2) went")
+        streams.use(1)
+        #expect(streams.retired.isEmpty, "a retired SSRC used again is kept")
+        let again = streams.reserve(6, limit: 4, srtp: nil)
+        #expect(!again)
     }
 
     // MARK: A subscriber's slot described anew (defect 4)
@@ -184,7 +229,7 @@ import Testing
         #expect(h.room.counters.drops[.unknownSSRC] == 0)
         #expect(h.room.counters.ssrcRebinds == 1)
         let conn = try #require(h.room.connection(p.publish.connection))
-        #expect(!conn.inboundSSRCs.contains(0x5001) && conn.tracksBySSRC[0x5001] == nil, "the old SSRC's stream is freed")
+        #expect(conn.inboundSSRCs.retired == [0x5001] && conn.tracksBySSRC[0x5001] == nil, "the old SSRC no longer routes; its stream is retired")
         // A second move within a second is refused (a client changing SSRCs on every packet costs one a second).
         h.send(Self.packet(ssrc: 0x7002, seq: 5, ts: 12000, pictureID: 5, [mid, h1]), from: p.publish)
         #expect(h.room.counters.drops[.ssrcRebindLimit] == 1 && layer.ssrc == 0x7001)

@@ -60,9 +60,7 @@ extension Room {
             let before = [t.ssrc, t.rtxSSRC].compactMap { $0 }
             redescribeTrack(t, d)
             stillUsed.formUnion([t.ssrc, t.rtxSSRC].compactMap { $0 })
-            for ssrc in before where !stillUsed.contains(ssrc) && conn.inboundSSRCs.remove(ssrc) != nil {
-                conn.inbound?.removeStream(ssrc: ssrc)
-            }
+            for ssrc in before where !stillUsed.contains(ssrc) { conn.inboundSSRCs.retire(ssrc) }
         }
         for t in existing where !kept.contains(where: { $0 === t }) { removeTrack(t.index, conn: conn, keeping: stillUsed) }
         p.audioTrack = kept.first { $0.kind == .audio }?.index
@@ -245,15 +243,13 @@ extension Room {
         if wasDominant { events.append(.dominantSpeaker(participant: nil)) }
     }
 
-    /// Ends a track: the slots it fed lose it, its SSRCs stop routing, and libsrtp forgets their streams, but
-    /// for those in `keeping` (another track of the new offer sends on them).
+    /// Ends a track: the slots it fed lose it, its SSRCs stop routing and their libsrtp streams are retired
+    /// (`InboundStreams`), but for those in `keeping` (another track of the new offer sends on them).
     func removeTrack(_ t: Int, conn: Connection?, keeping: Set<UInt32> = []) {
         guard let track = tracks[t] else { return }
         releaseSinks(of: track)
         if let conn {
-            for ssrc in [track.ssrc, track.rtxSSRC].compactMap({ $0 }) where !keeping.contains(ssrc) && conn.inboundSSRCs.remove(ssrc) != nil {
-                conn.inbound?.removeStream(ssrc: ssrc)
-            }
+            for ssrc in [track.ssrc, track.rtxSSRC].compactMap({ $0 }) where !keeping.contains(ssrc) { conn.inboundSSRCs.retire(ssrc) }
         }
         tracks[t] = nil
     }
@@ -301,8 +297,8 @@ extension Room {
         let remb = p.videoTracks.contains { tracks[$0]?.description.remb == true }
         if remb, conn.nextREMB == .never { conn.nextREMB = .zero } else if !remb { conn.nextREMB = .never }
         for t in published {
-            if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.insert(s) }
-            if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.insert(r) }
+            if let s = t.ssrc { conn.tracksBySSRC[s] = (t.index, false); conn.inboundSSRCs.use(s) }
+            if let r = t.rtxSSRC { conn.tracksBySSRC[r] = (t.index, true); conn.inboundSSRCs.use(r) }
             // A track bound by its MID (or RID) keeps the route after binding: the sender may move it to a new
             // SSRC (resolving a collision, RFC 3550 section 8.2), and `midBinding` follows it there.
             if t.description.ssrc == nil, let mid = t.description.mid, let id = t.description.midExtensionID {

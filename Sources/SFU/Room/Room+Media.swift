@@ -45,6 +45,9 @@ extension Room {
         }
         guard let track = tracks[route.track] else { return drop(.unknownSSRC, conn) }
         guard let srtp = conn.inbound else { return drop(.noSRTPContext, conn) }
+        // A new SSRC (bound from its MID or RID) must fit under the connection's stream cap before libsrtp
+        // takes a stream for it.
+        if known == nil, !conn.inboundSSRCs.reserve(ssrc, limit: limits.ssrcsPerConnection, srtp: srtp) { return drop(.ssrcLimit, conn) }
         // Decrypt even what policy will drop: the SRTP rollover counter must follow every packet, or the first
         // packet after a long hard mute fails to authenticate (media-core.md section 6).
         let plainLength: Int
@@ -204,7 +207,7 @@ extension Room {
         guard let t = tracks[route.track] else { return }
         if let old = route.rtx ? t.rtxSSRC : t.ssrc, old != ssrc {
             conn.tracksBySSRC[old] = nil
-            if conn.inboundSSRCs.remove(old) != nil { conn.inbound?.removeStream(ssrc: old) }
+            conn.inboundSSRCs.retire(old)
             counters.ssrcRebinds &+= 1
             if route.rtx {
                 t.rtxReboundAt = now
@@ -219,7 +222,7 @@ extension Room {
         }
         if route.rtx { t.rtxSSRC = ssrc } else { t.ssrc = ssrc }
         conn.tracksBySSRC[ssrc] = route
-        conn.inboundSSRCs.insert(ssrc)
+        conn.inboundSSRCs.use(ssrc)
     }
 
     /// Reception statistics for receiver reports, and what the stream costs on the wire (roughly: 40 bytes

@@ -9,13 +9,13 @@ extension Room {
         guard length >= 8 else { return drop(.truncated, conn) }
         let sender = UnsafeRawBufferPointer(buffer).u32(4)
         let newSSRC = !conn.inboundSSRCs.contains(sender)
-        if newSSRC, conn.inboundSSRCs.count >= limits.ssrcsPerConnection { return drop(.ssrcLimit, conn) }
+        if newSSRC, !conn.inboundSSRCs.reserve(sender, limit: limits.ssrcsPerConnection, srtp: srtp) { return drop(.ssrcLimit, conn) }
         let plainLength: Int
         switch srtp.unprotectRTCP(buffer, length: length) {
         case .success(let n): plainLength = n
         case .failure(let r): return drop(r, conn)
         }
-        if newSSRC { conn.inboundSSRCs.insert(sender) }
+        if newSSRC { conn.inboundSSRCs.use(sender) }
         let p = UnsafeRawBufferPointer(rebasing: buffer[0..<plainLength])
         if let r = RTCPCompound.validate(p) { return drop(r, conn) }
         counters.rtcpIn &+= 1

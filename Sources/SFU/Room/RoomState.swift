@@ -315,9 +315,9 @@ public final class Connection {
     var tracksBySSRC: [UInt32: (track: Int, rtx: Bool)] = [:]
     /// Slot SSRC -> slot, for the subscriber's feedback.
     var slotsBySSRC: [UInt32: SlotRef] = [:]
-    /// SSRCs libsrtp keeps an inbound stream for (each authenticated one): bounded by
-    /// `RoomLimits.ssrcsPerConnection`, and a track's are removed with it.
-    var inboundSSRCs: Set<UInt32> = []
+    /// SSRCs libsrtp keeps an inbound stream for (each authenticated one), retired ones included: bounded by
+    /// `RoomLimits.ssrcsPerConnection`.
+    var inboundSSRCs = InboundStreams()
     /// Publishing: the transport-wide sequence number's id, and the arrivals the publisher gets feedback on.
     var transportCCExtensionID: UInt8?
     var feedback: TransportFeedbackRecorder?

@@ -140,6 +140,59 @@ import WebRTCEdge
         }
     }
 
+    /// Issue 23 over a real socket, where the server reads Host into the request's authority: a page on a name
+    /// rebound to 127.0.0.1 (`127.attacker.example`) reads nothing; 127.0.0.1 and localhost still do.
+    @Test func aReboundHostIsRefusedOverTheWire() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let app = ControlAPI.application(node: node, logger: Logger(label: "test"))
+        try await app.test(.live) { client in
+            #expect(try await Self.post(client, "/v1/rooms", ["room": "victim"]) == 201)
+            for path in ["/v1/rooms", "/v1/rooms/victim", "/metrics"] {
+                for host in ["127.attacker.example", "127.attacker.example:\(client.port!)", "127.0.0.1.evil.example", "127.1", "[::2]"] {
+                    let (status, body) = try await Self.rawHTTP(port: client.port!, "GET \(path) HTTP/1.1\r\nHost: \(host)\r\n")
+                    #expect(status == 403 && Self.json(body)["result"] as? Int == 6016, "\(path) Host \(host): \(status) \(body.prefix(80))")
+                    #expect(!body.contains("victim") || body.contains("not a loopback"), "nothing of the room leaks")
+                }
+                for host in ["127.0.0.1:\(client.port!)", "localhost:\(client.port!)", "[::1]:\(client.port!)"] {
+                    let (status, _) = try await Self.rawHTTP(port: client.port!, "GET \(path) HTTP/1.1\r\nHost: \(host)\r\n")
+                    #expect(status == 200, "\(path) Host \(host)")
+                }
+            }
+            // A browser sends no ws:// Origin. swift-websocket's client (EventStream; `client.ws` in the tests above)
+            // sends ws://<host> on its WebSocket opening: that alone passes. Anywhere else, or naming another
+            // host, a ws:// or wss:// origin is refused like any unlisted origin.
+            let p = client.port!
+            let (status, body) = try await Self.rawHTTP(port: p, "GET /v1/rooms HTTP/1.1\r\nHost: 127.0.0.1:\(p)\r\nOrigin: ws://127.0.0.1\r\n")
+            #expect(status == 403 && Self.json(body)["result"] as? Int == 6016, "a ws:// origin on a plain request: \(status)")
+            // An opening the guard refuses is answered by the WebSocket layer with a bare 400 (see the events route).
+            for origin in ["ws://evil.example", "wss://127.0.0.1.evil", "http://127.0.0.1:8000"] {
+                let refused = try await Self.rawWebSocket(port: p, path: "/v1/events", frames: 1, origin: origin)
+                #expect(refused.status.hasPrefix("HTTP/1.1 400") && refused.frames.isEmpty, "\(origin): \(refused.status)")
+            }
+            let own = try await Self.rawWebSocket(port: p, path: "/v1/events?since=18446744073709551615", frames: 1, origin: "ws://localhost")
+            #expect(own.status.hasPrefix("HTTP/1.1 101"), "swift-websocket's own origin opens the stream: \(own.status)")
+        }
+    }
+
+    /// One HTTP/1.1 request written as given (the request line and headers, without the final empty line;
+    /// `Connection: close` is added) over a plain TCP connection: the status code and the body.
+    static func rawHTTP(port: Int, _ head: String) async throws -> (status: Int, body: String) {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: head + "Connection: close\r\n\r\n"))
+            var bytes: [UInt8] = []
+            for try await chunk in inbound { bytes += chunk.readableBytesView }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+            let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+            return (status, body)
+        }
+    }
+
     /// A WebSocket opening over a plain TCP connection: the upgrade request, then everything the server sends
     /// until it ends its side (its status line and its frames, unmasked as a server's are), then a close frame
     /// back. The byte stream is read as it comes, by one handler installed before the first read, with no
@@ -149,7 +202,8 @@ import WebRTCEdge
     ///
     /// With `frames`, reading stops once that many frames came (a stream that stays open), and the close
     /// frame goes out then.
-    static func rawWebSocket(port: Int, path: String, frames wanted: Int? = nil) async throws -> (status: String, frames: [(opcode: UInt8, payload: [UInt8])]) {
+    static func rawWebSocket(port: Int, path: String, frames wanted: Int? = nil,
+                             origin: String? = nil) async throws -> (status: String, frames: [(opcode: UInt8, payload: [UInt8])]) {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)  // our close frame still goes out after their FIN
             .connect(host: "localhost", port: port) { channel in
@@ -157,6 +211,7 @@ import WebRTCEdge
             }
         return try await channel.executeThenClose { inbound, outbound in
             try await outbound.write(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: localhost:\(port)\r\nUpgrade: websocket\r\n"
+                + (origin.map { "Origin: \($0)\r\n" } ?? "")
                 + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"))
             var bytes: [UInt8] = []
             func parse() -> (status: String, frames: [(opcode: UInt8, payload: [UInt8])]) {

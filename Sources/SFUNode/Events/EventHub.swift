@@ -15,7 +15,8 @@ import Synchronization
 /// hub's `stream` (random, fixed for the life of the process), so a consumer resumes with `since` and
 /// `stream` together; a resume point this process cannot honour (a `since` it never numbered, or another
 /// process's `stream`) gets an `events_reset` notice first and then only new events. `since` comes from
-/// the network: it is compared, never added to, so no value of it can trap.
+/// the network: it is compared with the counter first and added to only once it is known to be below it,
+/// so no value of it can trap.
 public final class EventHub: Sendable {
     /// One encoded event (or notice) and what the filter needs to know about it.
     public struct Message: Sendable {
@@ -145,7 +146,7 @@ public final class EventHub: Sendable {
     /// reset: the consumer first gets an `events_reset` notice (`reason`, `since`, `next_seq`, `stream`; no
     /// `seq`) and then only new events, nothing from the history, whose numbers mean something else to it.
     /// `since = nextSeq - 1` (the consumer has the newest event) is no reset: nothing is replayed. `stream`
-    /// matters only with `since`.
+    /// (as the hub writes it: lowercase) matters only with `since`.
     public func subscribe(room: String?, since: UInt64? = nil, stream given: String? = nil,
                           now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) -> Subscription {
         let (messages, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingOldest(bufferPerConsumer))
@@ -165,10 +166,10 @@ public final class EventHub: Sendable {
                     let notice = EventJSON.encode(.eventsReset(reason: reset.rawValue, since: since, nextSeq: s.nextSeq),
                                                   room: nil, seq: nil, stream: stream, time: now)
                     continuation.yield(Message(seq: nil, room: nil, text: notice))
-                } else if since < s.nextSeq - 1 {  // since < nextSeq here, so nextSeq >= 1: no underflow
+                } else if since < s.nextSeq - 1 {  // nextSeq starts at 1: no underflow
                     let ordered = Array(s.history[s.historyStart...] + s.history[..<s.historyStart])
                     let oldest = ordered.first?.seq ?? s.nextSeq
-                    if since < oldest - 1 {  // oldest >= 1; events since+1 ... oldest-1 are gone
+                    if since < oldest - 1 {  // oldest >= 1; events since+1 ... oldest-1 are gone (since+1 < oldest: no overflow)
                         consumer.loss = Loss(count: Int(clamping: oldest - 1 - since), firstSeq: since + 1, lastSeq: oldest - 1)
                     }
                     for m in ordered where m.seq! > since && Self.matches(m, room) { continuation.yield(m) }

@@ -215,6 +215,12 @@ public actor SignalingServer {
     }
 
     func relay(_ event: NodeEvent) async {
+        if event.type == "events_reset" || event.type == "events_lost" {
+            // Events were missed (or the node restarted: its numbering began again; EventStream logs it and
+            // resumes in the new one). A dominant speaker remembered from before may be stale: a browser that
+            // joins now gets the one in the node's room state instead.
+            dominantSpeakers.removeAll()
+        }
         guard let room = event.room else { return }
         switch event.type {
         case "dominant_speaker": dominantSpeakers[room] = DominantSpeaker(participant: event["participant"] as? String)

@@ -6,6 +6,13 @@ import Testing
 
 /// The pure pieces of the hostile suite and of the soak's session changes.
 @Suite struct HostileToolTests {
+    /// `sfu hostile --only` and the README count them by number: each of 1...16 once.
+    @Test func theAttacksAreNumberedOneToSixteenOnce() {
+        #expect(Hostile.attacks.map(\.number).sorted() == Array(1...16))
+        #expect(Hostile.attacks.first { $0.number == 15 }?.name == "events since")
+        #expect(Hostile.attacks.first { $0.number == 16 }?.name == "rebinding host")
+    }
+
     @Test func theLongestGapCountsTheWindowsEdges() {
         var log = ArrivalLog()
         for ms in [0, 20, 40, 300, 320] as [Int64] { log.add(.milliseconds(1000 + ms)) }

@@ -4,7 +4,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Logging
 import SFU
-import SFUNode
+@testable import SFUNode
 import Synchronization
 import Testing
 import WebRTCEdge
@@ -49,14 +49,67 @@ import WebRTCEdge
             (.get, "/v1/rooms", nil, ["Host": "rebound.evil.example:8080"]),
             (.get, "/v1/rooms", nil, ["Host": "127.0.0.1:8080"]),
             (.post, "/v1/rooms", ["room": "r3"], ["Origin": "ws://127.0.0.1"]),
+            (.post, "/v1/rooms", ["room": "r4"], ["Origin": "wss://evil.example"]),
         ])
         #expect(r[0].status == 415 && r[0].result == 6015)
         #expect(r[1].status == 403 && r[1].result == 6016)
         #expect(r[2].status == 403 && r[2].result == 6016)
         #expect(r[3].status == 403 && r[3].result == 6016)
         #expect(r[4].status == 200)
-        #expect(r[5].status == 201, "non-browser WebSocket clients send a ws:// origin")
-        #expect(node.roomNames == ["r3"])
+        // No browser sends a ws:// or wss:// Origin. The one client that does, swift-websocket's (SFUClient's
+        // EventStream), sends ws://<host> only on its WebSocket opening, so that alone passes unlisted
+        // (LiveAPITests: the events WebSocket, and a ws:// origin elsewhere); on any other request a ws:// or
+        // wss:// origin is refused like any origin not in api.allowed_origins (issue 23: it was let through).
+        #expect(r[5].status == 403 && r[5].result == 6016, "a ws:// origin is not exempt")
+        #expect(r[6].status == 403 && r[6].result == 6016, "a wss:// origin is not exempt")
+        #expect(node.roomNames.isEmpty)
+    }
+
+    /// Issue 23: the loopback Host test took any name beginning with "127.", so a page on
+    /// `127.attacker.example` (DNS rebound to 127.0.0.1) was same-origin with the API and read rooms, room
+    /// state and metrics. Only names no DNS owner controls pass: localhost, 127.0.0.0/8 as four decimal
+    /// octets, [::1], each with an optional port 1-65535.
+    static let acceptedHosts = ["localhost", "LOCALHOST:8080", "LocalHost", "127.0.0.1", "127.0.0.1:8080", "127.255.255.254:1",
+                                "127.0.0.1:65535", "[::1]", "[::1]:8080", "127.0.0.0"]
+    static let refusedHosts = ["127.attacker.example", "127.0.0.1.evil.example", "127.0.0.1:80x", "127.0.0.256", "127.0.0",
+                               "localhost.evil", "[::1]evil", "[::2]", "", "127.0.0.1:", "127.0.0.1:99999", "0x7f.0.0.1",
+                               // Shorthand and other spellings browsers never send (they write 127.0.0.1).
+                               "127.1", "0177.0.0.1", "127.0.0.01", "127.000.000.001", "2130706433", "[0:0:0:0:0:0:0:1]",
+                               // Bare IPv6 is not a valid Host (RFC 3986 brackets it); signs, spaces, empty parts, port 0.
+                               "::1", "::1:8080", "127.0.0.1:+80", "127.0.0.1:-1", "127.0.0.1:0", "+127.0.0.1", "127..0.1",
+                               "127.0.0.1.", "localhost.", "[::1]:", "[::1", "[::1]:8080x", "127.0.0.1:8080:80", "128.0.0.1",
+                               "10.0.0.1", "localhost:99999", "evil.example:8080"]
+
+    @Test func onlyLoopbackAddressesAndLocalhostAreLoopbackHosts() {
+        for host in Self.acceptedHosts { #expect(BrowserGuard<ControlAPI.Context>.isLoopback(host: host), "'\(host)' should pass") }
+        // Plus what a header value cannot carry (HTTP trims the spaces around a field value and refuses NUL):
+        // the function itself takes nothing but the exact forms.
+        for host in Self.refusedHosts + [" 127.0.0.1", "127.0.0.1 ", "127.0.0.1\0", "localhost\0.evil"] {
+            #expect(!BrowserGuard<ControlAPI.Context>.isLoopback(host: host), "'\(host)' should be refused")
+        }
+    }
+
+    @Test func aRequestWhoseHostIsNotLoopbackIsRefusedWhileTheLoopbackGuardIsOn() async throws {
+        let node = try ControlAPITests.node()
+        defer { node.stop() }
+        #expect(try await ControlAPITests.call(app(node), [(.post, "/v1/rooms", ["room": "victim"], [:])])[0].status == 201)
+        let paths = ["/v1/rooms", "/v1/rooms/victim", "/v1/rooms/victim/stats", "/metrics", "/healthz"]
+        let refused = try await ControlAPITests.call(app(node), Self.refusedHosts.flatMap { host in
+            paths.map { (HTTPRequest.Method.get, $0, nil as Any?, ["Host": host]) }
+        })
+        for (i, r) in refused.enumerated() {
+            let (host, path) = (Self.refusedHosts[i / paths.count], paths[i % paths.count])
+            #expect(r.status == 403 && r.result == 6016, "GET \(path) with Host '\(host)': \(r.status) \(r.json)")
+            #expect(r.json["rooms"] == nil && r.json["room"] == nil)
+        }
+        let accepted = try await ControlAPITests.call(app(node), Self.acceptedHosts.map { (.get, "/v1/rooms", nil, ["Host": $0]) })
+        for (host, r) in zip(Self.acceptedHosts, accepted) { #expect(r.status == 200, "Host '\(host)': \(r.status)") }
+
+        // With an API key the node may listen beyond loopback: the Host is not checked, the key is.
+        let keyed = try ControlAPITests.node(key: "k3y")
+        defer { keyed.stop() }
+        let r = try await ControlAPITests.call(app(keyed), [(.get, "/v1/rooms", nil, ["Host": "127.attacker.example", "Authorization": "Bearer k3y"])])
+        #expect(r[0].status == 200)
     }
 
     @Test func anAllowedOriginMayCallTheAPI() async throws {

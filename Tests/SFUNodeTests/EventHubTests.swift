@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import HummingbirdCore
 import NodeIO
 import SFU
 @testable import SFUNode
@@ -105,6 +107,101 @@ import Testing
         #expect(await Self.buffered(upToDate, max: 1).map(\.seq) == [7])
     }
 
+    /// Issue 23: `since + 1` trapped on UInt64.max, and one `GET /v1/events?since=18446744073709551615` took the
+    /// node down. A resume point the node never numbered is a reset, told to the consumer first.
+    @Test func aSinceOfUInt64MaxIsAResetNotACrash() async throws {
+        let hub = EventHub(history: 4)
+        hub.publish([Self.event("r", .roomDestroyed)], now: 0)
+        let sub = hub.subscribe(room: nil, since: .max)
+        hub.publish([Self.event("r", .lock(locked: true, by: "m"))], now: 0)
+        let got = await Self.buffered(sub, max: 2)
+        let reset = Self.object(got[0].text)
+        #expect(reset["type"] as? String == "events_reset" && reset["reason"] as? String == "since_ahead")
+        #expect(got[0].text.contains(#""since":18446744073709551615"#) && reset["next_seq"] as? Int == 2)
+        #expect(got[0].seq == nil && reset["seq"] == nil && reset["room"] is NSNull, "a notice, not an event")
+        #expect(reset["stream"] as? String == hub.stream && sub.reset == .sinceAhead)
+        #expect(got[1].seq == 2, "then the next event, nothing old")
+    }
+
+    /// The resume points around the newest event, and a consumer of another process's numbering.
+    @Test func aResumePointThisProcessNeverNumberedIsResetAndTheNewestIsNot() async throws {
+        let hub = EventHub(history: 8, stream: 0xAB)
+        #expect(hub.stream == "00000000000000ab")
+        hub.publish((0..<3).map { Self.event("r", .pins(["p\($0)"])) }, now: 0)  // seq 1...3, nextSeq 4
+        func first(_ s: EventHub.Subscription) async -> [String: Any] {
+            hub.publish([Self.event("r", .roomDestroyed)], now: 0)
+            return Self.object(await Self.buffered(s, max: 1)[0].text)
+        }
+
+        // One past the newest: this process never numbered it (a node restarted, its counter at 4 again).
+        let ahead = hub.subscribe(room: nil, since: 4, now: 42)
+        let got = await Self.buffered(ahead, max: 1)
+        let o = Self.object(got[0].text)
+        #expect(ahead.reset == .sinceAhead && o["type"] as? String == "events_reset" && o["reason"] as? String == "since_ahead")
+        #expect(o["since"] as? Int == 4 && o["next_seq"] as? Int == 4 && o["stream"] as? String == "00000000000000ab" && o["time"] as? Int == 42)
+        #expect(o["seq"] == nil && got[0].seq == nil)
+
+        // The newest (nextSeq - 1): up to date, no reset, nothing replayed; the next event is the first.
+        let upToDate = hub.subscribe(room: nil, since: 3)
+        #expect(upToDate.reset == nil)
+        #expect((await first(upToDate))["seq"] as? Int == 4, "nothing replayed: the first message is the new event")
+
+        // Another process's stream, with a since this one has passed: reset, only new events.
+        let other = hub.subscribe(room: nil, since: 2, stream: "00000000000000ac")
+        #expect(other.reset == .streamChanged)
+        let reset = await Self.buffered(other, max: 1)
+        let r = Self.object(reset[0].text)
+        #expect(r["type"] as? String == "events_reset" && r["reason"] as? String == "stream_changed" && r["since"] as? Int == 2)
+        #expect(r["next_seq"] as? Int == 5 && r["stream"] as? String == "00000000000000ab")
+        #expect((await first(other))["seq"] as? Int == 5)
+
+        // The same stream and a since in the history: replayed as always, and every event names the stream.
+        let same = hub.subscribe(room: nil, since: 2, stream: "00000000000000ab")
+        #expect(same.reset == nil)
+        let replay = await Self.buffered(same, max: 3)
+        #expect(replay.map(\.seq) == [3, 4, 5])
+        #expect(replay.allSatisfy { Self.object($0.text)["stream"] as? String == "00000000000000ab" })
+
+        // A stream without since resumes nothing, so it resets nothing.
+        #expect(hub.subscribe(room: nil, stream: "00000000000000ac").reset == nil)
+        // since = 0 (nothing seen yet) is never ahead, even before the first event.
+        #expect(EventHub().subscribe(room: nil, since: 0).reset == nil)
+        #expect(EventHub().subscribe(room: nil, since: 1).reset == .sinceAhead)
+    }
+
+    /// `since` far below the history's oldest, near UInt64's ends: the loss notice, no arithmetic on `since`
+    /// that can trap.
+    @Test func extremeResumePointsNeitherTrapNorReplayWrongly() async throws {
+        let hub = EventHub(history: 2)
+        hub.publish((0..<5).map { Self.event("r", .pins(["p\($0)"])) }, now: 0)  // seq 1...5, history 4...5
+        for since: UInt64 in [.max, .max - 1, UInt64(Int64.max), UInt64(Int64.max) + 1, 6, 1 << 63] {
+            let s = hub.subscribe(room: nil, since: since)
+            #expect(s.reset == .sinceAhead, "since \(since)")
+        }
+        let old = hub.subscribe(room: nil, since: 0)
+        #expect(await Self.buffered(old, max: 2).map(\.seq) == [4, 5])
+        #expect(old.takeLoss() == EventHub.Loss(count: 3, firstSeq: 1, lastSeq: 3))
+        let justBefore = hub.subscribe(room: nil, since: 3)
+        #expect(await Self.buffered(justBefore, max: 2).map(\.seq) == [4, 5])
+        #expect(justBefore.takeLoss() == nil, "3 is the consumer's newest: nothing lost")
+    }
+
+    /// `since` is any UInt64 (the hub only compares it); `stream` is exactly 16 hex digits, kept lowercased.
+    @Test func theEventsQueryTakesAnyUInt64SinceAndOnlyA16HexDigitStream() throws {
+        let q = try ControlAPI.EventsQuery(URI("/v1/events?room=r&since=18446744073709551615&stream=0123456789ABCDEF"))
+        #expect(q.room == "r" && q.since == .max && q.stream == "0123456789abcdef")
+        #expect(try ControlAPI.EventsQuery(URI("/v1/events")).stream == nil)
+        for bad in ["xyz", "0123456789abcde", "0123456789abcdef0", "+123456789abcdef", "0x23456789abcdef", " 123456789abcdef",
+                    "0123456789abcdeg", "", "-123456789abcdef"] {
+            #expect(throws: APIError.self, "stream '\(bad)'") {
+                try ControlAPI.EventsQuery(URI("/v1/events?since=1&stream=\(bad.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"))
+            }
+        }
+        for bad in ["18446744073709551616", "-1", "1e3", "0x10", "", "nan", String(repeating: "9", count: 400)] {
+            #expect(throws: APIError.self, "since '\(bad)'") { try ControlAPI.EventsQuery(URI("/v1/events?since=\(bad)")) }
+        }
+    }
+
     @Test func finishingEndsEveryStreamAndForgetsItsConsumers() async throws {
         let hub = EventHub()
         let sub = hub.subscribe(room: nil)
@@ -129,7 +226,7 @@ import Testing
         #expect(types == ["active_talkers", "dominant_speaker", "bandwidth_alert", "participant_state", "hard_mute", "hard_mute",
                           "pins", "floor", "lock", "role", "level_mismatch", "room_destroyed"])
         func object(_ e: RoomEvent) -> [String: Any] {
-            let text = EventJSON.encode(.room(e), room: "r", seq: 7, time: 1_700_000_000_000)
+            let text = EventJSON.encode(.room(e), room: "r", seq: 7, stream: "00000000000000ab", time: 1_700_000_000_000)
             return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
         }
         let alert = object(all[2])

@@ -63,6 +63,43 @@ import WebRTCEdge
         #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["workers"]) }
     }
 
+    /// Issue 23, the class of the events bug: values at and past the ends of the integer types, huge and
+    /// non-finite doubles, from a flag, the environment and the file, for number keys (plain, and scaled to
+    /// seconds, milliseconds, percent and a UInt8 threshold) and address keys. Each is a configuration error
+    /// naming the key; none traps in a conversion.
+    @Test func extremeValuesAreConfigurationErrorsNotTraps() {
+        let values = ["9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "-1",
+                      "18446744073709551615", "1e308", "-1e308", "1e309", "nan", "inf", "-inf", "NaN", "1.5", "1.0",
+                      "0x7fffffffffffffff", "0xffffffffffffffff", "1" + String(repeating: "0", count: 400), "\"5\"", "[5]", "true", ""]
+        let keys = ["workers", "limits.handshake_seconds", "limits.resend_percent_of_estimate", "talkers.speaking_threshold",
+                    "talkers.speaking_interval_ms", "talkers.sustained_speech_ms", "limits.command_timeout_ms", "ice.consent_seconds",
+                    "events.queue", "events.history", "events.consumer_buffer", "limits.rtcp_items_per_packet", "api.listen", "media.listen"]
+        for key in keys {
+            let env = "SFU_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+            let parts = key.split(separator: ".")
+            for v in values {
+                #expect(throws: ConfigError.self, "--set \(key)=\(v.prefix(24))") { try NodeConfiguration.load(file: nil, environment: [:], flags: ["\(key)=\(v)"]) }
+                #expect(throws: ConfigError.self, "\(env)=\(v.prefix(24))") { try NodeConfiguration.load(file: nil, environment: [env: v], flags: []) }
+                let text = parts.count == 2 ? "[\(parts[0])]\n\(parts[1]) = \(v)\n" : "\(key) = \(v)\n"
+                #expect(throws: ConfigError.self, "file \(key) = \(v.prefix(24))") { try NodeConfiguration.load(file: ("f.toml", text), environment: [:], flags: []) }
+            }
+        }
+        for address in ["127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:65536", "[::1]:65536", "[::1]", "[::1]:", "[:::]:1", "[1::2::3]:1",
+                        "1.2.3.4:65535:1", "256.0.0.1:1", "[" + String(repeating: "1:", count: 1000) + "1]:1"] {
+            #expect(throws: ConfigError.self, "\(address.prefix(24))") { try NodeConfiguration.load(file: nil, environment: [:], flags: ["api.listen=\(address)"]) }
+        }
+    }
+
+    /// A flag or environment value is one value: a newline cannot smuggle a second key past the parser (it
+    /// was read as TOML, kept the first value and dropped the rest without a word).
+    @Test func aFlagOrEnvironmentValueCannotCarryASecondKey() throws {
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["workers=5\nlimits.rooms=1"]) }
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: ["SFU_WORKERS": "5\n[limits]\nrooms = 1"], flags: []) }
+        let c = try NodeConfiguration.load(file: nil, environment: ["SFU_API_KEY": "\"k\"\nx = 1"], flags: [])
+        #expect(c.apiKey == "\"k\"\nx = 1", "a string key takes the text as it is")
+        #expect(try NodeConfiguration.load(file: nil, environment: [:], flags: ["workers=5 # five"]).workers == 5, "a comment is not a key")
+    }
+
     @Test func theAPIRefusesToListenBeyondLoopbackWithoutAKey() throws {
         #expect(throws: ConfigError.self) {
             try NodeConfiguration.load(file: nil, environment: ["SFU_API_LISTEN": "0.0.0.0:8080"], flags: [])

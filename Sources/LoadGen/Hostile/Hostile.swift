@@ -45,6 +45,7 @@ public struct Hostile {
         HandshakeAttacks.neverFinishing, ICEAttacks.replayedNomination, FeedbackAttacks.nackAmplification,
         SSRCAttacks.everNewSSRCs, FeedbackAttacks.transportCC, ICEAttacks.stunFlood, HandshakeAttacks.malformedDTLS,
         SSRCAttacks.collision, FeedbackAttacks.foreignRTCP, APIAttacks.capsAndNames, APIAttacks.floodFairness,
+        APIAttacks.eventsSince, APIAttacks.rebindingHost,
     ]
 
     public let plan: Plan

@@ -18,9 +18,12 @@ public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
 
     /// Environment and flag values are bare text: a TOML value (number, boolean, "string", [list]) when it
     /// reads as one, else the text itself as a string (`--set media.listen=0.0.0.0:10000` needs no quotes).
+    /// Only a reading that is that one value counts: `5\nlimits.rooms=1` read as TOML is 5 and a second key,
+    /// which was silently dropped; it is text now (and refused by a key that takes a number).
     static func parseLoose(_ text: String) -> ConfigValue {
         let t = text.trimmingCharacters(in: .whitespaces)
-        if let table = try? TOMLTable(string: "v = " + t), let v = table["v"], let value = try? ConfigValue(v, key: "v", origin: "") {
+        if let table = try? TOMLTable(string: "v = " + t), table.keys == ["v"], let v = table["v"],
+           let value = try? ConfigValue(v, key: "v", origin: "") {
             return value
         }
         return .string(t)

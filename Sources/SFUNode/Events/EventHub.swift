@@ -10,6 +10,13 @@ import Synchronization
 /// `events_lost` notice with the first and last lost `seq`), and nobody else notices - the media threads never
 /// wait for a consumer. The last `history` events are kept so that a consumer that reconnects with
 /// `since=<seq>` gets what it missed, or an `events_lost` notice when those events are gone.
+///
+/// The numbering belongs to this process: a restarted node counts from 1 again. Every message carries the
+/// hub's `stream` (random, fixed for the life of the process), so a consumer resumes with `since` and
+/// `stream` together; a resume point this process cannot honour (a `since` it never numbered, or another
+/// process's `stream`) gets an `events_reset` notice first and then only new events. `since` comes from
+/// the network: it is compared with the counter first and added to only once it is known to be below it,
+/// so no value of it can trap.
 public final class EventHub: Sendable {
     /// One encoded event (or notice) and what the filter needs to know about it.
     public struct Message: Sendable {
@@ -25,9 +32,21 @@ public final class EventHub: Sendable {
         public var lastSeq: UInt64
     }
 
+    /// Why a consumer's resume point could not be honoured (the `reason` of its `events_reset` notice).
+    public enum Reset: String, Sendable, Equatable {
+        /// `since` is not older than the next event's `seq`: events this process never numbered (the node
+        /// restarted and counts again from 1, or the consumer made the number up).
+        case sinceAhead = "since_ahead"
+        /// The consumer's `stream` is not this process's: the node restarted, and its new numbering may
+        /// already have passed `since`, which then names another event.
+        case streamChanged = "stream_changed"
+    }
+
     /// One consumer's view: its messages in order and, between them, what it lost.
     public struct Subscription: Sendable {
         public let messages: AsyncStream<Message>
+        /// Set when the resume point was not honoured; the stream then starts with the `events_reset` notice.
+        public let reset: Reset?
         let id: Int
         let hub: EventHub
 
@@ -37,7 +56,7 @@ public final class EventHub: Sendable {
         /// The text of the `events_lost` notice for `loss`.
         public func notice(_ loss: Loss, now: Int64) -> String {
             EventJSON.encode(.eventsLost(count: loss.count, firstSeq: loss.firstSeq, lastSeq: loss.lastSeq, reason: "consumer_too_slow"),
-                             room: nil, seq: nil, time: now)
+                             room: nil, seq: nil, stream: hub.stream, time: now)
         }
     }
 
@@ -57,11 +76,20 @@ public final class EventHub: Sendable {
 
     public let bufferPerConsumer: Int
     public let historyLength: Int
+    /// This process's event stream: 16 lowercase hex digits, random, in every message (`stream`).
+    public let stream: String
     private let state = Mutex(State())
 
-    public init(bufferPerConsumer: Int = 1024, history: Int = 1024) {
+    public init(bufferPerConsumer: Int = 1024, history: Int = 1024, stream: UInt64 = .random(in: .min ... .max)) {
         self.bufferPerConsumer = max(1, bufferPerConsumer)
         historyLength = max(0, history)
+        self.stream = Self.streamText(stream)
+    }
+
+    /// A stream id as the wire writes it: 16 lowercase hex digits, zero-padded.
+    static func streamText(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     public var consumerCount: Int { state.withLock { $0.consumers.count } }
@@ -85,8 +113,8 @@ public final class EventHub: Sendable {
 
     private func deliver(_ s: inout State, room: String?, time: Int64, _ payload: EventPayload) {
         let seq = s.nextSeq
-        s.nextSeq += 1
-        let message = Message(seq: seq, room: room, text: EventJSON.encode(payload, room: room, seq: seq, time: time))
+        s.nextSeq += 1  // counts events: 2^64 of them is not a reachable number
+        let message = Message(seq: seq, room: room, text: EventJSON.encode(payload, room: room, seq: seq, stream: stream, time: time))
         remember(&s, message)
         for id in s.consumers.keys {
             guard let c = s.consumers[id], Self.matches(message, c.room) else { continue }
@@ -112,26 +140,46 @@ public final class EventHub: Sendable {
     private static func matches(_ m: Message, _ filter: String?) -> Bool { filter == nil || m.room == nil || m.room == filter }
 
     /// A new consumer: events of `room` (or all rooms), starting after `since` when given (what the history
-    /// still holds), else with the next event.
-    public func subscribe(room: String?, since: UInt64? = nil) -> Subscription {
-        let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingOldest(bufferPerConsumer))
-        let id = state.withLock { s -> Int in
+    /// still holds, with an `events_lost` notice for what it no longer does), else with the next event.
+    ///
+    /// A `since` this process never numbered (`since >= nextSeq`) or a `stream` that is not this hub's is a
+    /// reset: the consumer first gets an `events_reset` notice (`reason`, `since`, `next_seq`, `stream`; no
+    /// `seq`) and then only new events, nothing from the history, whose numbers mean something else to it.
+    /// `since = nextSeq - 1` (the consumer has the newest event) is no reset: nothing is replayed. `stream`
+    /// (as the hub writes it: lowercase) matters only with `since`.
+    public func subscribe(room: String?, since: UInt64? = nil, stream given: String? = nil,
+                          now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) -> Subscription {
+        let (messages, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingOldest(bufferPerConsumer))
+        let (id, reset) = state.withLock { s -> (Int, Reset?) in
             let id = s.nextID
             s.nextID += 1
             var consumer = Consumer(room: room, continuation: continuation)
-            if let since, since + 1 < s.nextSeq {
-                let ordered = Array(s.history[s.historyStart...] + s.history[..<s.historyStart])
-                let oldest = ordered.first?.seq ?? s.nextSeq
-                if since + 1 < oldest {
-                    consumer.loss = Loss(count: Int(oldest - since - 1), firstSeq: since + 1, lastSeq: oldest - 1)
+            var reset: Reset?
+            if let since {
+                // Only comparisons with `since` (anything a query can hold): `since + 1` trapped at UInt64.max.
+                if let given, given != stream {
+                    reset = .streamChanged
+                } else if since >= s.nextSeq {
+                    reset = .sinceAhead
                 }
-                for m in ordered where m.seq! > since && Self.matches(m, room) { continuation.yield(m) }
+                if let reset {
+                    let notice = EventJSON.encode(.eventsReset(reason: reset.rawValue, since: since, nextSeq: s.nextSeq),
+                                                  room: nil, seq: nil, stream: stream, time: now)
+                    continuation.yield(Message(seq: nil, room: nil, text: notice))
+                } else if since < s.nextSeq - 1 {  // nextSeq starts at 1: no underflow
+                    let ordered = Array(s.history[s.historyStart...] + s.history[..<s.historyStart])
+                    let oldest = ordered.first?.seq ?? s.nextSeq
+                    if since < oldest - 1 {  // oldest >= 1; events since+1 ... oldest-1 are gone (since+1 < oldest: no overflow)
+                        consumer.loss = Loss(count: Int(clamping: oldest - 1 - since), firstSeq: since + 1, lastSeq: oldest - 1)
+                    }
+                    for m in ordered where m.seq! > since && Self.matches(m, room) { continuation.yield(m) }
+                }
             }
             s.consumers[id] = consumer
-            return id
+            return (id, reset)
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
-        return Subscription(messages: stream, id: id, hub: self)
+        return Subscription(messages: messages, reset: reset, id: id, hub: self)
     }
 
     fileprivate func takeLoss(_ id: Int) -> Loss? {

@@ -6,12 +6,16 @@ enum EventPayload: Encodable, Sendable {
     case room(RoomEvent)
     /// Events a consumer (or a worker's queue) lost: how many, and which `seq` when known.
     case eventsLost(count: Int, firstSeq: UInt64?, lastSeq: UInt64?, reason: String)
+    /// A resume point the node could not honour (see `EventHub.Reset`): what the consumer gave, and the
+    /// `seq` of the next event, the first it will get.
+    case eventsReset(reason: String, since: UInt64, nextSeq: UInt64)
     /// A refused events request (the API's error shape, as a message before the close).
     case error(result: Int, msg: String)
 
     var type: String {
         switch self {
         case .eventsLost: return "events_lost"
+        case .eventsReset: return "events_reset"
         case .error: return "error"
         case .room(let e):
             switch e {
@@ -36,7 +40,7 @@ enum EventPayload: Encodable, Sendable {
         case participant, talkers, slots, bandwidth, streamBandwidth = "stream_bandwidth", numberOfVideos = "number_of_videos"
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
-        case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg
+        case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
     }
 
     struct Talker: Encodable {
@@ -74,6 +78,10 @@ enum EventPayload: Encodable, Sendable {
             try c.encodeIfPresent(first, forKey: .firstSeq)
             try c.encodeIfPresent(last, forKey: .lastSeq)
             try c.encode(reason, forKey: .reason)
+        case .eventsReset(let reason, let since, let nextSeq):
+            try c.encode(reason, forKey: .reason)
+            try c.encode(since, forKey: .since)
+            try c.encode(nextSeq, forKey: .nextSeq)
         case .error(let result, let msg):
             try c.encode(result, forKey: .result)
             try c.encode(msg, forKey: .msg)
@@ -131,28 +139,31 @@ enum EventPayload: Encodable, Sendable {
 }
 
 /// The wire form of one message on `GET /v1/events`: the payload's fields beside `type`, `room` (null for the
-/// stream's own notices), `seq` (events only) and `time` (Unix milliseconds).
+/// stream's own notices), `seq` (events only), `stream` (the hub's, on everything it sends; not on a refused
+/// query's `error`) and `time` (Unix milliseconds).
 enum EventJSON {
     private struct Message: Encodable {
         var payload: EventPayload
         var room: String?
         var seq: UInt64?
+        var stream: String?
         var time: Int64
-        enum CodingKeys: String, CodingKey { case type, room, seq, time }
+        enum CodingKeys: String, CodingKey { case type, room, seq, stream, time }
         func encode(to encoder: any Encoder) throws {
             try payload.encode(to: encoder)
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(payload.type, forKey: .type)
             try c.encode(room, forKey: .room)
             try c.encodeIfPresent(seq, forKey: .seq)
+            try c.encodeIfPresent(stream, forKey: .stream)
             try c.encode(time, forKey: .time)
         }
     }
 
-    static func encode(_ payload: EventPayload, room: String?, seq: UInt64?, time: Int64) -> String {
+    static func encode(_ payload: EventPayload, room: String?, seq: UInt64?, stream: String?, time: Int64) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(Message(payload: payload, room: room, seq: seq, time: time))) ?? Data("{}".utf8)
+        let data = (try? encoder.encode(Message(payload: payload, room: room, seq: seq, stream: stream, time: time))) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 }

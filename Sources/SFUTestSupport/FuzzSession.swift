@@ -57,6 +57,9 @@ struct FuzzSession {
     var talkerCounts: [String: Int] = [:]
     /// Set by an operation that destroyed the room: the events drained after it are the old room's.
     var destroyed = false
+    /// Where each stream's next packet is numbered (`stream`), and the streams fuzzed packets have touched.
+    var streams: [StreamKey: UInt16] = [:]
+    var tainted: Set<StreamKey> = []
 
     init(_ r: inout FuzzReader) {
         var limits = WorkerLimits()
@@ -125,7 +128,9 @@ struct FuzzSession {
             let targets = (0..<Int(n & 3)).map { _ in Self.ids[r.index(4)] }
             if n & 4 != 0 { try? room?.unpin(by: by, targets, now: now, into: batch) } else { try? room?.pin(by: by, targets, now: now, into: batch) }
         case 9: connect(who, r.u8())
-        case 10: media(who, &r)
+        case 10:
+            let f = r.u8()
+            if f & 0x81 == 0x80 { stream(who, &r) } else { media(who, f, &r) }
         case 11:
             net.advance(by: Self.steps[r.index(Self.steps.count)] + Int64(r.u8()))
             for s in sessions.values where s.client.connected { net.check(s.client, nominate: false) }
@@ -285,8 +290,7 @@ struct FuzzSession {
     }
 
     /// RTP on a publisher's SSRC (from the pool) or RTCP on a subscriber's slot, protected when connected.
-    func media(_ who: String, _ r: inout FuzzReader) {
-        let f = r.u8()
+    mutating func media(_ who: String, _ f: UInt8, _ r: inout FuzzReader) {
         guard let s = sessions[Key(participant: who, publish: f & 1 == 0)], s.client.connected else { return }
         var p = r.chunk(max: 600)
         guard p.count >= 12 else { return }
@@ -297,6 +301,8 @@ struct FuzzSession {
         } else if let slot = s.slotSSRCs.values.sorted().first {
             for i in 0..<4 { p[8 + i] = UInt8(truncatingIfNeeded: slot >> (24 - 8 * UInt32(i))) }
         }
+        // Fuzzed numbers on a stream: its SRTP index no longer follows `stream`'s runs, whose promise is off.
+        if f & 1 == 0 { tainted.insert(StreamKey(connection: s.connection, ssrc: UInt32(0x1000_0000) | UInt32(f >> 1))) }
         guard let d = s.client.protect(p) else { return }
         // A publisher's packet is its own track's (SSRCs bind per connection): while it may not be heard
         // (or seen), no slot of that kind may send anything for it.
@@ -305,4 +311,42 @@ struct FuzzSession {
         net.send(d, from: s.client.address)
         promise(packetsSent(silenced) == before, "\(who) may not be forwarded (\(silenced)), yet its packet left in a slot")
     }
+
+    /// A run of packets a publisher keeps sending on one of the SSRCs its connection routes, numbered on from
+    /// its last run (the first starting just before the wrap, or anywhere): what a browser does across
+    /// renegotiations, ICE restarts and talker switches. The promise: none of them is refused by SRTP or
+    /// routing (issue 23: a renegotiation that described a track anew restarted its SRTP stream, and once the
+    /// sequence numbers had wrapped every packet failed authentication).
+    mutating func stream(_ who: String, _ r: inout FuzzReader) {
+        let pick = r.u8(), start = r.u16(), runs = 1 + Int(r.u8() & 0x7F)
+        guard let s = sessions[Key(participant: who, publish: true)], s.client.connected,
+              let routes = room?.routes(of: s.connection), !routes.media.isEmpty else { return }
+        let (ssrc, kind) = routes.media[Int(pick) % routes.media.count]
+        let key = StreamKey(connection: s.connection, ssrc: ssrc)
+        var seq = streams[key] ?? (pick & 0x80 != 0 ? 65_500 : start)
+        let payload: [UInt8] = kind == .audio ? [0xF8, 0xFF, 0xFE] : [0x90, 0x80, 0x80, 0x01, 0x10, 0x00, 0x9D, 0x01, 0x2A, 7, 7, 7]
+        let refusals: [DropReason] = [.srtpAuthFailed, .srtpReplay, .unknownSSRC, .noSRTPContext, .ssrcLimit]
+        for _ in 0..<runs {
+            var p = [UInt8](repeating: 0, count: 12) + payload
+            p[0] = 0x80
+            p[1] = kind == .audio ? 111 : 96
+            p[2] = UInt8(seq >> 8); p[3] = UInt8(seq & 0xFF)
+            for i in 0..<4 { p[4 + i] = UInt8(truncatingIfNeeded: (UInt32(seq) &* 960) >> (24 - 8 * UInt32(i))) }
+            for i in 0..<4 { p[8 + i] = UInt8(truncatingIfNeeded: ssrc >> (24 - 8 * UInt32(i))) }
+            seq &+= 1
+            guard let d = s.client.protect(p) else { break }
+            let before = room?.counters.drops
+            net.send(d, from: s.client.address)
+            guard !tainted.contains(key), room?.routes(of: s.connection)?.evictions == 0, let before, let after = room?.counters.drops else { continue }
+            let refused = refusals.filter { after[$0] > before[$0] }
+            promise(refused.isEmpty, "\(who)'s packet \(seq &- 1) on routed SSRC \(ssrc) was refused: \(refused)")
+        }
+        streams[key] = seq
+    }
+}
+
+/// One RTP stream a fuzzed client sends on one of its transports.
+struct StreamKey: Hashable {
+    var connection: ConnectionID
+    var ssrc: UInt32
 }

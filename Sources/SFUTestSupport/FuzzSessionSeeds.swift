@@ -5,7 +5,7 @@ extension FuzzSession {
     /// Seeds: a session's life (admit three, publish audio+video, subscribe, connect, talk, renegotiate,
     /// restart ICE, replace, moderate, remove and re-admit, time out), and moderation under media (a
     /// moderator mutes itself while it talks, a room mute, talker counts, a pin, a lecture floor).
-    static var seeds: [[UInt8]] { [lifecycleSeed, moderationSeed] }
+    static var seeds: [[UInt8]] { [lifecycleSeed, moderationSeed, continuitySeed] }
 
     static var lifecycleSeed: [UInt8] {
         var w = SeedWriter()
@@ -59,6 +59,28 @@ extension FuzzSession {
         return w.w.bytes
     }
 
+    /// A publisher's audio wraps its sequence numbers, then its offer describes the track anew (the level
+    /// extension under another id) on the same transport and it keeps sending; the subscriber renegotiates
+    /// its slot's description too (issue 23).
+    static var continuitySeed: [UInt8] {
+        var w = SeedWriter()
+        w.raw(6)
+        w.admit(0)
+        w.admit(1)
+        w.publish(0, ice: 0, certificate: 0, video: false)
+        w.subscribe(1, ice: 1, certificate: 1, audio: 1, video: 0)
+        w.connect(0, publish: true)
+        w.connect(1, publish: false)
+        w.stream(0, nearWrap: true, packets: 100)
+        w.publish(0, ice: nil, certificate: nil, video: false, quirks: 0x0E)  // renegotiated: level extension id 15
+        w.stream(0, nearWrap: true, packets: 100)
+        w.subscribe(1, ice: nil, certificate: nil, audio: 1, video: 0, quirks: 0x0E)  // the slot described anew
+        w.stream(0, nearWrap: true, packets: 60)
+        w.publish(0, ice: nil, certificate: nil, video: false)  // and back
+        w.stream(0, nearWrap: true, packets: 60)
+        return w.w.bytes
+    }
+
     /// Writes session programs in `step`'s format.
     struct SeedWriter {
         var w = FuzzWriter()
@@ -81,17 +103,23 @@ extension FuzzSession {
         }
 
         /// f: 1 or 2 m-lines, video first when both, RTX; g: no quirks; the SSRC pool; one quirks byte each.
-        mutating func publish(_ who: Int, ice: Int?, certificate: Int?, video: Bool, pool: UInt8 = 0) {
+        mutating func publish(_ who: Int, ice: Int?, certificate: Int?, video: Bool, pool: UInt8 = 0, quirks: UInt8 = 0) {
             w.u8(Self.op(1, who)); w.u8(Self.identity(ice: ice, certificate: certificate))
             w.u8(video ? 0x8A : 0x01); w.u8(0); w.u8(pool)
-            for _ in 0..<(video ? 2 : 1) { w.u8(0) }
+            for _ in 0..<(video ? 2 : 1) { w.u8(quirks) }
         }
 
         /// f: audio slots (0-7), g: video slots (0-3); mids "0", "1", "2", ... from the alphabet.
-        mutating func subscribe(_ who: Int, ice: Int?, certificate: Int?, audio: Int, video: Int) {
+        mutating func subscribe(_ who: Int, ice: Int?, certificate: Int?, audio: Int, video: Int, quirks: UInt8 = 0) {
             w.u8(Self.op(3, who)); w.u8(Self.identity(ice: ice, certificate: certificate))
             w.u8(UInt8(audio)); w.u8(UInt8(video)); w.u8(0)
-            for i in 0..<(audio + video) { w.u8(UInt8(i) << 5) }
+            for i in 0..<(audio + video) { w.u8(UInt8(i) << 5 | quirks) }
+        }
+
+        /// A run of `packets` on the publisher's first routed SSRC (`FuzzSession.stream`), the first starting
+        /// just before the wrap when `nearWrap`.
+        mutating func stream(_ who: Int, nearWrap: Bool, packets: Int) {
+            w.u8(Self.op(10, who)); w.u8(0x80); w.u8(nearWrap ? 0x80 : 0); w.u16(1000); w.u8(UInt8(packets - 1))
         }
 
         mutating func connect(_ who: Int, publish: Bool) { w.u8(Self.op(9, who)); w.u8(publish ? 1 : 0) }

@@ -93,4 +93,16 @@ import Testing
         #expect(room.counters.drops[.noFloor] == 2, "C's two packets without the floor")
         #expect(b.slots.count == 2 && b.slots.reduce(0) { $0 + $1.packetsSent } > 0, "B hears A when A may be heard")
     }
+
+    @Test func continuitySeedWrapsAStreamAndRenegotiatesAroundIt() throws {
+        // The seed must reach what the stream promise is about: a run that wraps, then renegotiations of both
+        // directions, with every packet still taken in (the promise would have stopped the run otherwise).
+        let s = FuzzTarget.session.seeds[2].withUnsafeBytes { FuzzSession.run($0) }
+        let room = try #require(s.room)
+        #expect(s.net.core.transportCounters.renegotiated >= 3, "\(s.net.core.transportCounters)")
+        #expect(s.streams.values.contains { $0 > 200 && $0 < 1000 }, "a stream wrapped past 65535: \(s.streams)")
+        #expect(room.counters.drops[.srtpAuthFailed] == 0)
+        let b = try #require(room.stats().first { $0.participant == "B" })
+        #expect(b.slots.reduce(0) { $0 + $1.packetsSent } == 320, "B's slot carried all 320 packets A sent, through both renegotiations")
+    }
 }

@@ -134,6 +134,19 @@ import Testing
                 "older packets of the new source are stale")
     }
 
+    @Test func aLatePacketIsPlacedOnlyWithinTheReplayWindow() {
+        // A packet far behind the newest (a publisher's sequence numbers jumping 30,000 ahead, then one from the
+        // gap) would be numbered 30,000 back: the receiver's SRTP (and the node's own protect) refuse that as a
+        // replay, so it is stale, not sent.
+        var r = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
+        r.switchTo(1)
+        _ = r.rewrite(extendedSequence: 100, timestamp: 0, marker: true, vp8: nil, now: .zero)
+        _ = r.rewrite(extendedSequence: 30_100, timestamp: 900, marker: true, vp8: nil, now: .milliseconds(20))
+        #expect(r.rewrite(extendedSequence: 30_100 - SlotRewriter.lateWindow - 1, timestamp: 450, marker: true, vp8: nil, now: .milliseconds(30)) == nil)
+        let near = r.rewrite(extendedSequence: 30_100 - SlotRewriter.lateWindow, timestamp: 450, marker: true, vp8: nil, now: .milliseconds(30))
+        #expect(near?.sequenceNumber == UInt16(30_100 - SlotRewriter.lateWindow), "within the window it takes its place")
+    }
+
     @Test func switchAfterADayIdleAdvancesTimestampWithoutOverflow() {
         var r = SlotRewriter(clockRate: 90_000, framesSpanPackets: true)
         r.switchTo(1)

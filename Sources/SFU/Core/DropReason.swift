@@ -44,6 +44,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     /// A sender report that came sooner than 100 ms after the last one of its SSRC: not forwarded (one
     /// datagram of dozens would otherwise fan out to every slot the track feeds).
     case rtcpThrottled
+    /// libsrtp refused to protect a packet the node sends: an index it used long ago (RFC 3711 section 3.3.2),
+    /// which only a break in the node's own sequence continuity produces. Never expected; counted to be seen.
+    case protectRefused
 
     public var description: String {
         switch self {
@@ -74,6 +77,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .duplicateRepair: "duplicate_repair"
         case .ssrcRebindLimit: "ssrc_rebind_limit"
         case .rtcpThrottled: "rtcp_throttled"
+        case .protectRefused: "srtp_protect_refused"
         }
     }
 }

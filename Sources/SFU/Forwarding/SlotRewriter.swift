@@ -45,6 +45,11 @@ public struct SlotRewriter: Sendable {
     /// Where the current source's missing packets go when they arrive late.
     private var missing = MissingPackets()
 
+    /// How far behind the newest a late packet may still be placed: the receiver's SRTP replay window
+    /// (RFC 3711 section 3.3.2; libsrtp's default is 128, browsers keep more, the node's outbound context
+    /// 1,024) would refuse anything older, and a jitter buffer has long given it up.
+    public static let lateWindow: Int64 = 512
+
     public init(clockRate: Int, framesSpanPackets: Bool) {
         self.clockRate = Int64(clockRate)
         self.framesSpanPackets = framesSpanPackets
@@ -107,7 +112,7 @@ public struct SlotRewriter: Sendable {
         // A late packet is numbered as it would have been in order, before the skips since.
         var offsets = (sequence: seqOffset, picture: picOffset)
         if ext < highestIn {
-            guard let then = missing.offsets(for: ext) else { return nil }
+            guard highestIn - ext <= Self.lateWindow, let then = missing.offsets(for: ext) else { return nil }
             offsets = then
         } else {
             noteGap(before: ext)
@@ -148,7 +153,7 @@ public struct SlotRewriter: Sendable {
     public mutating func skip(extendedSequence ext: Int64, timestamp: UInt32, closesPicture: Bool) -> Output? {
         guard started, !pendingSwitch, ext >= switchFloor else { return nil }
         if ext < highestIn {
-            guard let then = missing.offsets(for: ext) else { return nil }
+            guard highestIn - ext <= Self.lateWindow, let then = missing.offsets(for: ext) else { return nil }
             return Output(sequenceNumber: UInt16(truncatingIfNeeded: ext + then.sequence), timestamp: timestamp &+ tsOffset,
                           pictureID: nil, tl0PicIdx: nil, keyIndex: nil, firstAfterSwitch: false)
         }

@@ -207,6 +207,14 @@ extension Room {
         events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
     }
 
+    /// What a connection routes: each media (not RTX) SSRC with its track's kind, and how many retired SRTP
+    /// streams it had to free for new SSRCs (`InboundStreams`). Nil for a connection the room does not hold.
+    public func routes(of id: ConnectionID) -> (media: [(ssrc: UInt32, kind: MediaKind)], evictions: Int)? {
+        guard let c = connections[id] else { return nil }
+        let media = c.tracksBySSRC.filter { !$0.value.rtx }.compactMap { e in tracks[e.value.track].map { (e.key, $0.kind) } }
+        return (media.sorted { $0.0 < $1.0 }, c.inboundSSRCs.evictions)
+    }
+
     // MARK: Pieces
 
     private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {

@@ -357,7 +357,9 @@ extension Connection {
     @inline(__always)
     func protect(_ srtp: SRTPSession, _ buf: UnsafeMutableRawBufferPointer, length: Int, rtcp: Bool = false) -> Result<Int, DropReason> {
         if handoff != nil { return .success(length) }
-        return rtcp ? srtp.protectRTCP(buf, length: length) : srtp.protectRTP(buf, length: length)
+        let r = rtcp ? srtp.protectRTCP(buf, length: length) : srtp.protectRTP(buf, length: length)
+        if case .failure(.srtpReplay) = r { return .failure(.protectRefused) }
+        return r
     }
 }
 

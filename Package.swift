@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "SFU", targets: ["SFU"]),
+        .library(name: "SFUBase", targets: ["SFUBase"]),
         .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
         .library(name: "WebRTCEdge", targets: ["WebRTCEdge"]),
         // For Benchmarks/NodeBenchmarks (the control API's answers); the node is used through its binaries.
@@ -25,7 +26,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
-        // System libraries, each wrapped once (see Sources/SFU/Crypto and Sources/SFU/AudioLevel).
+        // System libraries, each wrapped once (see Sources/SFUBase/Crypto and Sources/SFU/AudioLevel).
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
@@ -35,11 +36,15 @@ let package = Package(
         .target(name: "COpusShims", linkerSettings: [.linkedLibrary("opus")]),
         .target(name: "CVPXShims", linkerSettings: [.linkedLibrary("vpx")]),
         .target(name: "COpenSSLShims", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
-        // The sans-IO media engine: wire formats, SRTP, audio level, talkers, forwarding, rooms.
-        .target(name: "SFU", dependencies: ["CSRTP", "COpus", "COpusShims"]),
-        // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite (then DTLS-SRTP
-        // and SDP): datagrams and time in, datagrams, keys and events out.
-        .target(name: "WebRTCEdge", dependencies: ["SFU", "COpenSSL", "COpenSSLShims"]),
+        // What the engine and the edge both speak, below both (as SwiftNIO's NIOCore is below its transports):
+        // time, connection ids, drop reasons, datagram batches, RTP/RTCP and payload wire formats, SRTP, and the
+        // descriptions an offer makes of media.
+        .target(name: "SFUBase", dependencies: ["CSRTP"]),
+        // The sans-IO media engine: audio level, talkers, forwarding, rooms (re-exports SFUBase).
+        .target(name: "SFU", dependencies: ["SFUBase", "COpus", "COpusShims"]),
+        // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite, DTLS-SRTP and
+        // SDP: datagrams and time in, datagrams, keys and events out. It knows nothing of rooms.
+        .target(name: "WebRTCEdge", dependencies: ["SFUBase", "COpenSSL", "COpenSSLShims"]),
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
@@ -94,6 +99,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUTestSupport"]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
             "SFUNode", "SFU", "WebRTCEdge", "NodeIO", "SFUClient",

@@ -46,6 +46,8 @@ final class Transport {
     let host: Int?
     /// The host said the client passed a check (for a hosted transport: `WorkerEdge.wasChecked` at home).
     var checked = false
+    /// The media half: the room's side of the transport (its SRTP contexts and routes), once an offer bound it.
+    var media: Connection?
 
     init(id: ConnectionID, room: Room, participant: String, direction: TransportDirection, remote: RemoteTransport,
          local: LocalTransport, createdAt: MonoTime, host: Int? = nil) {

@@ -111,9 +111,8 @@ extension WorkerCore {
                 post(.transport(.failed(id, "\(error)")), to: worker)
                 return
             }
-            hosted[id] = HostedTransport(home: worker)
+            hosted[id] = HostedTransport(home: worker, relay: handoff(.receive, to: worker))
             hostedUnchecked.insert(id)
-            edge.router.record(id)?.relay = handoff(.receive, to: worker)
         case .restartICE(let id, let local, let remote):
             guard hosted[id] != nil else { return }
             edge.restartICE(id, local: local, remote: remote)

@@ -76,17 +76,15 @@ public final class WorkerCore {
         let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         let kind = PacketClass(datagram)
         if kind == .rtp {
-            // One lookup: the source address finds the transport's row, which holds its room connection.
+            // The source address finds the transport's edge row; its id finds what its media feeds here.
             guard let record = edge.mediaRecord(from: source, now: now) else { return }  // counted by the edge
-            guard let sink = record.sink else {
-                if let relay = record.relay {
-                    hand(datagram, of: record.id, arrival: arrival ?? now, to: relay)
-                } else {
-                    ingressDrops &+= 1
-                }
-                return
+            if let t = transports[record.id], let media = t.media {
+                t.room.receive(buffer, length: length, from: media, now: now, arrival: arrival, into: batch)
+            } else if let relay = hosted[record.id]?.relay {
+                hand(datagram, of: record.id, arrival: arrival ?? now, to: relay)
+            } else {
+                ingressDrops &+= 1
             }
-            sink.room.receive(buffer, length: length, from: sink.connection, now: now, arrival: arrival, into: batch)
             return
         }
         handle(edge.receive(datagram, kind, from: source, now: now), now: now)
@@ -367,11 +365,10 @@ public final class WorkerCore {
     /// Points the transport's edge row at its room connection: where its media goes from now on.
     private func route(_ t: Transport) {
         if let host = t.host {
-            t.room.connection(t.id)?.handoff = handoff(.send, to: host)
+            t.room.connection(t.id)?.egress = handoff(.send, to: host)
             return
         }
-        guard let record = edge.router.record(t.id), let c = t.room.connection(t.id) else { return }
-        record.sink = (t.room, c)
+        t.media = t.room.connection(t.id)
     }
 
     private func settle(_ t: Transport) {

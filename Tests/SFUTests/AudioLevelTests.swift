@@ -2,6 +2,7 @@ import Foundation
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 @Suite struct LevelMathTests {
     func level(_ s: [Int16]) -> UInt8 { s.withUnsafeBufferPointer { LevelMath.level(of: $0) } }

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Rooms with H.264 (RFC 6184) and VP9 (RFC 9628) publishers next to VP8 ones, on virtual time: one slot carries
 /// sources of different codecs under the subscriber's payload type for each, switching at key frames, and a

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// The scenario checks of media-core.md section 7 (1-7) on virtual time with 20 ms level samples: speech
 /// -18..-32 dBov with 15 % of frames dipping to the room's floor between syllables (real speech does; the

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// The transport-cc estimator where bursts could fool it, as they did with Chromium over `tc tbf` links
 /// (scripts/shaped-test.sh): a token bucket that lets a probe's first packets through at line rate, and the

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Transport-cc feedback read in place on the media worker (issue 12): the same packets as the array parser,
 /// nothing reported from a malformed feedback, and the 24-bit reference time unwrapped across its wrap.

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// The feedback loops with clients (issue 13), through the real room on virtual time: transport-cc both
 /// ways, NACK and RTX both ways, RED, REMB caps to publishers, probing and ABWD over a shaped downlink.

@@ -1,6 +1,7 @@
 @testable import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Every fuzz entry point survives deterministic mutations of valid inputs (the libFuzzer build in
 /// `Fuzz/` explores further, for a bounded time in CI). A parser that crashes fails the run.

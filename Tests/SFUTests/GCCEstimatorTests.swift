@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// The transport-cc estimator on virtual time, over a simulated bottleneck (`FeedbackLoop`).
 @Suite struct GCCEstimatorTests {

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Layer caps per slot on virtual time: a VP9 source with two spatial and three temporal layers, and a
 /// subscriber whose downlink falls below it and comes back (its REMB). The slot sends fewer layers rather than

@@ -1,5 +1,6 @@
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Temporal and spatial layer dropping per slot (RFC 7741 section 4.2, RFC 9628 section 4.2): which packets a
 /// slot sends under a cap, where the cap may move, and how the output closes up over what it leaves out.

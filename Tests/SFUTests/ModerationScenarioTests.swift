@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 @Suite struct ModerationScenarioTests {
     func code(_ body: () throws -> Void) -> Int? {

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 @Suite struct RTCPScenarioTests {
     /// A video publisher A (talking) and a subscriber B with one video slot, 2 s in.

@@ -1,4 +1,5 @@
 @testable import SFU
+@testable import SFUBase
 import Testing
 
 /// Receiver-report figures (RFC 3550 appendix A.3 and A.8) and level samples, on their own.

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// What a renegotiation must not break: the RTP streams a client keeps sending, and the ones it keeps
 /// receiving, after an answer that described them anew (issue 23, defects 3-5). Each test failed on the code

@@ -1,5 +1,7 @@
+import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// RTX (RFC 4588), RED (RFC 2198) and the publisher-side NACK schedule.
 @Suite struct RepairPayloadTests {

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// The estimator's sliding windows: a ring must behave as the Array it replaced.
 @Suite struct RingBufferTests {

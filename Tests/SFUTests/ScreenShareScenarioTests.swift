@@ -1,4 +1,5 @@
 @testable import SFU
+@testable import SFUBase
 import SFUTestSupport
 import Testing
 

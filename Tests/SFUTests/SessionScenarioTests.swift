@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Sessions that live like real calls: renegotiation, replaced transports, long mutes, speakers who leave.
 /// Each test here failed before the session model (issue 11).

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// How soon a talker outside a subscriber's list is heard (issue 15). Its audio is forwarded only once the
 /// detector counts it as speaking, so besides the loud frames that takes, it waits for the next evaluation:

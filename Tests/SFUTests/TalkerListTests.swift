@@ -1,5 +1,6 @@
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 @Suite struct TalkerListTests {
     func c(_ speaking: Bool, video: Bool = true) -> TalkerCandidate { .init(speaking: speaking, hasAudio: true, hasVideo: video) }

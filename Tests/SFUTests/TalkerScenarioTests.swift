@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Whole-room scenarios on virtual time with real speech through a real Opus encoder and SRTP.
 @Suite struct TalkerScenarioTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Transport-wide feedback as the node writes it for publishers, read back by the parser a sender uses.
 @Suite struct TransportFeedbackTests {

@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 /// Values a client chooses, at the edges of their ranges: each either stays within what the arithmetic on it
 /// can take or is refused, and nothing a client sends costs the node more than a bounded amount of work

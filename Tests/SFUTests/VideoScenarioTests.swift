@@ -1,6 +1,7 @@
 import SFUTestSupport
 import Testing
 @testable import SFU
+@testable import SFUBase
 
 @Suite struct VideoScenarioTests {
     /// Decodes one video slot's output with libvpx as a receiver would.

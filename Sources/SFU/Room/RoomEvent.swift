@@ -82,10 +82,6 @@ public enum Role: String, Sendable, Codable, CaseIterable {
     case moderator, participant
 }
 
-public enum MediaKind: String, Sendable, Codable {
-    case audio, video
-}
-
 public enum FloorAction: String, Sendable, CaseIterable, Codable {
     case request, cancel, grant, deny, finish, release, invite, accept, reject
     case cancelInvite = "cancel_invite"

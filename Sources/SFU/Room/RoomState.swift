@@ -301,7 +301,7 @@ final class SourceTrack {
 }
 
 /// A client transport bound to a participant, with its SRTP contexts and SSRC routing.
-public final class Connection {
+public final class Connection: DepartureStamped {
     public let id: ConnectionID
     let participant: Int
     /// False once the room let go of it (participant left, transport detached, room destroyed): a holder of
@@ -329,14 +329,15 @@ public final class Connection {
     /// Subscribing: what the node sent, by transport-wide sequence number, for the subscriber's feedback.
     var sendHistory: SendHistory?
     /// On the batch's list of connections whose stamped packets await their departure time.
-    var awaitingDeparture = false
+    public var awaitingDeparture = false
+    public func departed(at now: MonoTime) { sendHistory?.departed(at: now) }
     /// Tracks bound by the MID extension (or a simulcast layer's RID), whose SSRCs are learned from packets,
     /// and followed when the sender moves them to a new SSRC.
     var midRoutes: [MidRoute] = []
     var nextReceiverReport: MonoTime = .never
-    /// Set when the transport lives on another worker (a room spread across cores): what the room sends it
-    /// is handed to that worker, which sends it from its own socket. Nil: the room's own batch.
-    public var handoff: Handoff?
+    /// Set when the shell sends this connection's datagrams from somewhere other than the room's own batch
+    /// (NodeIO: a transport another worker hosts, for a room spread across cores). Nil: the room's batch.
+    public var egress: (any Egress)?
 
     init(id: ConnectionID, participant: Int) {
         self.id = id
@@ -345,18 +346,17 @@ public final class Connection {
 }
 
 extension Connection {
-    /// The batch this connection's datagrams are written into: the handoff to the worker hosting its
-    /// transport, or the room's own.
+    /// The batch this connection's datagrams are written into: its egress's, or the room's own.
     @inline(__always)
-    func egress(_ local: DatagramBatch) -> DatagramBatch { handoff?.batch ?? local }
+    func egress(_ local: DatagramBatch) -> DatagramBatch { egress?.batch ?? local }
 
-    /// Protects an outgoing packet in place with `srtp`, this connection's outbound context; a connection
-    /// whose transport another worker hosts is left plain, for its host to protect with its own copy of the
-    /// context as it sends (`WorkerCore.protectHandedOver`): a hosted listener then costs the room's worker
-    /// only the rewrite.
+    /// Protects an outgoing packet in place with `srtp`, this connection's outbound context; one written into
+    /// an egress of the shell's is left plain, for the shell to protect as it sends (a transport another
+    /// worker hosts is protected there with its own copy of the context: a hosted listener costs the room's
+    /// worker only the rewrite).
     @inline(__always)
     func protect(_ srtp: SRTPSession, _ buf: UnsafeMutableRawBufferPointer, length: Int, rtcp: Bool = false) -> Result<Int, DropReason> {
-        if handoff != nil { return .success(length) }
+        if egress != nil { return .success(length) }
         let r = rtcp ? srtp.protectRTCP(buf, length: length) : srtp.protectRTP(buf, length: length)
         if case .failure(.srtpReplay) = r { return .failure(.protectRefused) }
         return r
@@ -421,4 +421,11 @@ public struct RoomCounters: Sendable, Equatable {
         slotSwitches &+= o.slotSwitches
         for r in DropReason.allCases { drops[r] &+= o.drops[r] }
     }
+}
+
+/// Where the shell has a connection's datagrams written instead of the room's batch (`Connection.egress`).
+/// The room writes them plain into `batch`, which the holder may replace between writes (a batch handed to
+/// another thread is swapped for an empty one), and the holder protects them as it sends.
+public protocol Egress: AnyObject {
+    var batch: DatagramBatch { get }
 }

@@ -1,6 +1,6 @@
 import COpenSSL
 import COpenSSLShims
-import SFU
+import SFUBase
 
 /// One OpenSSL `SSL_CTX` for every DTLS association of one role, certificate and profile list. A context
 /// holds the certificate, key and settings (a few kB, and its creation parses them); a worker with

@@ -1,6 +1,6 @@
 import COpenSSL
 import COpenSSLShims
-import SFU
+import SFUBase
 
 /// One DTLS-SRTP association (RFC 5764) over OpenSSL, sans-IO: datagrams in, datagrams out, keys at the end.
 ///

@@ -1,5 +1,5 @@
 import COpenSSL
-import SFU
+import SFUBase
 
 /// ICE short-term credentials (RFC 8445 section 5.3, RFC 8839 section 5.4): ufrag of at least 4 and password
 /// of at least 22 ice-chars.

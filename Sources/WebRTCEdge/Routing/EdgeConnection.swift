@@ -1,9 +1,9 @@
-import SFU
+import SFUBase
 
 /// One client transport as the worker knows it: the row of its connection table that a datagram finds with a
 /// single lookup by source address (or, for a first check, by ICE username). It holds the transport's ICE
-/// agent, its DTLS endpoint, whether SRTP keys are in place, and the room connection its media feeds, so the
-/// media path goes from the 5-tuple to the room without another table.
+/// agent, its DTLS endpoint and whether SRTP keys are in place. What its media feeds is not the edge's to
+/// know: the worker core finds that by the row's `id` (the token it gave the edge).
 public final class EdgeConnection {
     public let id: ConnectionID
     public let agent: ICELiteAgent
@@ -12,12 +12,6 @@ public final class EdgeConnection {
     /// DTLS finished (RFC 5764 section 4.2: keys exported) and has not failed or closed: media may be
     /// handed to the room. Kept as a flag so the media path reads one byte, not the endpoint's state.
     public internal(set) var keyed = false
-    /// Where this transport's media goes: the room and its connection, set by the worker core when an offer
-    /// binds (nil before, and for a transport that is closing).
-    public var sink: (room: Room, connection: Connection)?
-    /// For a transport this worker hosts for a room on another worker: where its media goes instead of a
-    /// sink, still encrypted (the room holds the SRTP contexts).
-    public var relay: Handoff?
 
     init(id: ConnectionID, agent: ICELiteAgent) {
         self.id = id

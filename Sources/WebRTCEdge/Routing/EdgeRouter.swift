@@ -1,4 +1,4 @@
-import SFU
+import SFUBase
 
 /// Demultiplexes the datagrams of one UDP port shared by every client of a worker (RFC 7983): a client is
 /// found by ICE username on first contact and by its source address once that address has passed a check.
@@ -36,7 +36,6 @@ public final class EdgeRouter {
         byUfrag[record.agent.local.ufrag] = nil
         for a in record.agent.validatedAddresses where byAddress[a] === record { byAddress[a] = nil }
         record.agent.close()
-        record.sink = nil
         record.keyed = false
     }
 

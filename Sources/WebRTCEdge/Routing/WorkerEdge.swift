@@ -1,4 +1,4 @@
-import SFU
+import SFUBase
 
 /// Everything between a worker's UDP socket and its rooms, sans-IO: the port router, each connection's
 /// ICE-lite agent and DTLS server. The node feeds it datagrams and time; it answers with datagrams to send,

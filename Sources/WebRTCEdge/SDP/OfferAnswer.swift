@@ -1,4 +1,4 @@
-import SFU
+import SFUBase
 
 /// What the node puts in every answer about its own transport.
 public struct LocalTransport: Sendable {

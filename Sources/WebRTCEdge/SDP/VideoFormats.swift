@@ -1,4 +1,4 @@
-import SFU
+import SFUBase
 
 /// The video payload formats the node forwards, read from an offer's m-line: VP8 (RFC 7741), VP9 profile 0
 /// (RFC 9628) and H.264 in packetization-mode 1 (RFC 6184), each with the RTX format whose `apt` names it

@@ -83,19 +83,20 @@ public final class DatagramBatch {
     /// Copies of all datagrams (tests and tools; the node reads them in place).
     public var all: [(ConnectionID, [UInt8])] { (0..<count).map { (destinations[$0], Array(datagram(at: $0))) } }
 
-    /// Connections with transport-wide sequence numbers stamped into this batch (`SendHistory.departed`).
-    private var departures: [Connection] = []
+    /// Writers that stamped transport-wide sequence numbers into this batch (`SendHistory.departed`).
+    private var departures: [any DepartureStamped] = []
 
-    func awaitDeparture(_ c: Connection) {
-        guard !c.awaitingDeparture else { return }
-        c.awaitingDeparture = true
-        departures.append(c)
+    /// `writer` stamped a packet of this batch with a send time that is only known once the batch leaves.
+    public func awaitDeparture(_ writer: any DepartureStamped) {
+        guard !writer.awaitingDeparture else { return }
+        writer.awaitingDeparture = true
+        departures.append(writer)
     }
 
     /// The batch went to the kernel at `now`: its transport-wide stamped packets take that as their send time.
     public func sent(at now: MonoTime) {
         for c in departures {
-            c.sendHistory?.departed(at: now)
+            c.departed(at: now)
             c.awaitingDeparture = false
         }
         departures.removeAll(keepingCapacity: true)
@@ -110,4 +111,12 @@ public final class DatagramBatch {
             departures.removeAll(keepingCapacity: true)
         }
     }
+}
+
+/// A writer that stamps packets with when they leave (the transport-wide sequence numbers of one transport,
+/// draft-holmer-rmcat-transport-wide-cc-extensions-01): told when the batch they are in goes to the kernel.
+public protocol DepartureStamped: AnyObject {
+    /// On a batch's list, waiting for it to leave.
+    var awaitingDeparture: Bool { get set }
+    func departed(at now: MonoTime)
 }

@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 /// RFC 9628 descriptors built byte by byte from the figures of section 4.2 (flexible and non-flexible mode)
 /// and of section 4.2.1 (the scalability structure).

@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 /// Known answers from Tests/Fixtures/srtp_vectors.py, an independent implementation of RFC 3711 (key
 /// derivation checked against its appendix B.3) and RFC 7714 written on Python's `cryptography`.

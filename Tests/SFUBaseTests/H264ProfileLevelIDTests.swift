@@ -1,5 +1,6 @@
+import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 /// RFC 6184 section 8.1: profile-level-id, table 5's equivalent forms, level 1b, max-recv-level, and the rule
 /// the node uses to tell whether a subscriber's format decodes a publisher's.

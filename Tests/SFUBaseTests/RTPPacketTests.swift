@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 @Suite struct RTPPacketTests {
     // RFC 3550 section 5.1 fixed header followed by an RFC 8285 section 4.2 one-byte extension block:

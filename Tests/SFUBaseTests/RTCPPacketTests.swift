@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 @Suite struct RTCPPacketTests {
     /// An SR with one report block, then SDES with a CNAME (RFC 3550 sections 6.4.1 and 6.5.1).

@@ -1,8 +1,10 @@
+import SFU
+
 /// Datagrams one worker hands another, for connections whose transport lives on the other worker (a room
 /// spread across cores). The producing worker writes into `batch` in place, as into its own socket batch;
 /// its shell swaps in an empty batch when it hands a full one over, so the writers hold this object, never a
 /// batch.
-public final class Handoff {
+public final class Handoff: Egress {
     public enum Kind: Sendable {
         /// A room's packets for a connection whose transport another worker hosts, rewritten but still plain:
         /// that worker protects them with its own SRTP context and sends them.

@@ -2,22 +2,22 @@
 ///
 /// Callers check bounds before reading; these helpers only assemble bytes.
 extension UnsafeRawBufferPointer {
-    func u8(_ at: Int) -> UInt8 { self[at] }
-    func u16(_ at: Int) -> UInt16 { UInt16(self[at]) << 8 | UInt16(self[at + 1]) }
-    func u24(_ at: Int) -> UInt32 { UInt32(self[at]) << 16 | UInt32(self[at + 1]) << 8 | UInt32(self[at + 2]) }
-    func u32(_ at: Int) -> UInt32 {
+    @inlinable public func u8(_ at: Int) -> UInt8 { self[at] }
+    @inlinable public func u16(_ at: Int) -> UInt16 { UInt16(self[at]) << 8 | UInt16(self[at + 1]) }
+    @inlinable public func u24(_ at: Int) -> UInt32 { UInt32(self[at]) << 16 | UInt32(self[at + 1]) << 8 | UInt32(self[at + 2]) }
+    @inlinable public func u32(_ at: Int) -> UInt32 {
         UInt32(self[at]) << 24 | UInt32(self[at + 1]) << 16 | UInt32(self[at + 2]) << 8 | UInt32(self[at + 3])
     }
 }
 
 extension UnsafeMutableRawBufferPointer {
-    func setU8(_ v: UInt8, at: Int) { self[at] = v }
-    func setU16(_ v: UInt16, at: Int) { self[at] = UInt8(v >> 8); self[at + 1] = UInt8(truncatingIfNeeded: v) }
-    func setU24(_ v: UInt32, at: Int) {
+    @inlinable public func setU8(_ v: UInt8, at: Int) { self[at] = v }
+    @inlinable public func setU16(_ v: UInt16, at: Int) { self[at] = UInt8(v >> 8); self[at + 1] = UInt8(truncatingIfNeeded: v) }
+    @inlinable public func setU24(_ v: UInt32, at: Int) {
         self[at] = UInt8(truncatingIfNeeded: v >> 16); self[at + 1] = UInt8(truncatingIfNeeded: v >> 8)
         self[at + 2] = UInt8(truncatingIfNeeded: v)
     }
-    func setU32(_ v: UInt32, at: Int) {
+    @inlinable public func setU32(_ v: UInt32, at: Int) {
         self[at] = UInt8(truncatingIfNeeded: v >> 24); self[at + 1] = UInt8(truncatingIfNeeded: v >> 16)
         self[at + 2] = UInt8(truncatingIfNeeded: v >> 8); self[at + 3] = UInt8(truncatingIfNeeded: v)
     }

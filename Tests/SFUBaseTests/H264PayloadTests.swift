@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 /// RFC 6184 payloads built byte by byte from its figures. NAL unit headers: 0x65 IDR slice (NRI 3, type 5),
 /// 0x41 non-IDR slice (NRI 2, type 1), 0x67 SPS, 0x68 PPS, 0x06 SEI (NRI 0).

@@ -1,5 +1,6 @@
+import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 @Suite struct SRTPBackendTests {
     @Test func theLinkedBackendIsNamedAndMeasured() {

@@ -1,6 +1,6 @@
 import SFUTestSupport
 import Testing
-@testable import SFU
+@testable import SFUBase
 
 @Suite struct VP8DescriptorTests {
     func parse(_ s: String) -> Result<VP8Descriptor, DropReason> { hex(s).withUnsafeBytes { VP8Descriptor.parse($0) } }

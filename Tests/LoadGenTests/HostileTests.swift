@@ -13,6 +13,22 @@ import Testing
         #expect(Hostile.attacks.first { $0.number == 16 }?.name == "rebinding host")
     }
 
+    @Test func receivedExtensionIDsAreReadAsAReceiverReadsThem() {
+        func packet(_ profile: UInt16, _ body: [UInt8]) -> [UInt8] {
+            let words = body.count / 4
+            return [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, UInt8(profile >> 8), UInt8(profile & 0xFF), 0, UInt8(words)] + body + [0xF8]
+        }
+        // One-byte: id 1 (1 byte), padding, id 2 (3 bytes), padding to the word.
+        packet(0xBEDE, [0x10, 0x55, 0x00, 0x22, 1, 2, 3, 0x00]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [1, 2]) }
+        // Id 15 ends the parse (abs-send-time offered as 255, written in the one-byte form): reported, nothing after.
+        packet(0xBEDE, [0x10, 0x55, 0xF2, 1, 2, 3, 0x30, 9]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [1, 15]) }
+        // Two-byte form: id 17, 2 bytes.
+        packet(0x1000, [17, 2, 0xAB, 0xCD]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [17]) }
+        [0x80, 111, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0xF8].withUnsafeBytes { #expect(SlotTally.extensionIDs($0).isEmpty) }
+        #expect(SlotTally.largestStepBack([65534, 65535, 0, 1]) == 0, "a wrap is a step forward")
+        #expect(SlotTally.largestStepBack([40100, 40101, 30050, 30051]) == 10051)
+    }
+
     @Test func theLongestGapCountsTheWindowsEdges() {
         var log = ArrivalLog()
         for ms in [0, 20, 40, 300, 320] as [Int64] { log.add(.milliseconds(1000 + ms)) }

@@ -82,6 +82,61 @@ import Testing
     }
 }
 
+@Suite struct LoadClientRenegotiationTests {
+    static let local = LocalTransport(ice: .random(), fingerprint: try! DTLSCertificate(commonName: "n").fingerprint,
+                                      candidates: [TransportAddress("127.0.0.1:9")!])
+
+    @Test func aReofferDescribesTheSameStreamsAnewOnTheSameTransport() throws {
+        var p = LoadClient.Profile.publisher(audio: true, video: true)
+        p.audioSequenceStart = 65_500
+        p.videoSequenceStart = 65_300
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: p)
+        #expect(client.nextAudioSequence == 65_500 && client.nextVideoSequence() == 65_300)
+        let first = try SessionDescription.parse(client.offer())
+        let before = try OfferAnswer.answerPublish(first, local: Self.local).tracks
+        var changed = p
+        changed.audioLevelID = 3
+        changed.offerRED = true
+        changed.videoNACK = false
+        let again = try SessionDescription.parse(client.offer(profile: changed))
+        #expect(again.media.map { $0.attribute("ice-ufrag") } == first.media.map { $0.attribute("ice-ufrag") })
+        #expect(again.media.map { $0.attribute("fingerprint") } == first.media.map { $0.attribute("fingerprint") })
+        #expect(again.media.map(\.ssrcs) == first.media.map(\.ssrcs) && again.media.map(\.mid) == first.media.map(\.mid))
+        let after = try OfferAnswer.answerPublish(again, local: Self.local).tracks
+        #expect(before.map(\.ssrc) == after.map(\.ssrc))
+        #expect(before[0].audioLevelExtensionID == 1 && after[0].audioLevelExtensionID == 3)
+        #expect(before[0].redPayloadType == nil && after[0].redPayloadType == 63)
+        #expect(before[1].nack && !after[1].nack)
+
+        var paused = p
+        paused.audioInactive = true
+        let inactive = try SessionDescription.parse(client.offer(profile: paused))
+        #expect(inactive.media.map(\.mid) == first.media.map(\.mid) && inactive.media[0].has("inactive") && inactive.media[0].ssrcs.isEmpty)
+        #expect(try OfferAnswer.answerPublish(inactive, local: Self.local).tracks.map(\.codec) == [.vp8])
+    }
+
+    @Test func ridSimulcastIsOfferedWithoutSSRCsAndTaggedOnEachStreamsFirstPackets() throws {
+        var p = LoadClient.Profile.publisher(audio: true, video: true, simulcastLayers: 2)
+        p.ridSimulcast = true
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: p)
+        let offer = try SessionDescription.parse(client.offer())
+        #expect(offer.media[1].ssrcs.isEmpty && offer.media[1].attribute("simulcast") == "send l;m")
+        let tracks = try OfferAnswer.answerPublish(offer, local: Self.local).tracks.filter { $0.codec == .vp8 }
+        #expect(tracks.map { $0.simulcast?.rid } == ["l", "m"] && tracks.allSatisfy { $0.ssrc == nil && $0.mid == "1" })
+        // The first packets of a stream carry MID and RID, the rest nothing; a moved stream's first again.
+        var w = RTPStreamHeader(ssrc: 5, payloadType: 96, levelExtension: false)
+        w.tag([(4, Array("1".utf8)), (10, Array("h".utf8))], packets: 2)
+        var out = [UInt8](repeating: 0, count: 100)
+        var ids: [[UInt8]] = []
+        for i in 0..<4 {
+            if i == 3 { w.move(to: 6); w.tag([(4, Array("1".utf8))], packets: 1) }
+            let n = out.withUnsafeMutableBytes { w.write(payload: [1, 2, 3], level: nil, marker: false, into: $0) }
+            ids.append(out.withUnsafeBytes { SlotTally.extensionIDs(UnsafeRawBufferPointer(rebasing: $0[0..<n])) })
+        }
+        #expect(ids == [[4, 10], [4, 10], [], [4]] && w.ssrc == 6)
+    }
+}
+
 @Suite struct LoadClientSessionTests {
     static func answer(ufrag: String, password: String, slots: [(mid: String, ssrc: UInt32)]) -> String {
         var l = ["v=0", "o=- 1 1 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE " + slots.map(\.mid).joined(separator: " ")]

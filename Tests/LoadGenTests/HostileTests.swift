@@ -6,11 +6,15 @@ import Testing
 
 /// The pure pieces of the hostile suite and of the soak's session changes.
 @Suite struct HostileToolTests {
-    /// `sfu hostile --only` and the README count them by number: each of 1...16 once.
-    @Test func theAttacksAreNumberedOneToSixteenOnce() {
-        #expect(Hostile.attacks.map(\.number).sorted() == Array(1...16))
+    /// `sfu hostile --only` and the README count them by number: each of 1...20 once, in order.
+    @Test func theAttacksAreNumberedOneToTwentyOnce() {
+        #expect(Hostile.attacks.map(\.number) == Array(1...20))
         #expect(Hostile.attacks.first { $0.number == 15 }?.name == "events since")
         #expect(Hostile.attacks.first { $0.number == 16 }?.name == "rebinding host")
+        #expect(Hostile.attacks.first { $0.number == 17 }?.name == "renegotiation after wrap")
+        #expect(Hostile.attacks.first { $0.number == 18 }?.name == "slot re-offer after switches")
+        #expect(Hostile.attacks.first { $0.number == 19 }?.name == "rid SSRC change")
+        #expect(Hostile.attacks.first { $0.number == 20 }?.name == "extension ids above 14")
     }
 
     @Test func receivedExtensionIDsAreReadAsAReceiverReadsThem() {

@@ -39,7 +39,7 @@ if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
 fi
 hostile_status=0
 if [ "${SFU_HOSTILE:-1}" != "0" ]; then
-  echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, while a victim room talks"
+  echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, renegotiations after wraps and switches, SSRC moves, extension ids, while a victim room talks"
   build_sfu debug
   timeout 600 "$sfu" hostile || hostile_status=$?
 fi

@@ -34,6 +34,25 @@ public final class LoadClient {
         /// Publishers: the video is sent as this many simulcast layers (`a=ssrc-group:SIM`, RFC 8853), lowest
         /// first; 0 or 1: one stream.
         public var simulcastLayers = 0
+        /// Publishers with simulcast layers: offer them by rid (`a=rid`, `a=simulcast`, RFC 8853) without
+        /// `a=ssrc` lines, as browsers do: each layer's SSRC is learned from the MID and RID header extensions
+        /// its first `ridTaggedPackets` packets carry (RFC 8852), those of a moved stream too (`moveVideo`).
+        public var ridSimulcast = false
+        /// Publishers: the first sequence numbers of the audio and video streams (random when nil); a stream
+        /// started near 65,535 wraps within seconds (SRTP's rollover counter then counts 1).
+        public var audioSequenceStart: UInt16?
+        public var videoSequenceStart: UInt16?
+        /// The Opus payload type offered (publishers send with it): a renegotiation may change it.
+        public var opusPayloadType: UInt8 = 111
+        /// Publishers: the audio level extension's id (1-14) when `levelExtension`.
+        public var audioLevelID: UInt8 = 1
+        /// Publishers: also offer RED over Opus (RFC 2198) as payload type 63 (the client still sends Opus).
+        public var offerRED = false
+        /// Publishers: offer NACK on the video m-line.
+        public var videoNACK = true
+        /// Publishers: the audio m-line stays (same mid) as `a=inactive` without SSRC lines, as a browser's
+        /// paused transceiver; nothing is sent on it until an offer makes it sendonly again.
+        public var audioInactive = false
         public init() {}
 
         public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true,
@@ -114,6 +133,12 @@ public final class LoadClient {
     var feedbackRecorder = TransportFeedbackRecorder()
     /// The id this client offers the transport-wide sequence number extension with.
     static let transportCCOfferID: UInt8 = 5
+    /// The ids a rid-simulcast publisher offers the MID and RID extensions with, the rids of its layers
+    /// (lowest first), and how many first packets of a stream carry them.
+    static let midOfferID: UInt8 = 4
+    static let ridOfferID: UInt8 = 10
+    static let rids = ["l", "m", "h"]
+    public static let ridTaggedPackets = 5
 
     public private(set) var ice = ICECredentials.random()
     public let certificate: DTLSCertificate
@@ -140,12 +165,47 @@ public final class LoadClient {
         if !profile.publishes, shared == nil { try socket.enableReceiveTimestamps() }  // latency from kernel arrival, not from polling
         self.certificate = certificate
         self.profile = profile
-        writer = RTPStreamHeader(ssrc: profile.audioSSRC ?? .random(in: 1...UInt32.max), payloadType: 111, levelExtension: profile.levelExtension)
+        writer = RTPStreamHeader(ssrc: profile.audioSSRC ?? .random(in: 1...UInt32.max), payloadType: profile.opusPayloadType,
+                                 levelID: profile.levelExtension ? profile.audioLevelID : nil)
         videoWriter = RTPStreamHeader(ssrc: profile.videoSSRC ?? .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
         layerWriters = (1..<max(1, profile.simulcastLayers)).map { _ in
             RTPStreamHeader(ssrc: .random(in: 1...UInt32.max), payloadType: 96, levelExtension: false)
         }
+        if let s = profile.audioSequenceStart { writer.sequenceNumber = s }
+        if let s = profile.videoSequenceStart {
+            videoWriter.sequenceNumber = s
+            for i in layerWriters.indices { layerWriters[i].sequenceNumber = s }
+        }
+        if ridSimulcast { for layer in 0..<profile.simulcastLayers { tagLayer(layer) } }
     }
+
+    /// Rid-based simulcast: the layers are announced by rid, their SSRCs learned from the extensions.
+    var ridSimulcast: Bool { profile.ridSimulcast && profile.simulcastLayers > 1 }
+
+    /// The next `ridTaggedPackets` packets of a simulcast layer carry its MID and RID (a new stream's first).
+    private func tagLayer(_ layer: Int) {
+        let tags: [(id: UInt8, value: [UInt8])] = [(Self.midOfferID, Array("\(videoMid)".utf8)), (Self.ridOfferID, Array(Self.rids[layer].utf8))]
+        if layer == 0 { videoWriter.tag(tags, packets: Self.ridTaggedPackets) } else { layerWriters[layer - 1].tag(tags, packets: Self.ridTaggedPackets) }
+    }
+
+    /// The video m-line's mid: after the audio one when the client publishes audio.
+    private var videoMid: Int { profile.publishAudio ? 1 : 0 }
+
+    /// Moves a video layer (0: the lowest, or the only stream) to a new SSRC, as a sender resolving an SSRC
+    /// collision does (RFC 3550 section 8.2): a new sequence space, and with rid-based simulcast the MID and
+    /// RID on the new stream's first packets. Nothing is signalled.
+    public func moveVideo(layer: Int = 0, to ssrc: UInt32) {
+        if layer == 0 { videoWriter.move(to: ssrc) } else { layerWriters[layer - 1].move(to: ssrc) }
+        if ridSimulcast { tagLayer(layer) }
+    }
+
+    /// Video layers whose every packet goes on a new SSRC (`moveVideo` before each): a sender that keeps
+    /// changing SSRCs, each new stream's first packet naming the layer's MID and RID.
+    public var videoSSRCFlips: Set<Int> = []
+
+    /// The sequence number the next audio packet goes with (past 65,535 it wraps to 0).
+    public var nextAudioSequence: UInt16 { writer.sequenceNumber }
+    public func nextVideoSequence(layer: Int = 0) -> UInt16 { layer == 0 ? videoWriter.sequenceNumber : layerWriters[layer - 1].sequenceNumber }
 
     /// The SSRCs this client sends audio and video with.
     public var audioSSRC: UInt32 { writer.ssrc }
@@ -160,9 +220,16 @@ public final class LoadClient {
     /// the profile's audio and video slots (VP8 slots offer NACK, PLI, REMB and abs-send-time; with
     /// `transportCC`, every slot also offers transport-cc as extension 5 and VP8 slots RTX as 97, like a
     /// browser); one BUNDLE transport either way, its host candidate in every m-line. A later offer on the same transport may
-    /// change the profile (a renegotiation) or bring new ICE credentials (an ICE restart, RFC 8445 section 9).
+    /// change the profile (a renegotiation) or bring new ICE credentials (an ICE restart, RFC 8445 section 9). A
+    /// publisher's renegotiation keeps its SSRCs and sequence numbers whatever else it changes (Opus payload type,
+    /// audio level id, RED, video NACK, an inactive audio transceiver): the same streams described anew.
     public func offer(profile newProfile: Profile? = nil, restartICE: Bool = false) -> String {
-        if let newProfile { profile = newProfile }
+        if let newProfile {
+            profile = newProfile
+            // What the new description says of the streams already sent: same SSRCs and sequence, new attributes.
+            writer.payloadType = profile.opusPayloadType
+            writer.levelID = profile.levelExtension ? profile.audioLevelID : nil
+        }
         if restartICE { ice = .random() }
         var sections: [(kind: String, send: Bool)] = []
         if profile.publishAudio { sections.append(("audio", true)) }
@@ -176,20 +243,31 @@ public final class LoadClient {
             let direction = section.send ? "a=sendonly" : "a=recvonly"
             let tcc = profile.transportCC && !section.send
             if section.kind == "audio" {
-                l += ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux", "a=setup:actpass",
-                      "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=extmap:1 \(OfferAnswer.audioLevelURI)"]
-                if tcc { l += ["a=rtcp-fb:111 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)"] }
-                if section.send { l.append("a=ssrc:\(writer.ssrc) cname:load") }
+                let pt = profile.opusPayloadType
+                let red = section.send && profile.offerRED
+                let inactive = section.send && profile.audioInactive
+                l += ["m=audio 9 UDP/TLS/RTP/SAVPF \(pt)\(red ? " 63" : "")", "c=IN IP4 0.0.0.0", "a=mid:\(i)", inactive ? "a=inactive" : direction,
+                      "a=rtcp-mux", "a=setup:actpass", "a=rtpmap:\(pt) opus/48000/2", "a=fmtp:\(pt) minptime=10;useinbandfec=1"]
+                if red { l += ["a=rtpmap:63 red/48000/2", "a=fmtp:63 \(pt)/\(pt)"] }
+                l.append("a=extmap:\(section.send ? profile.audioLevelID : 1) \(OfferAnswer.audioLevelURI)")
+                if tcc { l += ["a=rtcp-fb:\(pt) transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)"] }
+                if section.send, !inactive { l.append("a=ssrc:\(writer.ssrc) cname:load") }
                 l += transportLines()
             } else {
                 l += ["m=video 9 UDP/TLS/RTP/SAVPF 96\(tcc ? " 97" : "")", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux",
-                      "a=setup:actpass", "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
-                      "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
+                      "a=setup:actpass", "a=rtpmap:96 VP8/90000"]
+                if !section.send || profile.videoNACK { l += ["a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli"] }
+                l += ["a=rtcp-fb:96 goog-remb", "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
                 if tcc {
                     l += ["a=rtcp-fb:96 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)",
                           "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"]
                 }
-                if section.send, layerWriters.isEmpty {
+                if section.send, ridSimulcast {
+                    let rids = Self.rids.prefix(1 + layerWriters.count)
+                    l += ["a=extmap:\(Self.midOfferID) \(OfferAnswer.midURI)", "a=extmap:\(Self.ridOfferID) \(SimulcastOffer.ridURI)"]
+                    l += rids.map { "a=rid:\($0) send" }
+                    l.append("a=simulcast:send " + rids.joined(separator: ";"))
+                } else if section.send, layerWriters.isEmpty {
                     l.append("a=ssrc:\(videoWriter.ssrc) cname:load")
                 } else if section.send {
                     let ssrcs = [videoWriter.ssrc] + layerWriters.map(\.ssrc)
@@ -426,6 +504,7 @@ public final class LoadClient {
     /// Sends one Opus frame, with the audio level extension when the profile has it (level in -dBov, 127 =
     /// silence).
     public func sendAudio(_ frame: [UInt8], level: UInt8, samples: UInt32 = 960) {
+        guard !profile.audioInactive else { return }
         send(frame, marker: false, writer: &writer, level: level)
         writer.advance(samples: samples)
     }
@@ -433,13 +512,15 @@ public final class LoadClient {
     /// Sends one video frame's RTP payloads (the last with the marker bit) on simulcast layer `layer` (0: the
     /// lowest, or the only stream), then advances that layer's timestamp.
     public func sendVideo(_ payloads: [[UInt8]], samples: UInt32, layer: Int = 0) {
-        if layer == 0 {
-            for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &videoWriter, level: nil) }
-            videoWriter.advance(samples: samples)
-        } else {
-            for (i, p) in payloads.enumerated() { send(p, marker: i == payloads.count - 1, writer: &layerWriters[layer - 1], level: nil) }
-            layerWriters[layer - 1].advance(samples: samples)
+        for (i, p) in payloads.enumerated() {
+            if videoSSRCFlips.contains(layer) { moveVideo(layer: layer, to: .random(in: 1...UInt32.max)) }
+            if layer == 0 {
+                send(p, marker: i == payloads.count - 1, writer: &videoWriter, level: nil)
+            } else {
+                send(p, marker: i == payloads.count - 1, writer: &layerWriters[layer - 1], level: nil)
+            }
         }
+        if layer == 0 { videoWriter.advance(samples: samples) } else { layerWriters[layer - 1].advance(samples: samples) }
     }
 
     /// The SSRC of simulcast layer `layer` (0: the lowest, or the only stream).
@@ -536,21 +617,45 @@ public final class LoadClient {
 
 /// RTP headers of one stream: sequence numbers per packet, timestamps per frame.
 struct RTPStreamHeader {
-    let ssrc: UInt32
-    let payloadType: UInt8
-    let levelExtension: Bool
+    private(set) var ssrc: UInt32
+    var payloadType: UInt8
+    /// The audio level extension's id; none written when nil.
+    var levelID: UInt8?
     var sequenceNumber = UInt16.random(in: 0...UInt16.max)
     var timestamp = UInt32.random(in: 0...UInt32.max)
+    /// Extensions the next `taggedLeft` packets carry (a new stream's MID and RID).
+    private var tags: [(id: UInt8, value: [UInt8])] = []
+    private var taggedLeft = 0
 
     init(ssrc: UInt32, payloadType: UInt8, levelExtension: Bool) {
+        self.init(ssrc: ssrc, payloadType: payloadType, levelID: levelExtension ? 1 : nil)
+    }
+
+    init(ssrc: UInt32, payloadType: UInt8, levelID: UInt8?) {
         self.ssrc = ssrc
         self.payloadType = payloadType
-        self.levelExtension = levelExtension
+        self.levelID = levelID
+    }
+
+    /// The next `packets` packets carry `extensions`.
+    mutating func tag(_ extensions: [(id: UInt8, value: [UInt8])], packets: Int) {
+        tags = extensions
+        taggedLeft = packets
+    }
+
+    /// The stream goes on under another SSRC, in a sequence space of its own.
+    mutating func move(to ssrc: UInt32) {
+        self.ssrc = ssrc
+        sequenceNumber = .random(in: 0...UInt16.max)
     }
 
     mutating func write(payload: [UInt8], level: UInt8?, marker: Bool, into out: UnsafeMutableRawBufferPointer) -> Int {
         var extensions: [(id: UInt8, value: [UInt8])] = []
-        if levelExtension, let level { extensions.append((1, [AudioLevelExtension(voiceActivity: level < 127, level: level).byte])) }
+        if let levelID, let level { extensions.append((levelID, [AudioLevelExtension(voiceActivity: level < 127, level: level).byte])) }
+        if taggedLeft > 0 {
+            extensions += tags
+            taggedLeft -= 1
+        }
         let n = payload.withUnsafeBytes { p in
             RTPPacketBuilder(payloadType: payloadType, sequenceNumber: sequenceNumber, timestamp: timestamp, ssrc: ssrc, marker: marker)
                 .write(extensions: extensions, payload: p, into: out)

@@ -12,8 +12,10 @@ struct HostileCommand: AsyncParsableCommand {
             Starts `sfu serve` (this binary) with one worker and small limits, connects a victim publisher and \
             subscriber, then runs each attack (stale RTCP after re-subscribing, offer storms, vanished clients, \
             stalled handshakes, replayed nominations, NACK amplification, ever-new SSRCs, oversized transport-cc, \
-            STUN floods, malformed DTLS, SSRC collisions, foreign RTCP, API caps and names, a garbage flood) with \
-            real packets on keyed sessions. Prints a table and exits non-zero on any failure.
+            STUN floods, malformed DTLS, SSRC collisions, foreign RTCP, API caps and names, a garbage flood, \
+            events resumed from unknown points, rebinding Host headers, renegotiations after a sequence wrap, \
+            a slot re-offered after source switches, rid-bound layers changing SSRC, extension ids above 14) \
+            with real packets on keyed sessions. Prints a table and exits non-zero on any failure.
             """
     )
 

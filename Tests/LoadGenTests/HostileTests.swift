@@ -6,11 +6,31 @@ import Testing
 
 /// The pure pieces of the hostile suite and of the soak's session changes.
 @Suite struct HostileToolTests {
-    /// `sfu hostile --only` and the README count them by number: each of 1...16 once.
-    @Test func theAttacksAreNumberedOneToSixteenOnce() {
-        #expect(Hostile.attacks.map(\.number).sorted() == Array(1...16))
+    /// `sfu hostile --only` and the README count them by number: each of 1...20 once, in order.
+    @Test func theAttacksAreNumberedOneToTwentyOnce() {
+        #expect(Hostile.attacks.map(\.number) == Array(1...20))
         #expect(Hostile.attacks.first { $0.number == 15 }?.name == "events since")
         #expect(Hostile.attacks.first { $0.number == 16 }?.name == "rebinding host")
+        #expect(Hostile.attacks.first { $0.number == 17 }?.name == "renegotiation after wrap")
+        #expect(Hostile.attacks.first { $0.number == 18 }?.name == "slot re-offer after switches")
+        #expect(Hostile.attacks.first { $0.number == 19 }?.name == "rid SSRC change")
+        #expect(Hostile.attacks.first { $0.number == 20 }?.name == "extension ids above 14")
+    }
+
+    @Test func receivedExtensionIDsAreReadAsAReceiverReadsThem() {
+        func packet(_ profile: UInt16, _ body: [UInt8]) -> [UInt8] {
+            let words = body.count / 4
+            return [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, UInt8(profile >> 8), UInt8(profile & 0xFF), 0, UInt8(words)] + body + [0xF8]
+        }
+        // One-byte: id 1 (1 byte), padding, id 2 (3 bytes), padding to the word.
+        packet(0xBEDE, [0x10, 0x55, 0x00, 0x22, 1, 2, 3, 0x00]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [1, 2]) }
+        // Id 15 ends the parse (abs-send-time offered as 255, written in the one-byte form): reported, nothing after.
+        packet(0xBEDE, [0x10, 0x55, 0xF2, 1, 2, 3, 0x30, 9]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [1, 15]) }
+        // Two-byte form: id 17, 2 bytes.
+        packet(0x1000, [17, 2, 0xAB, 0xCD]).withUnsafeBytes { #expect(SlotTally.extensionIDs($0) == [17]) }
+        [0x80, 111, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0xF8].withUnsafeBytes { #expect(SlotTally.extensionIDs($0).isEmpty) }
+        #expect(SlotTally.largestStepBack([65534, 65535, 0, 1]) == 0, "a wrap is a step forward")
+        #expect(SlotTally.largestStepBack([40100, 40101, 30050, 30051]) == 10051)
     }
 
     @Test func theLongestGapCountsTheWindowsEdges() {
@@ -63,6 +83,61 @@ import Testing
             #expect(Set(rooms.flatMap { $0 }) == [0, 1, 2, 3])
         }
         #expect(SessionChanges(cycle: 0, rooms: 4, participants: 4, enabled: false).rooms(.vanish).isEmpty)
+    }
+}
+
+@Suite struct LoadClientRenegotiationTests {
+    static let local = LocalTransport(ice: .random(), fingerprint: try! DTLSCertificate(commonName: "n").fingerprint,
+                                      candidates: [TransportAddress("127.0.0.1:9")!])
+
+    @Test func aReofferDescribesTheSameStreamsAnewOnTheSameTransport() throws {
+        var p = LoadClient.Profile.publisher(audio: true, video: true)
+        p.audioSequenceStart = 65_500
+        p.videoSequenceStart = 65_300
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: p)
+        #expect(client.nextAudioSequence == 65_500 && client.nextVideoSequence() == 65_300)
+        let first = try SessionDescription.parse(client.offer())
+        let before = try OfferAnswer.answerPublish(first, local: Self.local).tracks
+        var changed = p
+        changed.audioLevelID = 3
+        changed.offerRED = true
+        changed.videoNACK = false
+        let again = try SessionDescription.parse(client.offer(profile: changed))
+        #expect(again.media.map { $0.attribute("ice-ufrag") } == first.media.map { $0.attribute("ice-ufrag") })
+        #expect(again.media.map { $0.attribute("fingerprint") } == first.media.map { $0.attribute("fingerprint") })
+        #expect(again.media.map(\.ssrcs) == first.media.map(\.ssrcs) && again.media.map(\.mid) == first.media.map(\.mid))
+        let after = try OfferAnswer.answerPublish(again, local: Self.local).tracks
+        #expect(before.map(\.ssrc) == after.map(\.ssrc))
+        #expect(before[0].audioLevelExtensionID == 1 && after[0].audioLevelExtensionID == 3)
+        #expect(before[0].redPayloadType == nil && after[0].redPayloadType == 63)
+        #expect(before[1].nack && !after[1].nack)
+
+        var paused = p
+        paused.audioInactive = true
+        let inactive = try SessionDescription.parse(client.offer(profile: paused))
+        #expect(inactive.media.map(\.mid) == first.media.map(\.mid) && inactive.media[0].has("inactive") && inactive.media[0].ssrcs.isEmpty)
+        #expect(try OfferAnswer.answerPublish(inactive, local: Self.local).tracks.map(\.codec) == [.vp8])
+    }
+
+    @Test func ridSimulcastIsOfferedWithoutSSRCsAndTaggedOnEachStreamsFirstPackets() throws {
+        var p = LoadClient.Profile.publisher(audio: true, video: true, simulcastLayers: 2)
+        p.ridSimulcast = true
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: p)
+        let offer = try SessionDescription.parse(client.offer())
+        #expect(offer.media[1].ssrcs.isEmpty && offer.media[1].attribute("simulcast") == "send l;m")
+        let tracks = try OfferAnswer.answerPublish(offer, local: Self.local).tracks.filter { $0.codec == .vp8 }
+        #expect(tracks.map { $0.simulcast?.rid } == ["l", "m"] && tracks.allSatisfy { $0.ssrc == nil && $0.mid == "1" })
+        // The first packets of a stream carry MID and RID, the rest nothing; a moved stream's first again.
+        var w = RTPStreamHeader(ssrc: 5, payloadType: 96, levelExtension: false)
+        w.tag([(4, Array("1".utf8)), (10, Array("h".utf8))], packets: 2)
+        var out = [UInt8](repeating: 0, count: 100)
+        var ids: [[UInt8]] = []
+        for i in 0..<4 {
+            if i == 3 { w.move(to: 6); w.tag([(4, Array("1".utf8))], packets: 1) }
+            let n = out.withUnsafeMutableBytes { w.write(payload: [1, 2, 3], level: nil, marker: false, into: $0) }
+            ids.append(out.withUnsafeBytes { SlotTally.extensionIDs(UnsafeRawBufferPointer(rebasing: $0[0..<n])) })
+        }
+        #expect(ids == [[4, 10], [4, 10], [], [4]] && w.ssrc == 6)
     }
 }
 

@@ -45,7 +45,8 @@ public struct Hostile {
         HandshakeAttacks.neverFinishing, ICEAttacks.replayedNomination, FeedbackAttacks.nackAmplification,
         SSRCAttacks.everNewSSRCs, FeedbackAttacks.transportCC, ICEAttacks.stunFlood, HandshakeAttacks.malformedDTLS,
         SSRCAttacks.collision, FeedbackAttacks.foreignRTCP, APIAttacks.capsAndNames, APIAttacks.floodFairness,
-        APIAttacks.eventsSince, APIAttacks.rebindingHost,
+        APIAttacks.eventsSince, APIAttacks.rebindingHost, RenegotiationAttacks.afterWrap, RenegotiationAttacks.slotReoffer,
+        RenegotiationAttacks.ridSSRCChange, RenegotiationAttacks.highExtensionIDs,
     ]
 
     public let plan: Plan

@@ -74,7 +74,7 @@ import Testing
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: nil),
         ], now: h.now)
-        #expect(conn.inboundSSRCs.retired == [a.member.video.ssrc, a.member.video.ssrc + 1] && conn.tracksBySSRC[a.member.video.ssrc] == nil,
+        #expect(conn.inboundSSRCs.retired == [a.member.video.ssrc, a.member.video.ssrc + 1] && conn.publisher?.tracksBySSRC[a.member.video.ssrc] == nil,
                 "the dropped camera's SSRC no longer routes; its SRTP stream is retired, kept until room is needed")
         #expect(conn.inboundSSRCs.contains(a.member.audio.ssrc) && !conn.inboundSSRCs.retired.contains(a.member.audio.ssrc), "the microphone's is in use")
         a.sendsVideo = false
@@ -220,7 +220,7 @@ import Testing
         let h1: (id: UInt8, value: [UInt8]) = (10, Array("h".utf8))
         h.send(Self.packet(ssrc: 0x5001, seq: 1, ts: 0, pictureID: 1, [mid, h1]), from: p.publish)
         h.send(Self.packet(ssrc: 0x5001, seq: 2, ts: 3000, pictureID: 2, []), from: p.publish)
-        let layer = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.compactMap { h.room.tracks[$0] }.last)
+        let layer = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.last)
         #expect(layer.ssrc == 0x5001)
         // The move: new SSRC, new sequence numbers, the RID on its first packets.
         h.advance(by: 100)
@@ -230,7 +230,7 @@ import Testing
         #expect(h.room.counters.drops[.unknownSSRC] == 0)
         #expect(h.room.counters.ssrcRebinds == 1)
         let conn = try #require(h.room.connection(p.publish.connection))
-        #expect(conn.inboundSSRCs.retired == [0x5001] && conn.tracksBySSRC[0x5001] == nil, "the old SSRC no longer routes; its stream is retired")
+        #expect(conn.inboundSSRCs.retired == [0x5001] && conn.publisher?.tracksBySSRC[0x5001] == nil, "the old SSRC no longer routes; its stream is retired")
         // A second move within a second is refused (a client changing SSRCs on every packet costs one a second).
         h.send(Self.packet(ssrc: 0x7002, seq: 5, ts: 12000, pictureID: 5, [mid, h1]), from: p.publish)
         #expect(h.room.counters.drops[.ssrcRebindLimit] == 1 && layer.ssrc == 0x7001)
@@ -245,7 +245,7 @@ import Testing
             again.append(t)
         }
         try h.room.attachPublisher("P", connection: p.publish.connection, tracks: again, now: h.now)
-        let renewed = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.compactMap { h.room.tracks[$0] }.last)
+        let renewed = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.last)
         #expect(renewed.ssrc == 0x7002, "the RID binding survives the renegotiation")
         h.send(Self.packet(ssrc: 0x7002, seq: 7, ts: 18000, pictureID: 7, []), from: p.publish)
         #expect(h.room.counters.drops[.unknownSSRC] == 0 && h.room.counters.drops[.srtpAuthFailed] == 0)

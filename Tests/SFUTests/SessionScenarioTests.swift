@@ -155,7 +155,7 @@ import Testing
         h.network = { dest, d in !(dest == bPublish && d.count > 1 && d[1] == 206) }  // B never sees a PLI
         h.run([m, a, b, c], from: 3, seconds: 3)
         let slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
-        #expect(slot.pending != nil && slot.pending == h.room.participants.values.first { $0.id == "B" }?.videoTracks.first,
+        #expect(slot.pending != nil && slot.pending === h.room.participants.values.first { $0.id == "B" }?.videoTracks.first,
                 "C's slot waits for B's keyframe")
         return (h, m, a, b, c)
     }
@@ -182,7 +182,7 @@ import Testing
         #expect(h.talkerEvents(for: "C").last?.2.first { $0.mid == "v0" }?.participant == "A")
         let aTrack = h.room.participants.values.first { $0.id == "A" }?.videoTracks.first
         var slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
-        #expect(slot.current == aTrack && slot.pending == nil, "nothing is waited for any more")
+        #expect(slot.current === aTrack && slot.pending == nil, "nothing is waited for any more")
         // B's keyframe comes after all, and C asks for a keyframe on its slot: neither reaches B.
         h.network = nil
         let plisToB = b.plisReceived
@@ -194,7 +194,7 @@ import Testing
         h.send(pli, from: c.member.subscribe)
         h.run([m, a, b, c], from: 10.2, seconds: 0.5)
         slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
-        #expect(slot.current == aTrack, "B's late keyframe does not take the slot")
+        #expect(slot.current === aTrack, "B's late keyframe does not take the slot")
         #expect(b.plisReceived == plisToB, "the slot's PLI reaches A only")
     }
 

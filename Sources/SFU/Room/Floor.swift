@@ -89,7 +89,7 @@ extension Room {
             guard floor.invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(by) is not invited") }
             floor.invited.removeAll { $0 == caller.index }
         }
-        events.append(.floor(action: action, by: by, target: target, raisedHands: raisedHands, approvedHands: approvedHands))
+        effects.events.append(.floor(action: action, by: by, target: target, raisedHands: raisedHands, approvedHands: approvedHands))
         if before != floor.holder {
             for i in [before, floor.holder].compactMap({ $0 }) {
                 if let p = participants[i] { publishingChanged(p, now: now, into: out) }

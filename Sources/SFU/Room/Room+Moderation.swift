@@ -13,7 +13,7 @@ extension Room {
         if mute && roomAudioMuted { throw RoomError(.roomAlreadyMuted, .conflict, "room is already hard-muted") }
         if !mute && !roomAudioMuted { throw RoomError(.roomAlreadyUnmuted, .conflict, "room is not hard-muted") }
         roomAudioMuted = mute
-        events.append(.roomHardMute(audio: mute, by: by))
+        effects.events.append(.roomHardMute(audio: mute, by: by))
         for p in participants.values.sorted(by: { $0.index < $1.index }) { publishingChanged(p, now: now, into: out) }
     }
 
@@ -28,7 +28,7 @@ extension Room {
         let p = try participant(target)
         if let a = audio { p.hardMutedAudio = a }
         if let v = video { p.hardMutedVideo = v }
-        events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
+        effects.events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
         publishingChanged(p, now: now, into: out)
     }
 
@@ -43,7 +43,7 @@ extension Room {
                             "at most \(configuration.maxActiveTalkers - 1) users can be pinned (max_active_talkers - 1)")
         }
         pins = next
-        events.append(.pins(pinnedIDs))
+        effects.events.append(.pins(pinnedIDs))
         refreshAllSubscribers(now: now, into: out)
     }
 
@@ -51,7 +51,7 @@ extension Room {
         try requireModerator(by, .unauthorized)
         let indices = Set(try resolve(ids))
         pins.removeAll { indices.contains($0) }
-        events.append(.pins(pinnedIDs))
+        effects.events.append(.pins(pinnedIDs))
         refreshAllSubscribers(now: now, into: out)
     }
 
@@ -71,7 +71,7 @@ extension Room {
         if lock && locked { throw RoomError(.roomAlreadyLocked, .conflict, "room is already locked") }
         if !lock && !locked { throw RoomError(.roomAlreadyUnlocked, .conflict, "room is already unlocked") }
         locked = lock
-        events.append(.lock(locked: lock, by: by))
+        effects.events.append(.lock(locked: lock, by: by))
     }
 
     /// Switches a role. Promoting someone else to moderator hands the role over: the caller becomes a
@@ -81,10 +81,10 @@ extension Room {
         let p = try participant(target)
         guard p.role != role else { return }
         p.role = role
-        events.append(.role(participant: p.id, role: role, by: by))
+        effects.events.append(.role(participant: p.id, role: role, by: by))
         if role == .moderator, caller.index != p.index {
             caller.role = .participant
-            events.append(.role(participant: caller.id, role: .participant, by: by))
+            effects.events.append(.role(participant: caller.id, role: .participant, by: by))
             floor.forget(p.index)
         }
         publishingChanged(p, now: now, into: out)

@@ -4,35 +4,37 @@
 /// from connections (`receive`) and timer ticks (`tick`). Outputs are datagrams written into a
 /// `DatagramBatch`, events drained with `drainEvents()`, and `nextDeadline`, the time by which `tick` should
 /// run again. The room owns no socket, thread or clock; it is not thread-safe and lives on one worker.
+///
+/// The room keeps membership, wiring and scheduling; the work is its parts': each participant's `Publisher`
+/// (ingress, its `SourceTrack`s, feedback to it) and `Subscriber` (its `SlotSender`s, its estimate, layers,
+/// probes), the `TalkerElection`, and the pure `SlotPolicy` that says who each subscriber's slots show. They
+/// report into the room's `RoomEffects`: counts, events, and when they next need the room to tick.
 public final class Room {
     public let name: String
     public internal(set) var configuration: RoomConfiguration
     public let limits: RoomLimits
-    public internal(set) var counters = RoomCounters()
+    let effects = RoomEffects()
+    public var counters: RoomCounters { effects.counters }
 
     var participants: [Int: Participant] = [:]
     var participantsByID: [String: Int] = [:]
+    /// Every published track by index: what a slot's send log names its packets' sources by.
     var tracks: [Int: SourceTrack] = [:]
     var connections: [ConnectionID: Connection] = [:]
     var nextParticipantIndex = 0
     var nextTrackIndex = 0
 
-    var detector: DominantSpeakerDetector
-    /// Recency order R: front = most recently elected or started speaking; joiners at the end.
-    var recency: [Int] = []
+    var election: TalkerElection
     var pins: [Int] = []
     public internal(set) var locked = false
     public internal(set) var roomAudioMuted = false
     var floor = FloorState()
-    var events: [RoomEvent] = []
-    var listsDirty = false
-    /// `nextDeadline`, until something may have scheduled earlier work.
-    var deadlineCache: MonoTime?
-    /// The measured per-video bitrate and when it was taken (`streamBandwidthKbps`).
+    /// The measured per-video bitrate and when it was taken (`streamCosts`).
     var streamRateCache: (at: MonoTime, lowest: Int, highest: Int)?
 
-    /// The SSRC the node uses as sender of its own RTCP (PLI, RR) towards publishers.
-    public let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
+    /// The SSRC the node uses as sender of its own RTCP (PLI, RR, REMB, NACK) towards publishers.
+    static let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
+    public var nodeSSRC: UInt32 { Self.nodeSSRC }
 
     public init(name: String, configuration: RoomConfiguration = .init(), limits: RoomLimits = .init(),
                 now: MonoTime) throws(RoomError) {
@@ -40,59 +42,50 @@ public final class Room {
         self.name = name
         self.configuration = configuration
         self.limits = limits
-        self.detector = DominantSpeakerDetector(configuration: configuration.detector, now: now)
+        election = TalkerElection(detector: configuration.detector, now: now)
     }
+
+    var rules: PublishingRules { PublishingRules(mode: configuration.mode, floorHolder: floor.holder, roomAudioMuted: roomAudioMuted) }
 
     // MARK: Events and time
 
     /// Events since the last call, oldest first.
     public func drainEvents() -> [RoomEvent] {
-        guard !events.isEmpty else { return [] }  // no allocation on the common, empty path
-        defer { events.removeAll() }
-        return events
+        guard !effects.events.isEmpty else { return [] }  // no allocation on the common, empty path
+        defer { effects.events.removeAll() }
+        return effects.events
     }
 
-    public var hasPendingEvents: Bool { !events.isEmpty }
+    public var hasPendingEvents: Bool { !effects.events.isEmpty }
 
-    /// When `tick` should run next: the next talker decision, silence frame, keyframe retry or report.
-    /// Cached: the worker asks after every wakeup, and the scan visits every participant, track and
-    /// connection. The places that schedule earlier work clear it (silence frames for a slot that loses its
-    /// speaker, a keyframe request and its retry, a new connection's receiver reports) and so does `tick`,
-    /// which reschedules every timer; work that only gets later leaves it, at the cost of one early tick.
-    public var nextDeadline: MonoTime {
-        if let deadlineCache { return deadlineCache }
-        let t = computeNextDeadline()
-        deadlineCache = t
-        return t
-    }
+    /// When `tick` should run next: the earliest any part asked for (a silence frame, a key frame retry, a
+    /// report, a NACK, a probe, a video going stale, talker lists to rebuild) and the talker detector's next
+    /// check. A room whose publishers are silent or absent has none (`.never`).
+    public var nextDeadline: MonoTime { min(effects.nextWakeup, election.detector.nextDecision) }
 
-    private func computeNextDeadline() -> MonoTime {
-        var t = detector.nextDecision
+    /// Runs what is due at `now`: every part does its due work and asks again for what it still needs.
+    public func tick(now: MonoTime, into out: DatagramBatch) {
+        effects.resetWakeups()
+        if let outcome = election.decideIfDue(sustainedSpeech: configuration.sustainedSpeech, now: now) { apply(outcome) }
         for p in participants.values {
+            if let pub = p.publisher {
+                if pub.updateLiveness(staleAfter: configuration.videoStaleAfter, now: now) { effects.listsDirty = true }
+                pub.sendDueFeedback(audioReserveKbps: configuration.audioReserveKbps, now: now, into: out)
+                for t in pub.videoTracks { t.retryKeyframeRequest(now: now, into: out, effects: effects) }
+            }
             if let s = p.subscriber {
-                for slot in s.audioSlots where slot.silenceFramesLeft > 0 { t = min(t, slot.nextSilenceAt) }
+                for slot in s.audioSlots { slot.sendDueSilence(now: now, into: out) }
+                s.runProbes(audioReserveKbps: configuration.audioReserveKbps, moreVideos: { bandwidthForMoreVideos(p, s, now: now) },
+                            now: now, into: out)
             }
         }
-        for track in tracks.values where track.kind == .video {
-            if let r = track.keyframes.nextRetry(rtt: nil) { t = min(t, r) }
-        }
-        for c in connections.values { t = min(t, c.nextReceiverReport) }
-        t = min(t, nextPublisherFeedback())
-        t = min(t, nextProbe())
-        return t
+        if effects.listsDirty { refreshAllSubscribers(now: now, into: out) }
     }
 
-    /// Runs what is due at `now`: talker decisions, silence frames, keyframe retries, receiver reports.
-    public func tick(now: MonoTime, into out: DatagramBatch) {
-        deadlineCache = nil  // every timer below reschedules itself
-        if let decision = detector.decideIfDue(now: now) { apply(decision, now: now) }
-        updateVideoLiveness(now: now)
-        sendDueSilence(now: now, into: out)
-        retryKeyframeRequests(now: now, into: out)
-        sendDueReceiverReports(now: now, into: out)
-        sendDuePublisherFeedback(now: now, into: out)
-        runProbes(now: now, into: out)
-        if listsDirty { refreshAllSubscribers(now: now, into: out) }
+    /// Talker lists are to be rebuilt: at the next tick, which comes at once.
+    func listsChanged() {
+        effects.listsDirty = true
+        effects.wake(at: .zero)
     }
 
     // MARK: Membership
@@ -127,9 +120,9 @@ public final class Room {
         let p = Participant(id: id, index: index, name: name ?? id, role: role, talkerCount: talkerCount)
         participants[index] = p
         participantsByID[id] = index
-        recency.append(index)
-        events.append(.participantState(participant: id, state: .joined, reason: nil))
-        listsDirty = true
+        election.join(index)
+        effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+        listsChanged()
     }
 
     /// Removes a participant: its tracks stop feeding slots, its connections are forgotten (the node closes
@@ -140,18 +133,16 @@ public final class Room {
         let p = try participant(id)
         unpublish(p)
         unsubscribe(p)
-        for c in [p.publishConnection, p.subscribeConnection].compactMap({ $0 }) { connections.removeValue(forKey: c)?.attached = false }
-        p.publishConnection = nil
-        p.subscribeConnection = nil
+        for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
         participants[p.index] = nil
         participantsByID[id] = nil
-        recency.removeAll { $0 == p.index }
+        election.leave(p.index)
         if pins.contains(p.index) {
             pins.removeAll { $0 == p.index }
-            events.append(.pins(pinnedIDs))
+            effects.events.append(.pins(pinnedIDs))
         }
         floor.forget(p.index)
-        events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))
+        effects.events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))
         refreshAllSubscribers(now: now, into: out)
     }
 
@@ -159,23 +150,25 @@ public final class Room {
     /// the transports (`allConnections`) and drops the room after draining these events.
     public func destroy(now: MonoTime) {
         for p in participants.values.sorted(by: { $0.index < $1.index }) {
-            events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
+            effects.events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
+            p.publisher?.endAll()
+            p.subscriber?.unbind()
         }
         participants.removeAll()
         participantsByID.removeAll()
         tracks.removeAll()
-        for c in connections.values { c.attached = false }
+        for c in connections.values { c.release() }
         connections.removeAll()
-        recency.removeAll()
+        election = TalkerElection(detector: configuration.detector, now: now)
         pins.removeAll()
         floor = FloorState()
-        events.append(.roomDestroyed)
+        effects.events.append(.roomDestroyed)
     }
 
-    /// The connections the room routes (the node closes them when the room or participant goes).
+    /// The connections the room routes for a participant (the node closes them when the room or it goes).
     public func connections(of id: String) -> [ConnectionID] {
-        guard let i = participantsByID[id], let p = participants[i] else { return [] }
-        return Array(Set([p.publishConnection, p.subscribeConnection].compactMap { $0 }))
+        guard let i = participantsByID[id] else { return [] }
+        return connections.values.filter { $0.participant == i }.map(\.id)
     }
 
     public var allConnections: [ConnectionID] { Array(connections.keys) }
@@ -199,7 +192,7 @@ public final class Room {
         }
         let levelChanged = c.levelSource != configuration.levelSource
         configuration = c
-        detector.configuration = c.detector
+        election.detector.configuration = c.detector
         if levelChanged { for t in tracks.values where t.kind == .audio { t.meter.setSource(c.levelSource) } }
         for p in participants.values { updateCandidacy(p) }
         refreshAllSubscribers(now: now, into: out)
@@ -220,5 +213,20 @@ public final class Room {
         let p = try participant(id)
         p.videoMuted = muted
         refreshAllSubscribers(now: now, into: out)
+    }
+
+    /// The subscriber renders its video slot `mid` at most this large (nil: no limit): a simulcast source is
+    /// then sent the smallest layer that covers it, or a lower one if the estimate says so.
+    public func setRenderLimit(_ id: String, mid: String, _ limit: RenderLimit?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        guard let s = p.subscriber, let slot = s.videoSlots.first(where: { $0.description.mid == mid }) else {
+            throw RoomError(.invalidSetting, .notFound, "participant \(id) has no video slot \(mid)")
+        }
+        if let w = limit?.maxWidth, !(1...16_384).contains(w) { throw RoomError(.invalidSetting, .invalid, "max_width must be 1-16384") }
+        if let h = limit?.maxHeight, !(1...16_384).contains(h) { throw RoomError(.invalidSetting, .invalid, "max_height must be 1-16384") }
+        slot.renderLimit = limit?.maxWidth == nil && limit?.maxHeight == nil ? nil : limit
+        // The subscriber asked: no hold times for this move.
+        slot.layerChangedAt = .zero
+        if s.reviewLayers(configuration: configuration, now: now, into: out) { refreshSubscriber(p, now: now, into: out) }
     }
 }

@@ -59,37 +59,37 @@ extension Room {
         let ordered = participants.values.sorted { $0.index < $1.index }
         return RoomSnapshot(
             name: name, configuration: configuration, roomAudioMuted: roomAudioMuted, locked: locked, pinned: pinnedIDs,
-            dominantSpeaker: detector.dominant.flatMap { participants[$0]?.id },
-            activeTalkers: recency.filter { detector.isSpeaking($0) }.compactMap { participants[$0]?.id },
+            dominantSpeaker: election.dominant.flatMap { participants[$0]?.id },
+            activeTalkers: election.recency.filter { election.isSpeaking($0) }.compactMap { participants[$0]?.id },
             raisedHands: raisedHands, approvedHands: approvedHands,
             participants: ordered.map { p in
                 RoomSnapshot.Participant(
                     id: p.id, name: p.name, role: p.role,
-                    connected: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.contains { connections[$0]?.inbound != nil },
+                    connected: [p.publisher?.connection, p.subscriber?.connection].contains { $0?.inbound != nil },
                     hardMutedAudio: p.hardMutedAudio || (roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
-                    publishesAudio: p.audioTrack != nil, publishesVideo: !p.cameraTracks.isEmpty,
-                    subscribedSlots: (p.subscriber?.audioSlots.count ?? 0) + (p.subscriber?.videoSlots.count ?? 0),
-                    publishesScreen: !p.screenTracks.isEmpty)
+                    publishesAudio: p.audioTrack != nil, publishesVideo: !p.tracks(.camera).isEmpty,
+                    subscribedSlots: p.subscriber?.slots.count ?? 0,
+                    publishesScreen: !p.tracks(.screen).isEmpty)
             })
     }
 
     public func stats() -> [ParticipantStats] {
         participants.values.sorted { $0.index < $1.index }.map { p in
-            let published = ([p.audioTrack].compactMap { $0 } + p.videoTracks).compactMap { tracks[$0] }
+            let published = p.publisher?.allTracks ?? []
             let s = p.subscriber
             return ParticipantStats(
                 participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.reception.packets },
                 bytesReceived: published.reduce(0) { $0 + $1.reception.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
                 numberOfVideos: s?.videoCount.numberOfVideos,
-                slots: ((s?.audioSlots ?? []) + (s?.videoSlots ?? [])).map {
+                slots: (s?.slots ?? []).map {
                     ParticipantStats.SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind,
-                                               participant: $0.assigned.flatMap { participants[$0]?.id }, packetsSent: $0.packetsSent,
+                                               participant: $0.assignee?.id, packetsSent: $0.packetsSent,
                                                bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
                                                fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds,
                                                source: $0.description.codec.kind == .video ? $0.description.source : nil,
-                                               layer: layerShown($0), temporalLayer: $0.layers.temporal.map(Int.init))
+                                               layer: $0.layerShown, temporalLayer: $0.layers.temporal.map(Int.init))
                 },
-                drops: [p.publishConnection, p.subscribeConnection].compactMap { $0 }.compactMap { connections[$0] }
+                drops: [p.publisher?.connection, p.subscriber?.connection].compactMap { $0 }
                     .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in
                         for (r, n) in c.drops.nonZero { acc[r, default: 0] += n }
                     })

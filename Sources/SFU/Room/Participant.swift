@@ -1,0 +1,30 @@
+/// One participant of a room: who it is, what moderation says of it, and its two transports' media - what it
+/// publishes (`publisher`) and what it receives (`subscriber`), each absent until an offer binds it.
+final class Participant {
+    let id: String
+    let index: Int
+    var name: String
+    var role: Role
+    var talkerCount: Int?
+    var hardMutedAudio = false
+    var hardMutedVideo = false
+    /// The client says its camera is off (signaling); stale video also counts as off.
+    var videoMuted = false
+    var publisher: Publisher?
+    var subscriber: Subscriber?
+    /// Drops counted on connections this participant no longer has (replaced or closed transports).
+    var retiredDrops = DropCounters()
+
+    init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
+        self.id = id
+        self.index = index
+        self.name = name
+        self.role = role
+        self.talkerCount = talkerCount
+    }
+
+    /// Its audio track, camera and screen layers (empty when it publishes none).
+    var audioTrack: SourceTrack? { publisher?.audio }
+    func tracks(_ source: VideoSource) -> [SourceTrack] { publisher?.tracks(source) ?? [] }
+    var videoTracks: [SourceTrack] { publisher?.videoTracks ?? [] }
+}

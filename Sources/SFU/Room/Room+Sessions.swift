@@ -1,0 +1,171 @@
+/// A participant's publish and subscribe transports (issue 11's session model): binding an offer's tracks or
+/// slots, the SRTP keys DTLS exported, and letting a transport go.
+///
+/// A participant has at most one publishing and one subscribing connection. A new offer on the same
+/// connection is a renegotiation: the tracks and slots it still declares keep their state (see
+/// docs/renegotiation.md), new ones are added and the others end. A new connection for the same direction
+/// replaces the old one, which is released first.
+extension Room {
+    /// Binds a participant's sending connection and the tracks its offer declares.
+    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
+                                now: MonoTime) throws(RoomError) {
+        let p = try participant(id)
+        // A simulcast video is one track however many layers it sends.
+        guard published.filter({ ($0.simulcast?.index ?? 0) == 0 }).count <= limits.tracksPerPublish else {
+            throw RoomError(.limitReached, .invalid, "a publish may send at most \(limits.tracksPerPublish) tracks", limit: "tracks_per_publish")
+        }
+        func oneSource(_ source: VideoSource) -> Bool {
+            let videos = published.filter { $0.codec.kind == .video && $0.source == source }
+            let layers = videos.compactMap(\.simulcast?.index)
+            return videos.count <= 1 || (layers.count == videos.count && Set(layers).count == layers.count && layers.count <= 3)
+        }
+        guard published.filter({ $0.codec.kind == .audio }).count <= 1, oneSource(.camera), oneSource(.screen) else {
+            throw RoomError(.invalidMediaDescription, .invalid,
+                            "a participant publishes at most one audio track, one camera and one screen share (each of up to 3 simulcast layers)")
+        }
+        let ssrcs = published.flatMap { [$0.ssrc, $0.rtxSSRC].compactMap { $0 } }
+        guard Set(ssrcs).count == ssrcs.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "SSRCs must be distinct")
+        }
+        guard published.allSatisfy({ $0.ssrc != nil || ($0.mid != nil && $0.midExtensionID != nil) }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a track needs an SSRC, or a mid and the MID extension id")
+        }
+        if let old = p.publisher?.connection, old.id != connection { detachConnection(old.id, reason: nil) }
+        let conn = connectionFor(connection, participant: p)
+        let publisher: Publisher
+        if let existing = p.publisher {
+            publisher = existing
+        } else {
+            publisher = Publisher(participant: p, connection: conn, effects: effects)
+            publisher.feedback.receiverReportInterval = configuration.receiverReportInterval
+            p.publisher = publisher
+            conn.publisher = publisher
+        }
+        let (ended, _) = publisher.bind(published) { d in
+            let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
+            nextTrackIndex += 1
+            tracks[t.index] = t
+            return t
+        }
+        for t in ended { tracks[t.index] = nil }
+        if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
+        updateCandidacy(p)
+        listsChanged()
+    }
+
+    /// Binds a participant's receiving connection: each description is one slot (a recvonly m-line). Slots
+    /// whose mid the new offer keeps keep what feeds them and their stream's continuity.
+    public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
+                                 now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        let p = try participant(id)
+        guard slots.count <= limits.slotsPerSubscription else {
+            throw RoomError(.limitReached, .invalid, "a subscription may have at most \(limits.slotsPerSubscription) slots", limit: "slots_per_subscription")
+        }
+        let ssrcs = slots.flatMap { [$0.ssrc] + ($0.rtxSSRC.map { [$0] } ?? []) }
+        guard Set(ssrcs).count == ssrcs.count, Set(slots.map(\.mid)).count == slots.count else {
+            throw RoomError(.invalidMediaDescription, .invalid, "slot SSRCs (with their RTX) and mids must be distinct")
+        }
+        guard slots.allSatisfy({ s in
+            (1...SlotDescription.maxFormats).contains(s.formats.count) && s.formats.allSatisfy { $0.codec.kind == s.formats[0].codec.kind }
+        }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a slot has 1-\(SlotDescription.maxFormats) formats, all of one kind")
+        }
+        // The node writes header extensions in the one-byte form (`OutgoingRTP`): ids 1-14 only.
+        guard slots.allSatisfy({ s in
+            [s.audioLevelExtensionID, s.absSendTimeExtensionID, s.transportCCExtensionID].allSatisfy { $0.map(OutgoingRTP.oneByteIDs.contains) ?? true }
+        }) else {
+            throw RoomError(.invalidMediaDescription, .invalid, "a slot's header extension ids must be 1-14")
+        }
+        if let old = p.subscriber?.connection, old.id != connection { detachConnection(old.id, reason: nil) }
+        let conn = connectionFor(connection, participant: p)
+        let s: Subscriber
+        if let existing = p.subscriber {
+            s = existing
+        } else {
+            let videos = slots.count { $0.codec.kind == .video }
+            s = Subscriber(participant: p, connection: conn, videoCount: VideoCountPolicy(parameters: configuration.videoCount, initial: min(1, videos)),
+                           resendPolicy: limits.resendPolicy, effects: effects)
+            p.subscriber = s
+            conn.subscriber = s
+        }
+        _ = s.bind(slots, startBitrate: Double(configuration.startBitrateKbps) * 1000)
+        refreshSubscriber(p, now: now, into: out)
+    }
+
+    /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
+    /// `outbound` protects what the node sends (RFC 5764 section 4.2). Throws when libsrtp refuses them.
+    public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
+        guard let c = connections[connection], let p = participants[c.participant] else {
+            throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
+        }
+        c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
+        c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
+        // Nothing reaches a subscriber before its keys: a keyframe that came while its transport was coming up
+        // could not start its waiting video slots, yet ended the wait. Ask those sources again (the next tick).
+        if let s = c.subscriber {
+            for t in s.videoSlots.compactMap(\.pending) { t.awaitKeyframe(now: .zero, effects: effects) }
+            effects.wake(at: .zero)
+        }
+        effects.events.append(.participantState(participant: p.id, state: .connected, reason: nil))
+    }
+
+    /// The connection's transport is gone (closed, replaced, consent expired, handshake timed out): its
+    /// tracks stop feeding slots, or its slots stop, and the participant stays in the room. `reason`, when
+    /// given, is reported as the participant's `disconnected` state.
+    public func detachConnection(_ id: ConnectionID, reason: String?, now: MonoTime? = nil, into out: DatagramBatch? = nil) {
+        guard let c = connections.removeValue(forKey: id) else { return }
+        guard let p = participants[c.participant] else { return c.release() }
+        p.retiredDrops.add(c.drops)
+        if p.publisher?.connection === c { unpublish(p) }
+        if p.subscriber?.connection === c { unsubscribe(p) }
+        c.release()
+        if let reason { effects.events.append(.participantState(participant: p.id, state: .disconnected, reason: reason)) }
+        if let now, let out { refreshAllSubscribers(now: now, into: out) } else { listsChanged() }
+    }
+
+    /// The connection lost its transport (ICE consent lapsing, DTLS closed): reported, nothing released.
+    public func connectionLost(_ connection: ConnectionID, reason: String) {
+        guard let c = connections[connection], let p = participants[c.participant] else { return }
+        effects.events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
+    }
+
+    /// What a connection routes: each media (not RTX) SSRC with its track's kind, and how many retired SRTP
+    /// streams it had to free for new SSRCs (`InboundStreams`). Nil for a connection the room does not hold.
+    public func routes(of id: ConnectionID) -> (media: [(ssrc: UInt32, kind: MediaKind)], evictions: Int)? {
+        guard let c = connections[id] else { return nil }
+        let media = (c.publisher?.tracksBySSRC ?? [:]).filter { !$0.value.rtx }.map { ($0.key, $0.value.track.kind) }
+        return (media.sorted { $0.0 < $1.0 }, c.inboundSSRCs.evictions)
+    }
+
+    // MARK: Pieces
+
+    private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
+        if let c = connections[id], c.participant == p.index { return c }
+        connections[id]?.release()
+        let c = Connection(id: id, participant: p.index)
+        connections[id] = c
+        return c
+    }
+
+    /// The publisher's tracks end: slots they fed stop, and it leaves talker candidacy.
+    func unpublish(_ p: Participant) {
+        guard let publisher = p.publisher else { return }
+        for t in publisher.allTracks { tracks[t.index] = nil }
+        publisher.endAll()
+        p.publisher = nil
+        stopSpeaking(p)
+    }
+
+    /// The subscriber's slots end: nothing feeds them any more.
+    func unsubscribe(_ p: Participant) {
+        p.subscriber?.unbind()
+        p.subscriber = nil
+    }
+
+    /// Takes a participant out of the detector; a dominant speaker who goes is reported as none.
+    func stopSpeaking(_ p: Participant) {
+        let wasDominant = election.dominant == p.index
+        election.detector.removeSpeaker(p.index)
+        if wasDominant { effects.events.append(.dominantSpeaker(participant: nil)) }
+    }
+}

@@ -34,6 +34,9 @@ struct ReceptionStatistics {
     /// The loss figures of a report block whose extended highest sequence number is `highest`: lost since
     /// the stream began (24 bits, never negative here) and the fraction lost since the previous block, in
     /// 1/256 (appendix A.3). Starts the next interval. Nil before the first packet.
+    /// Packets arrived since the last report: a stream that fell silent is not reported on again.
+    var arrivedSinceReport: Bool { packets != receivedPrior }
+
     mutating func nextReport(highest: Int64) -> (cumulativeLost: Int32, fractionLost: UInt8)? {
         guard let base = baseSequence else { return nil }
         let expected = highest - base + 1

@@ -11,7 +11,9 @@ struct PublisherFeedback {
     /// A REMB-only publisher's uplink, estimated from abs-send-time (its video track's id).
     var absSendTimeExtensionID: UInt8?
     var uplink: ReceiveSideEstimator?
-    /// When the node next tells the publisher how much its subscribers can take (REMB).
+    /// The publisher takes REMB (on its video), and when the node next tells it how much its subscribers can
+    /// take: every second while its video arrives, not while it sends none.
+    var remb = false
     var nextREMB: MonoTime = .never
     /// When the next receiver report is due (armed by the first packet received).
     var nextReceiverReport: MonoTime = .never
@@ -27,7 +29,15 @@ struct PublisherFeedback {
             absSendTimeExtensionID = absSendTime
             uplink = absSendTime.map { _ in ReceiveSideEstimator() }
         }
+        self.remb = remb
         if remb, nextREMB == .never { nextREMB = .zero } else if !remb { nextREMB = .never }
+    }
+
+    /// A video packet arrived: REMB resumes if it had stopped (the publisher sent no video).
+    mutating func videoArrived(now: MonoTime, effects: RoomEffects) {
+        guard remb, nextREMB == .never else { return }
+        nextREMB = now
+        effects.wake(at: now)
     }
 
     /// Records an authenticated packet's arrival: its transport-wide sequence number for the feedback, or its
@@ -78,13 +88,14 @@ extension Publisher {
             if track.nacks.missingCount > 0 { effects.wake(at: track.nacks.nextDeadline(rtt: track.nacks.rtt)) }
         }
         if now >= feedback.nextREMB {
-            feedback.nextREMB = now + .seconds(1)
+            // Every second while its video arrives; resumed by its next video packet (`videoArrived`).
+            feedback.nextREMB = videoTracks.contains(where: \.live) ? now + .seconds(1) : .never
             sendREMB(audioReserveKbps: audioReserveKbps, into: out)
         }
         if feedback.nextREMB != .never { effects.wake(at: feedback.nextREMB) }
         if now >= feedback.nextReceiverReport {
-            feedback.nextReceiverReport = now + feedback.receiverReportInterval
-            sendReceiverReport(now: now, into: out)
+            // Every interval while something arrives to report on; armed again by the next packet (`receive`).
+            feedback.nextReceiverReport = sendReceiverReport(now: now, into: out) ? now + feedback.receiverReportInterval : .never
         }
         if feedback.nextReceiverReport != .never { effects.wake(at: feedback.nextReceiverReport) }
     }
@@ -118,12 +129,13 @@ extension Publisher {
         return min(max(UInt64(cap), Self.minimumPublisherCap), Self.unconstrainedBitrate)
     }
 
-    /// The node's receiver report (RFC 3550 section 6.4.2): loss and jitter per track.
-    private func sendReceiverReport(now: MonoTime, into out: DatagramBatch) {
+    /// The node's receiver report (RFC 3550 section 6.4.2): loss and jitter per track that received something
+    /// since the last one. False when none did (nothing to report: the reports stop until a packet comes).
+    private func sendReceiverReport(now: MonoTime, into out: DatagramBatch) -> Bool {
         var blocks: [ReportBlock] = []
         for (ssrc, route) in tracksBySSRC where !route.rtx {
             let t = route.track
-            guard let highest = t.unwrapper.highest, let loss = t.reception.nextReport(highest: highest) else { continue }
+            guard t.reception.arrivedSinceReport, let highest = t.unwrapper.highest, let loss = t.reception.nextReport(highest: highest) else { continue }
             // DLSR in 1/65536 s (RFC 3550 section 6.4.1), clamped to its 32 bits (about 18 hours).
             let dlsr = t.lastSRArrival.map { UInt32(min(0xFFFF_FFFF, (now - $0).nanoseconds / 15_259)) } ?? 0
             blocks.append(ReportBlock(ssrc: ssrc, fractionLost: loss.fractionLost, cumulativeLost: loss.cumulativeLost,
@@ -131,10 +143,11 @@ extension Publisher {
                                       jitter: UInt32(t.reception.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,
                                       delaySinceLastSenderReport: t.lastSR == nil ? 0 : dlsr))
         }
-        guard !blocks.isEmpty else { return }
-        guard let buf = out.nextBuffer() else { return effects.drop(.egressFull) }
-        guard let n = ReceiverReport(ssrc: Room.nodeSSRC, reports: Array(blocks.prefix(31))).write(into: buf) else { return }
+        guard !blocks.isEmpty else { return false }
+        guard let buf = out.nextBuffer() else { effects.drop(.egressFull); return true }
+        guard let n = ReceiverReport(ssrc: Room.nodeSSRC, reports: Array(blocks.prefix(31))).write(into: buf) else { return true }
         connection.commitRTCP(buf, length: n, into: out, effects: effects)
+        return true
     }
 
     /// A sender report of one of its tracks: kept for the receiver reports (LSR, DLSR) and forwarded on every

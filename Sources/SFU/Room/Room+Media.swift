@@ -80,6 +80,7 @@ extension Room {
                 return effects.drop(.badCodecPayload, conn)
             }
             track.history?.store(extendedSequence: a.extendedSequence, packet: plain)
+            publisher.feedback.videoArrived(now: now, effects: effects)
             if !a.repaired, let l = video.layerIndices {
                 track.noteLayer(l, bytes: header.payloadLength + 40, pictureStart: video.startsPicture, now: now)
             }

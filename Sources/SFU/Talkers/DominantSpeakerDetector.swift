@@ -47,8 +47,13 @@ public struct DominantSpeakerDetector {
     public private(set) var dominant: Int?
     private var nextElection: MonoTime
     private var nextSpeakingCheck: MonoTime
-    /// When `decideIfDue` next has something to do: an election or a speaking check.
-    public var nextDecision: MonoTime { min(nextElection, nextSpeakingCheck) }
+    /// When `decideIfDue` next has something to do: an election or a speaking check; `.never` while the room
+    /// is quiet (nobody speaking, and nobody's newest sample loud enough to count for speech or an election):
+    /// then no check or election could change anything, and a room of silent or absent publishers costs
+    /// nothing until a sample that counts arrives (`push`), which makes the next decision due at once.
+    public var nextDecision: MonoTime {
+        speakingCount == 0 && activeCount == 0 ? .never : min(nextElection, nextSpeakingCheck)
+    }
 
     struct Entry {
         var activity = SpeechActivity()
@@ -56,7 +61,14 @@ public struct DominantSpeakerDetector {
         /// Excluded from candidacy (hard-muted, floor-less): never dominant, never speaking.
         var paused = false
         var speaking = false
+        /// Its newest sample could count: above its noise floor (for an election's scores) or at the speaking
+        /// threshold.
+        var active = false
     }
+
+    /// Speakers speaking, and speakers whose newest sample is active: both zero, the room is quiet.
+    private var speakingCount = 0
+    private var activeCount = 0
 
     public init(configuration: Configuration = .init(), now: MonoTime) {
         self.configuration = configuration
@@ -71,7 +83,10 @@ public struct DominantSpeakerDetector {
     }
 
     public mutating func removeSpeaker(_ id: Int) {
-        speakers[id] = nil
+        if let e = speakers.removeValue(forKey: id) {
+            if e.speaking { speakingCount -= 1 }
+            if e.active { activeCount -= 1 }
+        }
         if dominant == id { dominant = nil }
     }
 
@@ -81,6 +96,7 @@ public struct DominantSpeakerDetector {
         guard speakers[id] != nil else { return }
         speakers[id]!.paused = paused
         if paused {
+            if speakers[id]!.speaking { speakingCount -= 1 }
             speakers[id]!.speaking = false
             if dominant == id { dominant = nil }
         }
@@ -96,18 +112,31 @@ public struct DominantSpeakerDetector {
         for _ in 0..<(n - 1) { speakers[id]!.activity.push(level: LevelMath.silence) }
         speakers[id]!.activity.push(level: level)
         speakers[id]!.lastSample = now
+        setActive(id, speakers[id]!.activity.immediate(0) > 0 || level <= configuration.speakingThreshold)
+    }
+
+    private mutating func setActive(_ id: Int, _ active: Bool) {
+        guard speakers[id]!.active != active else { return }
+        speakers[id]!.active = active
+        activeCount += active ? 1 : -1
     }
 
     /// Pushes silence for speakers whose samples stopped: one sample per 20 ms of the gap.
     public mutating func fillSilence(now: MonoTime) {
         let idleFill = configuration.idleFill
+        var quieted = 0
         updateEach { _, e in
             let gap = now - e.lastSample
             guard gap >= idleFill else { return }
             let n = Int(gap.nanoseconds / 20_000_000)
             for _ in 0..<min(n, SpeechActivity.historyLength) { e.activity.push(level: LevelMath.silence) }
             e.lastSample = e.lastSample + .init(nanoseconds: Int64(n) * 20_000_000)
+            if n > 0, e.active {
+                e.active = false
+                quieted += 1
+            }
         }
+        activeCount -= quieted
     }
 
     public struct Decision: Equatable, Sendable {
@@ -156,6 +185,7 @@ public struct DominantSpeakerDetector {
                 changes.append((id, speaking))
             }
         }
+        for change in changes { speakingCount += change.speaking ? 1 : -1 }
         if changes.count > 1 { changes.sort { $0.id < $1.id } }
         return changes
     }

@@ -31,6 +31,12 @@ public struct RTCPPacket: Sendable, Equatable {
     public var type: RTCPPacketType? { RTCPPacketType(rawValue: packetType) }
     /// The packet body after the 4-byte common header.
     public var body: Range<Int> { (range.lowerBound + 4)..<range.upperBound }
+
+    @inlinable public init(packetType: UInt8, countOrFormat: UInt8, range: Range<Int>) {
+        self.packetType = packetType
+        self.countOrFormat = countOrFormat
+        self.range = range
+    }
 }
 
 /// Splits an RTCP compound packet into its packets (RFC 3550 section 6.1).
@@ -40,6 +46,9 @@ public struct RTCPPacket: Sendable, Equatable {
 public enum RTCPCompound {
     /// Calls `body` for each packet; returns the reason when the compound is malformed (packets already
     /// visited stay visited: callers that need all-or-nothing call `validate` first).
+    /// Inlinable: its callers' closures capture what they count as they go, which a call across the module
+    /// boundary would box on the heap for every datagram.
+    @inlinable
     public static func forEach(_ p: UnsafeRawBufferPointer, _ body: (RTCPPacket) -> Void) -> DropReason? {
         var offset = 0
         guard p.count >= 4 else { return .truncated }

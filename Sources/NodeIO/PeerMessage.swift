@@ -17,13 +17,3 @@ public enum PeerMessage: Sendable, Equatable {
     /// Host to home: the client passed a connectivity check (to say why a handshake that stalls stalled).
     case checked(ConnectionID)
 }
-
-/// A transport this worker hosts for a room on another worker.
-struct HostedTransport {
-    var home: Int
-    /// Where what its client sends goes: still encrypted, to the home (which holds the SRTP contexts).
-    var relay: Handoff
-    /// The outbound SRTP context, from the keys DTLS exported here: the home writes this transport's packets
-    /// plain and the host protects them as it sends (`WorkerCore.protectHandedOver`).
-    var outbound: SRTPSession?
-}

@@ -83,15 +83,12 @@ public final class Worker: @unchecked Sendable {
     public let socket: UDPSocket
     private let core: WorkerCore
     private let wakeFD: Int32
-    private let commands = Mutex<[@Sendable (WorkerCore) -> Void]>([])
-    private let eventQueue: Mutex<(events: [StampedEvent], dropped: Int)> = Mutex(([], 0))
-    private let eventsLostTotal = Atomic<UInt64>(0)
-    /// Called (on the worker thread) after the worker queued events: the control plane drains them then,
-    /// instead of polling an idle node.
-    private let eventObserver = Mutex<(@Sendable () -> Void)?>(nil)
+    private let commands: CommandQueue
+    private let outbox: EventOutbox
+    let links = PeerLinks()
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
-    public let eventCapacity: Int
+    public var eventCapacity: Int { outbox.capacity }
     /// How long a command may wait for the worker before its caller gets `WorkerTimeout`.
     public let commandTimeout: MonoTime.Interval
     /// Datagrams read per pass of the loop before commands and timers run again.
@@ -99,11 +96,6 @@ public final class Worker: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set while the thread waits in poll: a peer that handed it a batch then writes the wake descriptor.
     private let asleep = Atomic<Bool>(false)
-    /// The other workers, by index (set once by `connect`, before `start`).
-    private var peers: [Worker] = []
-    /// Channels to each worker, by `to * 2 + kind` (send 0, receive 1), and those from every worker.
-    private var outgoing: [HandoffChannel?] = []
-    private var incoming: [HandoffChannel] = []
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     /// Datagrams longer than the receive buffer (2048 bytes), dropped unread.
@@ -127,7 +119,8 @@ public final class Worker: @unchecked Sendable {
         let fd = sfu_wake_open()
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
         wakeFD = fd
-        self.eventCapacity = eventCapacity
+        commands = CommandQueue(wakeFD: fd)
+        outbox = EventOutbox(capacity: eventCapacity)
         self.commandTimeout = commandTimeout
         self.datagramsPerPass = max(64, datagramsPerPass)
     }
@@ -139,24 +132,12 @@ public final class Worker: @unchecked Sendable {
     public static func connect(_ workers: [Worker]) {
         guard workers.count > 1 else { return }
         let candidates = workers.map { $0.core.edge.candidates }
-        for w in workers {
-            w.peers = workers
-            w.core.peerCandidates = candidates
-            w.outgoing = [HandoffChannel?](repeating: nil, count: workers.count * 2)
-        }
-        for from in workers {
-            for to in workers where to !== from {
-                for (k, kind) in [Handoff.Kind.send, .receive].enumerated() {
-                    let ch = HandoffChannel(from: from.index, to: to.index, kind: kind)
-                    from.outgoing[to.index * 2 + k] = ch
-                    to.incoming.append(ch)
-                }
-            }
-        }
+        for w in workers { w.core.peerCandidates = candidates }
+        PeerLinks.connect(workers)
     }
 
     /// Wakes the thread if it waits (a peer handed it a batch).
-    private func nudge() {
+    func nudge() {
         if asleep.load(ordering: .sequentiallyConsistent) { sfu_wake_signal(wakeFD) }
     }
 
@@ -166,7 +147,7 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// Sets what runs after the worker queued events (see `drainEvents`); set it before `start`.
-    public func observeEvents(_ observer: @escaping @Sendable () -> Void) { eventObserver.withLock { $0 = observer } }
+    public func observeEvents(_ observer: @escaping @Sendable () -> Void) { outbox.observe(observer) }
 
     public func start() {
         let t = Thread { [self] in
@@ -231,23 +212,15 @@ public final class Worker: @unchecked Sendable {
         return try box.withLock { $0! }.get()
     }
 
-    private func enqueue(_ command: @escaping @Sendable (WorkerCore) -> Void) {
-        commands.withLock { $0.append(command) }
-        sfu_wake_signal(wakeFD)
-    }
+    private func enqueue(_ command: @escaping @Sendable (WorkerCore) -> Void) { commands.enqueue(command) }
 
     /// Events since the last call and how many were lost because nobody drained them in time.
-    public func drainEvents() -> (events: [StampedEvent], dropped: Int) {
-        eventQueue.withLock { q in
-            defer { q = ([], 0) }
-            return q
-        }
-    }
+    public func drainEvents() -> (events: [StampedEvent], dropped: Int) { outbox.drain() }
 
     /// A snapshot of the worker's totals, taken on the worker thread.
     public func metrics() async throws -> WorkerMetrics {
         let busy = Double(busyNanoseconds.load(ordering: .relaxed)) / 1e9
-        let lost = eventsLostTotal.load(ordering: .relaxed)
+        let lost = outbox.lostTotal
         return try await perform { [self] core, _ in
             var m = WorkerMetrics(worker: index, rooms: core.rooms.count,
                                   participants: core.rooms.values.reduce(0) { $0 + $1.participantCount },
@@ -317,8 +290,7 @@ public final class Worker: @unchecked Sendable {
             // Say it sleeps, then look at the channels once more: a peer either sees the flag or its batch is seen.
             asleep.store(true, ordering: .sequentiallyConsistent)
             // A handover that found no empty batch goes round again once the peer returned one (it nudges).
-            let handedOver = incoming.contains { !$0.full.isEmpty }
-                || (handOverBlocked && outgoing.contains { $0.map { !$0.free.isEmpty } ?? false })
+            let handedOver = links.hasWork
             let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
             if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
@@ -339,12 +311,7 @@ public final class Worker: @unchecked Sendable {
 
     /// Runs the queued commands; returns whether there were any.
     private func runCommands(_ core: WorkerCore) -> Bool {
-        let pending = commands.withLock { q -> [@Sendable (WorkerCore) -> Void] in
-            defer { q.removeAll() }
-            return q
-        }
-        guard !pending.isEmpty else { return false }
-        for c in pending { c(core) }
+        guard commands.run(core) else { return false }
         flush(core)
         return true
     }
@@ -359,7 +326,7 @@ public final class Worker: @unchecked Sendable {
     /// their clients sent for this worker's rooms. Returns whether there were any.
     private func takeHandoffs(_ core: WorkerCore) -> Bool {
         var any = false
-        for ch in incoming {
+        for ch in links.incoming {
             // At most a pool's worth per pass: a busy home refills the ring as fast as it is emptied here, and
             // this worker's own socket, commands and timers must get their turn.
             var taken = 0
@@ -376,7 +343,7 @@ public final class Worker: @unchecked Sendable {
                 _ = ch.free.push(b)  // the ring holds the whole pool
                 if needsFlush(core) { flush(core) }
             }
-            if taken > 0 { peers[ch.from].nudge() }  // it may be waiting with a batch it could not hand over
+            if taken > 0 { links.peers[ch.from].nudge() }  // it may be waiting with a batch it could not hand over
         }
         if any { flush(core) }
         return any
@@ -386,63 +353,24 @@ public final class Worker: @unchecked Sendable {
     /// half full. A handoff whose worker held every batch at the last try waits for the socket batch's turn,
     /// so a slow peer does not turn every datagram into a syscall here.
     private func needsFlush(_ core: WorkerCore) -> Bool {
-        core.batch.count > core.batch.capacity / 2 || (!handOverBlocked && core.handoffsNeedFlush)
+        core.batch.count > core.batch.capacity / 2 || (!links.blocked && core.handoffsNeedFlush)
     }
 
-    /// A handoff could not be handed over at the last flush (its worker holds the whole pool).
-    private var handOverBlocked = false
-
-    /// Hands a handoff's batch to its worker and gives the core an empty one; while that worker holds every
-    /// batch of the pool the core keeps writing into this one (and the room counts what does not fit).
-    private func handOver(_ h: Handoff) {
-        guard let ch = outgoing[h.worker * 2 + (h.kind == .send ? 0 : 1)],
-              let empty = ch.takeEmpty(capacity: h.batch.capacity) else {
-            handOverBlocked = true
-            return
-        }
-        if h.kind == .send { h.batch.sent(at: MonoClock.now()) }  // transport-wide send times: handed to the sender
-        _ = ch.full.push(h.batch)
-        h.batch = empty
-        peers[h.worker].nudge()
-    }
-
+    /// Carries out what the core has, in its order (`WorkerCore.poll`), until it has nothing more.
     private func flush(_ core: WorkerCore) {
-        if core.batch.count > 0 {
-            socket.send(core.batch, gso: true) { core.destination(of: $0) }
-            core.batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
-            core.batch.removeAll()
-        }
-        handOverBlocked = false
-        for h in core.handoffs where h.batch.count > 0 { handOver(h) }
-        // Peer messages before control datagrams: a hosted transport's SRTP keys are queued at its room's worker
-        // before the DTLS flight that lets its client send media leaves.
-        for (w, m) in core.drainPeerMessages() { peers[w].deliver(m, from: index) }
-        for (bytes, to) in core.drainControl() { socket.send(bytes, to: to) }
-        if core.hasPendingEvents { publish(core.drainEvents()) }
-    }
-
-    private func publish(_ drained: [(room: String, events: [RoomEvent])]) {
-        let time = Int64(Date().timeIntervalSince1970 * 1000)
-        let lost = eventQueue.withLock { q in
-            let before = q.dropped
-            for (name, events) in drained {
-                for e in events {
-                    if q.events.count < eventCapacity {
-                        q.events.append(StampedEvent(room: name, event: e, unixMilliseconds: time))
-                    } else {
-                        q.dropped += 1
-                    }
-                }
+        links.blocked = false
+        while true {
+            switch core.poll() {
+            case .media(let batch):
+                socket.send(batch, gso: true) { core.destination(of: $0) }
+                batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
+                batch.removeAll()
+            case .handoff(let h): links.handOver(h, now: MonoClock.now())
+            case .peer(let w, let message): links.peers[w].deliver(message, from: index)
+            case .control(let bytes, let to): socket.send(bytes, to: to)
+            case .events(let room, let events): outbox.publish(room: room, events)
+            case .timeout: return
             }
-            return q.dropped - before
         }
-        if lost > 0 { eventsLostTotal.add(UInt64(lost), ordering: .relaxed) }
-        eventObserver.withLock { $0 }?()
     }
-}
-
-/// Decides once who answers a command: the worker that starts it, or the timeout that gives up on it.
-final class CommandTicket: Sendable {
-    private let taken = Atomic<Bool>(false)
-    func claim() -> Bool { taken.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
 }

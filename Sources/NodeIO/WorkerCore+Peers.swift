@@ -17,7 +17,10 @@ extension WorkerCore {
     func placeSubscriber(in room: Room) -> Int? {
         guard peerCandidates.count > 1, limits.spreadRoomAfter > 0 else { return nil }
         var counts = [Int](repeating: 0, count: peerCandidates.count)
-        for t in transports.values where t.room === room && t.direction == .subscribe { counts[t.host ?? index] += 1 }
+        for t in transports.values {
+            guard let s = t.session, s.room === room, s.direction == .subscribe else { continue }
+            counts[t.host ?? index] += 1
+        }
         guard counts.reduce(0, +) >= limits.spreadRoomAfter else { return nil }
         let best = counts.indices.min { (counts[$0], $0 == index ? 0 : 1, $0) < (counts[$1], $1 == index ? 0 : 1, $1) }!
         return best == index ? nil : best
@@ -28,8 +31,8 @@ extension WorkerCore {
     /// homes count them), so one spread room's stalled clients cannot make another worker refuse offers.
     public var pendingHandshakes: Int {
         var n = edge.pendingHandshakes
-        for id in unsettled where transports[id]?.host != nil { n += 1 }
-        if !hosted.isEmpty { for id in hosted.keys where edge.isHandshaking(id) { n -= 1 } }
+        for id in handshaking where transports[id]?.host != nil { n += 1 }
+        for t in transports.values where t.home != nil && edge.isHandshaking(t.id) { n -= 1 }
         return n
     }
 
@@ -42,26 +45,16 @@ extension WorkerCore {
         return h
     }
 
-    func post(_ message: PeerMessage, to worker: Int) { peerMessages.append((worker, message)) }
-
-    /// Messages for other workers since the last call.
-    public func drainPeerMessages() -> [(worker: Int, message: PeerMessage)] {
-        guard !peerMessages.isEmpty else { return [] }
-        defer { peerMessages.removeAll(keepingCapacity: true) }
-        return peerMessages
-    }
-
     /// The home worker of the transport an edge output is about, when this worker only hosts it. Keys are
     /// kept here too: the host protects what it sends.
     func home(of o: WorkerEdge.Output) -> Int? {
-        guard !hosted.isEmpty else { return nil }
         switch o {
         case .keys(let c, let keys):
-            guard hosted[c] != nil else { return nil }
-            hosted[c]?.outbound = try? SRTPSession(keys: keys.outbound, direction: .outbound)
-            return hosted[c]?.home
+            guard let t = transports[c], let home = t.home else { return nil }
+            t.hostedOutbound = try? SRTPSession(keys: keys.outbound, direction: .outbound)
+            return home
         case .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c):
-            return hosted[c]?.home
+            return transports[c]?.home
         case .send:
             return nil
         }
@@ -77,7 +70,7 @@ extension WorkerCore {
             let id = handed.destination(at: i)
             if id != lastID {
                 lastID = id
-                srtp = hosted[id]?.outbound
+                srtp = transports[id]?.hostedOutbound
             }
             let (buffer, length) = handed.buffer(at: i)
             let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
@@ -111,19 +104,21 @@ extension WorkerCore {
                 post(.transport(.failed(id, "\(error)")), to: worker)
                 return
             }
-            hosted[id] = HostedTransport(home: worker, relay: handoff(.receive, to: worker))
+            transports[id] = ClientTransport(id: id, hostedFor: worker, relay: handoff(.receive, to: worker), createdAt: now)
             hostedUnchecked.insert(id)
         case .restartICE(let id, let local, let remote):
-            guard hosted[id] != nil else { return }
+            guard transports[id]?.home != nil else { return }
             edge.restartICE(id, local: local, remote: remote)
         case .release(let id, let notify):
-            guard hosted.removeValue(forKey: id) != nil else { return }
+            guard let t = transports[id], t.home != nil else { return }
+            transports[id] = nil
             hostedUnchecked.remove(id)
-            for o in edge.remove(id, notify: notify) { if case .send(let bytes, let to) = o { control.append((bytes, to)) } }
+            _ = t.lifecycle.handle(.released)
+            for o in edge.remove(id, notify: notify) { if case .send(let bytes, let to) = o { outbox.control.append((bytes, to)) } }
         case .transport(let o):
             handle([o], now: now)
         case .checked(let id):
-            transports[id]?.checked = true
+            if let t = transports[id] { advance(t, .checked, now: now) }
         }
     }
 
@@ -132,12 +127,12 @@ extension WorkerCore {
     public func receiveRelayed(_ relayed: DatagramBatch, from worker: Int, now: MonoTime) {
         for i in 0..<relayed.count {
             let id = relayed.destination(at: i)
-            guard let t = transports[id], t.host == worker, let c = t.room.connection(id) else {
+            guard let t = transports[id], t.host == worker, let c = t.media, let room = t.session?.room else {
                 ingressDrops &+= 1
                 continue
             }
             let (buffer, length) = relayed.buffer(at: i)
-            t.room.receive(buffer, length: length, from: c, now: now, arrival: relayed.arrival(at: i), into: batch)
+            room.receive(buffer, length: length, from: c, now: now, arrival: relayed.arrival(at: i), into: batch)
         }
     }
 
@@ -146,10 +141,7 @@ extension WorkerCore {
         guard !hostedUnchecked.isEmpty else { return }
         for id in hostedUnchecked where edge.wasChecked(id) {
             hostedUnchecked.remove(id)
-            if let home = hosted[id]?.home { post(.checked(id), to: home) }
+            if let home = transports[id]?.home { post(.checked(id), to: home) }
         }
     }
-
-    /// Transports hosted here for rooms on other workers.
-    public var hostedCount: Int { hosted.count }
 }

@@ -73,12 +73,13 @@ final class FuzzNetwork {
     /// RTP/RTCP is dropped and counted by the edge or the core, or taken in by a room; STUN is answered or
     /// counted; anything unclassifiable is counted; DTLS goes to a handshake or is counted (OpenSSL discards
     /// bad records of a handshake silently). Returns the control datagrams the core produced.
-    func inject(_ d: [UInt8], from address: TransportAddress) -> [(bytes: [UInt8], to: TransportAddress)] {
+    func inject(_ d: [UInt8], from address: TransportAddress) -> PolledOutputs {
         let n = min(d.count, buffer.count - SRTPSession.maxOverhead)
         buffer.replaceSubrange(0..<n, with: d[0..<n])
         let before = ledger
         buffer.withUnsafeMutableBytes { core.receive($0, length: n, from: address, now: now) }
-        let after = ledger, control = core.drainControl()
+        let outputs = core.pollAll()
+        let after = ledger, control = outputs.control
         let dropped = after.edgeDrops - before.edgeDrops
         let orphaned = Int(after.ingressDrops - before.ingressDrops), taken = Int(after.roomPackets - before.roomPackets)
         let answered = control.filter { $0.to == address && $0.bytes.first.map { PacketClass(firstByte: $0) } == .stun }.count
@@ -90,7 +91,7 @@ final class FuzzNetwork {
         case .dtls: promise(dropped <= 1 && orphaned + taken + answered == 0, "a DTLS datagram from \(address) was \(counted)")
         case .unknown: promise(dropped == 1 && orphaned + taken + answered == 0, "an unclassifiable datagram was \(counted)")
         }
-        return control
+        return outputs
     }
 
     /// A check from the client at `address` (its own by default). A nominating check that is answered moves
@@ -113,8 +114,14 @@ final class FuzzNetwork {
 
     /// Hands the core's output to the clients until nothing more comes back. A DTLS handshake takes four
     /// flights: core and client still answering each other after 16 rounds is a loop, a finding, not a hang.
-    func deliver(_ pending: [(bytes: [UInt8], to: TransportAddress)] = []) {
-        var control = pending + core.drainControl()
+    func deliver(_ pending: PolledOutputs? = nil) {
+        var polled = core.pollAll()
+        if let pending {
+            polled.control = pending.control + polled.control
+            polled.events = pending.events + polled.events
+        }
+        var control = polled.control
+        var pendingEvents = polled.events
         var rounds = 0
         while rounds < 16 {
             rounds += 1
@@ -134,13 +141,18 @@ final class FuzzNetwork {
             }
             core.batch.sent(at: now)
             core.batch.removeAll()
-            for (room, es) in core.drainEvents() {
+            for (room, es) in pendingEvents {
                 events += es.count
                 if keepEvents { kept.append((room, es)) }
             }
             control = []
+            pendingEvents = []
             if replies.isEmpty { return }
-            for (r, c) in replies { control += inject(r, from: c.address) }
+            for (r, c) in replies {
+                let o = inject(r, from: c.address)
+                control += o.control
+                pendingEvents += o.events
+            }
         }
         promise(false, "core and clients still answer each other after 16 rounds: \(control.count) datagrams to \(Set(control.map(\.to)))")
     }

@@ -140,14 +140,15 @@ final class VirtualNetwork {
             var replies: [([UInt8], VirtualClient)] = []
             var handedOver = false
             for (w, core) in cores.enumerated() {
-                for (bytes, to) in core.drainControl() { transmit(bytes, from: w, to: to, replies: &replies) }
+                // In the order the core hands them out (`WorkerOutput`).
+                let o = core.pollAll()
                 for i in 0..<core.batch.count {
                     guard let to = core.destination(of: core.batch.destination(at: i)) else { strays += 1; continue }
                     transmit(Array(core.batch.datagram(at: i)), from: w, to: to, replies: &replies)
                 }
                 core.batch.sent(at: now)
                 core.batch.removeAll()
-                for h in core.handoffs where h.batch.count > 0 {
+                for h in o.handoffs {
                     handedOver = true
                     let peer = cores[h.worker]
                     switch h.kind {
@@ -163,11 +164,12 @@ final class VirtualNetwork {
                     }
                     h.batch.removeAll()
                 }
-                for (to, m) in core.drainPeerMessages() {
+                for (to, m) in o.peers {
                     handedOver = true
                     cores[to].receive(peer: m, from: w, now: now)
                 }
-                for (room, es) in core.drainEvents() { events += es.map { (room, $0) } }
+                for (bytes, to) in o.control { transmit(bytes, from: w, to: to, replies: &replies) }
+                for (room, es) in o.events { events += es.map { (room, $0) } }
             }
             if replies.isEmpty && !handedOver { return }
             for (r, c) in replies { inject(r, from: c.address, into: cores[worker(of: c)]) }

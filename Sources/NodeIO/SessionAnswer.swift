@@ -1,11 +1,6 @@
 import SFU
 import WebRTCEdge
 
-/// Which way a transport carries a participant's media.
-public enum TransportDirection: String, Sendable {
-    case publish, subscribe
-}
-
 /// What an offer did to the participant's transport for that direction (issue 11's session model).
 public enum SessionChange: String, Sendable {
     /// No transport for this direction yet: a new one (ICE, DTLS, SRTP) starts.
@@ -23,52 +18,6 @@ public struct SessionAnswer: Sendable {
     public var sdp: String
     public var change: SessionChange
     public var connection: ConnectionID
-}
-
-/// One client transport, a row of the worker's connection table: its ICE and DTLS identity on both sides,
-/// and the room and participant it serves. When `host` is set its ICE agent, DTLS server and socket are on
-/// that worker, and this one keeps the session and the room's side (SRTP, slots).
-final class Transport {
-    let id: ConnectionID
-    let room: Room
-    let participant: String
-    let direction: TransportDirection
-    var remote: RemoteTransport
-    var local: LocalTransport
-    let createdAt: MonoTime
-    /// DTLS finished and the room has the SRTP keys.
-    var established = false
-    /// The client nominated an address (USE-CANDIDATE): media has somewhere to go.
-    var nominated = false
-    /// A subscription's SSRC per slot mid: a renegotiation keeps the slots it still offers on their SSRCs.
-    var slotSSRCs: [String: UInt32] = [:]
-    /// The worker that hosts the transport, when not this one.
-    let host: Int?
-    /// The host said the client passed a check (for a hosted transport: `WorkerEdge.wasChecked` at home).
-    var checked = false
-    /// The media half: the room's side of the transport (its SRTP contexts and routes), once an offer bound it.
-    var media: Connection?
-
-    init(id: ConnectionID, room: Room, participant: String, direction: TransportDirection, remote: RemoteTransport,
-         local: LocalTransport, createdAt: MonoTime, host: Int? = nil) {
-        self.host = host
-        self.id = id
-        self.room = room
-        self.participant = participant
-        self.direction = direction
-        self.remote = remote
-        self.local = local
-        self.createdAt = createdAt
-    }
-
-    var key: SessionKey { SessionKey(room: room.name, participant: participant, direction: direction) }
-}
-
-/// A participant's transport for one direction.
-struct SessionKey: Hashable {
-    var room: String
-    var participant: String
-    var direction: TransportDirection
 }
 
 /// What one worker lets clients make it hold: the room's limits, and how long and how many handshakes

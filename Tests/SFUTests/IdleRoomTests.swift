@@ -48,3 +48,22 @@ import Testing
         #expect(h.room.nextDeadline == .never, "nothing left to do: \(h.room.nextDeadline) at \(h.now)")
     }
 }
+
+/// Tracks and the slots they feed hold each other; a room must still be freed whole, destroyed or not.
+@Suite struct RoomLifetimeTests {
+    @Test func aRoomLetGoWithoutDestroyIsFreedWithItsTracksSlotsAndConnections() throws {
+        weak var room: Room?
+        weak var connection: Connection?
+        do {
+            let h = try RoomHarness()
+            let s = SpeechScript(Voices.a, seed: 1), quiet = SpeechScript([], seed: 2)
+            let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { s.frame(at: $0, speaking: 0..<30) }
+            let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+            h.run([a, b], from: 0, seconds: 2)
+            #expect(!h.audio(to: b.member, from: a).isEmpty)
+            room = h.room
+            connection = h.room.connection(b.member.subscribe.connection)
+        }
+        #expect(room == nil && connection == nil, "nothing keeps the room or its parts alive")
+    }
+}

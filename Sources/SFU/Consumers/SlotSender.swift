@@ -8,11 +8,13 @@ final class SlotSender: MediaConsumer {
     var position: Int
     /// The subscriber's transport: where its packets go (its SRTP context, its egress).
     let connection: Connection
-    /// The subscriber it belongs to, for its resend budget and estimate (cold paths only).
-    weak var subscriber: Subscriber?
+    /// The subscriber it belongs to, for its resend budget and estimate (cold paths only); nil once it left.
+    /// (No weak references in the engine: a weak reference outliving its object reads as a leak to
+    /// LeakSanitizer, which the fuzz targets run under; the references are untied where they end.)
+    var subscriber: Subscriber?
     let effects: RoomEffects
     /// The participant the rules placed here (what the slot map reports).
-    weak var assignee: Participant?
+    var assignee: Participant?
     var assigned: Int? { assignee?.index }
     /// The source track forwarded now.
     var current: SourceTrack?

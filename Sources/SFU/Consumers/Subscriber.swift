@@ -56,7 +56,10 @@ final class Subscriber {
         }
         audioSlots = descriptions.filter { $0.codec.kind == .audio }.enumerated().map { make($1, $0) }
         videoSlots = descriptions.filter { $0.codec.kind == .video }.enumerated().map { make($1, $0) }
-        for s in old.values where !kept.contains(ObjectIdentifier(s)) { s.clear() }
+        for s in old.values where !kept.contains(ObjectIdentifier(s)) {
+            s.clear()
+            s.subscriber = nil
+        }
         slotsBySSRC = [:]
         for s in slots { slotsBySSRC[s.description.ssrc] = s }
         videoCount.clamp(maxVideos: videoSlots.count)
@@ -75,7 +78,10 @@ final class Subscriber {
 
     /// The subscriber goes: its slots let go of what they showed.
     func unbind() {
-        for s in slots { s.clear() }
+        for s in slots {
+            s.clear()
+            s.subscriber = nil
+        }
         audioSlots = []
         videoSlots = []
         slotsBySSRC = [:]

@@ -7,8 +7,8 @@ final class SourceTrack {
     let index: Int
     /// The participant who publishes it (its index in the room).
     let owner: Int
-    /// The publisher it arrives through (for its key frame requests and feedback).
-    weak var publisher: Publisher?
+    /// The publisher it arrives through (for its key frame requests and feedback); nil once it ended.
+    var publisher: Publisher?
     /// What the publisher's offer declares. A renegotiation that changes it for the same RTP stream (the same
     /// SSRC, or the same mid and rid) replaces it here and keeps everything below (`Publisher.bind`).
     var description: PublishedTrack

@@ -45,6 +45,16 @@ public final class Room {
         election = TalkerElection(detector: configuration.detector, now: now)
     }
 
+    /// Tracks and the slots they feed hold each other (a track's consumers, a slot's source): a room let go
+    /// without `destroy` (a test's, a fuzz target's) unties them so that they are freed with it.
+    deinit {
+        for p in participants.values {
+            p.publisher?.endAll()
+            p.subscriber?.unbind()
+        }
+        for c in connections.values { c.release() }
+    }
+
     var rules: PublishingRules { PublishingRules(mode: configuration.mode, floorHolder: floor.holder, roomAudioMuted: roomAudioMuted) }
 
     // MARK: Events and time

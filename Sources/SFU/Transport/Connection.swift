@@ -14,7 +14,8 @@ public final class Connection: DepartureStamped {
     /// SSRCs libsrtp keeps an inbound stream for (each authenticated one), retired ones included: bounded by
     /// `RoomLimits.ssrcsPerConnection`.
     var inboundSSRCs = InboundStreams()
-    /// What the transport carries, set when an offer binds it and cleared when the room lets it go.
+    /// What the transport carries, set when an offer binds it and cleared when the room lets it go
+    /// (`release`: the publisher and subscriber hold their connection too).
     var publisher: Publisher?
     var subscriber: Subscriber?
     /// Subscribing with transport-cc: what the node sent, by transport-wide sequence number.

@@ -134,9 +134,9 @@ extension RoomHarness {
         // slots (one video at most until an estimate), and the harness sends no estimate.
         var m = try join(id, audioSlots: audioSlots, videoSlots: videoSlots)
         let base = m.audio.ssrc - 1
-        var tracks = [PublishedTrack(codec: .opus, ssrc: base + 1, payloadType: 111, audioLevelExtensionID: 1)]
+        var tracks = [TrackDescription(codec: .opus, ssrc: base + 1, payloadType: 111, audioLevelExtensionID: 1)]
         if let video {
-            var t = PublishedTrack(codec: video.codec, ssrc: base + 2, rtxSSRC: video.rtxPayloadType.map { _ in base + 3 },
+            var t = TrackDescription(codec: video.codec, ssrc: base + 2, rtxSSRC: video.rtxPayloadType.map { _ in base + 3 },
                                    payloadType: video.payloadType, rtxPayloadType: video.rtxPayloadType, nack: true)
             t.h264 = h264 ?? video.h264
             tracks.append(t)

@@ -83,15 +83,15 @@ public final class RoomHarness {
         let sub = newClient()
         let base = UInt32(nextConnection) * 0x1000
         let tcc: UInt8? = o.transportCC ? 5 : nil
-        var tracks = publishAudio ? [PublishedTrack(codec: .opus, ssrc: base + 1, payloadType: 111,
+        var tracks = publishAudio ? [TrackDescription(codec: .opus, ssrc: base + 1, payloadType: 111,
                                                     audioLevelExtensionID: levelExtension ? 1 : nil, transportCCExtensionID: tcc,
                                                     redPayloadType: o.red ? 63 : nil)] : []
         if publishVideo {
-            tracks.append(PublishedTrack(codec: .vp8, ssrc: base + 2, rtxSSRC: base + 3, payloadType: 96, rtxPayloadType: 97,
+            tracks.append(TrackDescription(codec: .vp8, ssrc: base + 2, rtxSSRC: base + 3, payloadType: 96, rtxPayloadType: 97,
                                          transportCCExtensionID: tcc, nack: o.repair, remb: o.repair))
         }
         if publishScreen {
-            var screen = PublishedTrack(codec: .vp8, ssrc: base + 4, payloadType: 96, transportCCExtensionID: tcc, nack: o.repair, remb: o.repair)
+            var screen = TrackDescription(codec: .vp8, ssrc: base + 4, payloadType: 96, transportCCExtensionID: tcc, nack: o.repair, remb: o.repair)
             screen.source = .screen
             tracks.append(screen)
         }
@@ -128,9 +128,9 @@ public final class RoomHarness {
     /// Publishes again as `m`'s Opus (level extension id 1) and a VP8 simulcast video with one layer per SSRC
     /// in `layers`, lowest first (`a=ssrc-group:SIM` as the room receives it).
     public func publishSimulcast(_ m: Member, layers: [UInt32]) throws {
-        var tracks = [PublishedTrack(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        var tracks = [TrackDescription(codec: .opus, ssrc: m.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
         for (i, s) in layers.enumerated() {
-            var t = PublishedTrack(codec: .vp8, ssrc: s, payloadType: 96)
+            var t = TrackDescription(codec: .vp8, ssrc: s, payloadType: 96)
             t.simulcast = SimulcastLayer(index: i)
             tracks.append(t)
         }
@@ -194,8 +194,8 @@ public final class RoomHarness {
                           screen: RTPStreamWriter(ssrc: m.screen.ssrc ^ 0x00F0_0000, payloadType: 96, timestamp: 45_000),
                           transportSequence: m.transportSequence, options: m.options)
         }
-        var tracks = [PublishedTrack(codec: .opus, ssrc: next.audio.ssrc, payloadType: 111, audioLevelExtensionID: next.audio.audioLevelExtensionID)]
-        if video { tracks.append(PublishedTrack(codec: .vp8, ssrc: next.video.ssrc, rtxSSRC: next.video.ssrc + 1, payloadType: 96)) }
+        var tracks = [TrackDescription(codec: .opus, ssrc: next.audio.ssrc, payloadType: 111, audioLevelExtensionID: next.audio.audioLevelExtensionID)]
+        if video { tracks.append(TrackDescription(codec: .vp8, ssrc: next.video.ssrc, rtxSSRC: next.video.ssrc + 1, payloadType: 96)) }
         try room.attachPublisher(m.id, connection: next.publish.connection, tracks: tracks, now: now)
         if newConnection {
             try room.setSRTP(connection: next.publish.connection, inbound: next.publish.nodeInbound, outbound: next.publish.nodeOutbound)

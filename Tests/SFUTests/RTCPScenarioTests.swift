@@ -183,7 +183,7 @@ import Testing
         try h.room.admit("A", now: h.now)
         let pub = SimulatedClient(connection: ConnectionID(900), seed: 900)
         try h.room.attachPublisher("A", connection: pub.connection, tracks: [
-            PublishedTrack(codec: .opus, ssrc: nil, payloadType: 111, audioLevelExtensionID: 1, mid: "0", midExtensionID: 4),
+            TrackDescription(codec: .opus, ssrc: nil, payloadType: 111, audioLevelExtensionID: 1, mid: "0", midExtensionID: 4),
         ], now: h.now)
         try h.room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
         func packet(ssrc: UInt32, seq: UInt16, mid: String?) -> [UInt8] {

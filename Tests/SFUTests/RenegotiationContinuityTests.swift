@@ -23,7 +23,7 @@ import Testing
         h.run([a, b], from: 0, seconds: 3)  // 150 packets: past the wrap
         #expect(h.room.counters.drops[.srtpAuthFailed] == 0)
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
-            PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1, redPayloadType: 63),
+            TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1, redPayloadType: 63),
         ], now: h.now)
         h.clearReceived()
         h.run([a, b], from: 3, seconds: 3)
@@ -45,11 +45,11 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 4)
         let keyframes = a.keyframesSent
-        var video = PublishedTrack(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96,
+        var video = TrackDescription(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96,
                                    rtxPayloadType: 97, nack: true)
         video.remb = true
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
-            PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1), video,
+            TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1), video,
         ], now: h.now)
         h.clearReceived()
         h.run([a, b], from: 4, seconds: 3)
@@ -72,7 +72,7 @@ import Testing
         #expect(conn.inboundSSRCs.ssrcs.isSuperset(of: [a.member.audio.ssrc, a.member.video.ssrc]))
         // The camera goes; the microphone changes its description.
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
-            PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: nil),
+            TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: nil),
         ], now: h.now)
         #expect(conn.inboundSSRCs.retired == [a.member.video.ssrc, a.member.video.ssrc + 1] && conn.publisher?.tracksBySSRC[a.member.video.ssrc] == nil,
                 "the dropped camera's SSRC no longer routes; its SRTP stream is retired, kept until room is needed")
@@ -93,8 +93,8 @@ import Testing
         a.member.audio.sequenceNumber = 65_450
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
-        let audio = PublishedTrack(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)
-        let video = PublishedTrack(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96, rtxPayloadType: 97)
+        let audio = TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)
+        let video = TrackDescription(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96, rtxPayloadType: 97)
         try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [video], now: h.now)
         let script = a.audioScript
         a.audioScript = { _ in nil }  // the microphone's transceiver is inactive: nothing sent
@@ -209,9 +209,9 @@ import Testing
         // RID on its first packets: it was dropped as unknown_ssrc until a new transport.
         let h = try RoomHarness()
         let p = try h.join("P")
-        var tracks = [PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        var tracks = [TrackDescription(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
         for (i, rid) in ["l", "h"].enumerated() {
-            var t = PublishedTrack(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4)
+            var t = TrackDescription(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4)
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             tracks.append(t)
         }
@@ -240,7 +240,7 @@ import Testing
         // A renegotiation that changes the layers' description carries the learned SSRC over.
         var again = [tracks[0]]
         for (i, rid) in ["l", "h"].enumerated() {
-            var t = PublishedTrack(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4, nack: true)
+            var t = TrackDescription(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4, nack: true)
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             again.append(t)
         }
@@ -256,8 +256,8 @@ import Testing
         let p = try h.join("P")
         let b = try h.join("B", audioSlots: 1, videoSlots: 1)
         try h.room.attachPublisher("P", connection: p.publish.connection, tracks: [
-            PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1),
-            PublishedTrack(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4),
+            TrackDescription(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1),
+            TrackDescription(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4),
         ], now: h.now)
         let mid: (id: UInt8, value: [UInt8]) = (4, Array("1".utf8))
         var seq: UInt16 = 100, ts: UInt32 = 0, pic: UInt16 = 1

@@ -183,9 +183,9 @@ import Testing
     @Test func ridBasedLayersAreBoundByTheirRIDAndRepairedRIDExtensions() throws {
         let h = try RoomHarness()
         let p = try h.join("P")
-        var tracks = [PublishedTrack(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
+        var tracks = [TrackDescription(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)]
         for (i, rid) in ["l", "h"].enumerated() {
-            var t = PublishedTrack(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4, rtxPayloadType: 97)
+            var t = TrackDescription(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4, rtxPayloadType: 97)
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             tracks.append(t)
         }

@@ -154,7 +154,7 @@ func fixture(_ name: String) throws -> String {
 
     @Test func minimalOfferIsAnswered() throws {
         let r = try OfferAnswer.answerPublish(Self.minimal, local: local)
-        #expect(r.tracks == [PublishedTrack(codec: .opus, ssrc: 1234, payloadType: 111)])
+        #expect(r.tracks == [TrackDescription(codec: .opus, ssrc: 1234, payloadType: 111)])
     }
 
     @Test(arguments: [
@@ -208,7 +208,7 @@ func fixture(_ name: String) throws -> String {
     @Test func withoutSSRCsTracksAreBoundByMid() throws {
         let text = Self.minimal.replacingOccurrences(of: "a=ssrc:1234 cname:x\r\n", with: "a=extmap:4 \(OfferAnswer.midURI)\r\n")
         let r = try OfferAnswer.answerPublish(text, local: local)
-        #expect(r.tracks == [PublishedTrack(codec: .opus, ssrc: nil, payloadType: 111, mid: "0", midExtensionID: 4)])
+        #expect(r.tracks == [TrackDescription(codec: .opus, ssrc: nil, payloadType: 111, mid: "0", midExtensionID: 4)])
         #expect(r.answer.media[0].extmaps[4] == OfferAnswer.midURI, "the answer keeps the MID extension")
     }
 

@@ -3,16 +3,16 @@
 /// packet to each in turn, on the worker's thread, allocating nothing.
 protocol MediaConsumer: AnyObject {
     /// One packet of `track`, decrypted, checked and measured: sent on as this consumer sends, or not.
-    func consume(_ packet: ForwardedPacket, from track: SourceTrack, now: MonoTime, into out: DatagramBatch)
+    func consume(_ packet: ForwardedPacket, from track: PublishedTrack, now: MonoTime, into out: DatagramBatch)
     /// `track` no longer feeds this consumer (it ended, or may no longer be sent): let go of it.
-    func trackEnded(_ track: SourceTrack)
+    func trackEnded(_ track: PublishedTrack)
     /// `track`'s stream moved to a new SSRC (a new sequence space): re-anchor what follows it.
-    func trackRestarted(_ track: SourceTrack)
+    func trackRestarted(_ track: PublishedTrack)
     /// A sender report of `track` (RFC 3550 section 6.4.1), to pass on as this consumer's own when it sends
     /// the track.
-    func senderReport(_ sr: SenderReport, of track: SourceTrack, now: MonoTime, into out: DatagramBatch)
+    func senderReport(_ sr: SenderReport, of track: PublishedTrack, now: MonoTime, into out: DatagramBatch)
     /// Whether this consumer waits for `track`'s next key frame (the track keeps asking the publisher).
-    func awaitsKeyframe(of track: SourceTrack) -> Bool
+    func awaitsKeyframe(of track: PublishedTrack) -> Bool
     /// What a video sent to this consumer may cost at most (bit/s): its subscriber's share of its downlink
     /// per video, less `audioReserveKbps` per audio slot. Nil: no limit known (no estimate, or a consumer
     /// that takes whatever comes). The publisher is asked for no more than the largest of these (REMB).

@@ -4,7 +4,7 @@ extension SlotSender {
     /// Retransmits from the source's history what the slot sent under a lost sequence number (padding again
     /// where it sent padding, `fillWithPadding`), within the bounds of `ResendPolicy`. NACKs are never
     /// forwarded upstream. `tracks` finds the source of what was sent (it may have switched since).
-    func resend(_ seq: UInt16, subscriber s: Subscriber, policy: ResendPolicy, tracks: [Int: SourceTrack], now: MonoTime,
+    func resend(_ seq: UInt16, subscriber s: Subscriber, policy: ResendPolicy, tracks: [Int: PublishedTrack], now: MonoTime,
                 into out: DatagramBatch) {
         guard let rec = sendLog?.lookup(seq) else { return }
         switch policy.admits(resends: rec.resends, lastResend: rec.lastResend, rtt: rtt, now: now) {
@@ -64,7 +64,7 @@ extension SlotSender {
     /// Sends padding under the number `rw` of `ext`, a late packet of `track` this slot leaves out, and logs
     /// it as a repair just sent, so that a NACK of the number is answered with padding again once a resend
     /// would be.
-    func fillWithPadding(track: SourceTrack, extendedSequence ext: Int64, rewrite rw: SlotRewriter.Output, now: MonoTime,
+    func fillWithPadding(track: PublishedTrack, extendedSequence ext: Int64, rewrite rw: SlotRewriter.Output, now: MonoTime,
                          into out: DatagramBatch) {
         sendLog?.log(.init(outSequence: rw.sequenceNumber, source: track.index, sourceSequence: ext, output: rw,
                            marker: false, sentAt: now, lastResend: now, padding: true))
@@ -107,7 +107,7 @@ extension SlotSender {
 
     /// Forwards the source's sender report with the slot's SSRC and the RTP timestamp shifted by the slot's
     /// offset; NTP time is untouched so receivers keep lip sync (RFC 3550 section 6.4.1).
-    func forwardSenderReport(_ sr: SenderReport, of track: SourceTrack, now: MonoTime, into local: DatagramBatch) {
+    func forwardSenderReport(_ sr: SenderReport, of track: PublishedTrack, now: MonoTime, into local: DatagramBatch) {
         guard connection.attached, current === track, let offset = rewriter.timestampOffset else { return }
         let rewritten = SenderReport(ssrc: description.ssrc, ntpTimestamp: sr.ntpTimestamp, rtpTimestamp: sr.rtpTimestamp &+ offset,
                                      packetCount: UInt32(truncatingIfNeeded: packetsSent), octetCount: UInt32(truncatingIfNeeded: bytesSent))

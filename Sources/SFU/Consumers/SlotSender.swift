@@ -17,16 +17,16 @@ final class SlotSender: MediaConsumer {
     var assignee: Participant?
     var assigned: Int? { assignee?.index }
     /// The source track forwarded now.
-    var current: SourceTrack?
+    var current: PublishedTrack?
     /// Video: the source track waiting for its keyframe to take over.
-    var pending: SourceTrack?
+    var pending: PublishedTrack?
     /// The format `current` is sent in: its codec's payload type and RTX payload type on this slot.
     var format: PayloadFormat
     /// Video: the temporal and spatial layers of `current` this slot sends (`LayerCaps`).
     var layers = LayerFilter()
     /// Video: a source the rules placed here that the subscriber cannot decode (no format of the slot takes
     /// its codec or profile): nothing of it is sent, and the slot map says so.
-    var undecodable: SourceTrack?
+    var undecodable: PublishedTrack?
     var rewriter: SlotRewriter
     var sendLog: SlotSendLog?
     var packetsSent: UInt64 = 0
@@ -94,7 +94,7 @@ final class SlotSender: MediaConsumer {
     }
 
     /// The slot shows nothing of `track` any more (it stays assigned: the caller decides what comes next).
-    func stopShowing(_ track: SourceTrack) {
+    func stopShowing(_ track: PublishedTrack) {
         if current === track { current = nil }
         if pending === track { pending = nil }
         if current !== track, pending !== track { track.detach(self) }
@@ -102,7 +102,7 @@ final class SlotSender: MediaConsumer {
 
     // MARK: MediaConsumer
 
-    func trackEnded(_ track: SourceTrack) {
+    func trackEnded(_ track: PublishedTrack) {
         if current === track {
             current = nil
             rewriter.switchTo(nil)
@@ -110,11 +110,11 @@ final class SlotSender: MediaConsumer {
         if pending === track { pending = nil }
     }
 
-    func trackRestarted(_ track: SourceTrack) {
+    func trackRestarted(_ track: PublishedTrack) {
         if current === track { rewriter.resume() }
     }
 
-    func senderReport(_ sr: SenderReport, of track: SourceTrack, now: MonoTime, into out: DatagramBatch) {
+    func senderReport(_ sr: SenderReport, of track: PublishedTrack, now: MonoTime, into out: DatagramBatch) {
         forwardSenderReport(sr, of: track, now: now, into: out)
     }
 
@@ -124,14 +124,14 @@ final class SlotSender: MediaConsumer {
         return max(0, Double(estimate) - audio) / Double(max(1, s.videoCount.numberOfVideos))
     }
 
-    func awaitsKeyframe(of track: SourceTrack) -> Bool {
+    func awaitsKeyframe(of track: PublishedTrack) -> Bool {
         pending === track || (kind == .video && current === track && layers.awaitsKeyframe(top: track.topLayers.spatial))
     }
 
     /// Sends the slot's copy of a source packet: video takes a waiting source over at its key frame, leaves
     /// out the layers above its caps (closing up over them), and rewrites numbering; audio passes RED through
     /// to a subscriber that takes it, else its primary Opus frame.
-    func consume(_ p: ForwardedPacket, from track: SourceTrack, now: MonoTime, into out: DatagramBatch) {
+    func consume(_ p: ForwardedPacket, from track: PublishedTrack, now: MonoTime, into out: DatagramBatch) {
         guard connection.attached, connection.outbound != nil else { return }
         if kind == .video {
             if pending === track {

@@ -27,7 +27,7 @@ extension Subscriber {
     /// live layers: `LayerAllocator` shares the estimate, less audio, among them, screen shares first, then
     /// cameras in the order of the talker list (the dominant speaker's slot gets the best layer that fits).
     /// `placing` counts a source about to take a slot. Nil before an estimate.
-    func layerPlan(placing: (slot: Int, who: Participant, shown: SourceTrack?)? = nil, configuration c: RoomConfiguration,
+    func layerPlan(placing: (slot: Int, who: Participant, shown: PublishedTrack?)? = nil, configuration c: RoomConfiguration,
                    now: MonoTime) -> [Int: LadderStep]? {
         guard let estimate = estimator.estimate else { return nil }
         let audio = Double(c.audioReserveKbps * 1000 * audioSlotsInUse)
@@ -144,7 +144,7 @@ extension Subscriber {
 
     /// The caps that fit `share` (nil, nil: every layer), or nil while the track's layer rates are not yet
     /// trusted (`Publisher.layerRateWindow`).
-    static func layerCaps(_ track: SourceTrack, share: Double, current: (UInt8?, UInt8?), now: MonoTime) -> (UInt8?, UInt8?)? {
+    static func layerCaps(_ track: PublishedTrack, share: Double, current: (UInt8?, UInt8?), now: MonoTime) -> (UInt8?, UInt8?)? {
         guard let since = track.liveSince, now - since >= Publisher.layerRateWindow else { return nil }
         let top = (spatial: Int(track.topLayers.spatial), temporal: Int(track.topLayers.temporal))
         func fits(_ sid: Int, _ tid: Int) -> Bool {
@@ -189,7 +189,7 @@ extension SlotSender {
 
 /// A ranking cut at the smallest layer whose key frames cover the render limit: a larger one would be
 /// scaled down by the subscriber anyway.
-func renderLimited(_ r: (layers: [SourceTrack], rates: [Double?]), _ render: RenderLimit?) -> (layers: [SourceTrack], rates: [Double?]) {
+func renderLimited(_ r: (layers: [PublishedTrack], rates: [Double?]), _ render: RenderLimit?) -> (layers: [PublishedTrack], rates: [Double?]) {
     guard let render, let cover = r.layers.firstIndex(where: { $0.frameSize.map(render.isCovered) ?? false }) else { return r }
     return (Array(r.layers[...cover]), Array(r.rates[...cover]))
 }
@@ -197,7 +197,7 @@ func renderLimited(_ r: (layers: [SourceTrack], rates: [Double?]), _ render: Ren
 /// One way to send a source: a spatial layer's track, up to temporal layer `temporal` (nil: all of it), and
 /// what that costs (nil: not measured yet).
 struct LadderStep {
-    var track: SourceTrack
+    var track: PublishedTrack
     var temporal: UInt8?
     var rate: Double?
 }

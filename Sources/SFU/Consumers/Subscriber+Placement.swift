@@ -4,7 +4,7 @@
 extension Subscriber {
     /// Puts `who` in the slot: its audio track, its video track or the simulcast layer that fits (`layer` when
     /// the caller chose one).
-    func place(_ who: Participant, in slot: SlotSender, layer: SourceTrack? = nil, configuration c: RoomConfiguration, now: MonoTime,
+    func place(_ who: Participant, in slot: SlotSender, layer: PublishedTrack? = nil, configuration c: RoomConfiguration, now: MonoTime,
                into out: DatagramBatch) {
         let shown = slot.assignee === who ? slot.pending ?? slot.current : nil
         guard let track = layer ?? chooseTrack(of: who, for: slot, current: shown, configuration: c, now: now) else { return }
@@ -47,7 +47,7 @@ extension Subscriber {
     /// is sent, and the slot map reports the slot as not decodable. The talker keeps the slot rather than
     /// giving it to someone the rules ranked lower: the map still says who is talking, and the application
     /// can show a name, renegotiate with another codec or ask the publisher for one.
-    private func placeUndecodable(_ who: Participant, track: SourceTrack, in slot: SlotSender) {
+    private func placeUndecodable(_ who: Participant, track: PublishedTrack, in slot: SlotSender) {
         for t in [slot.current, slot.pending].compactMap({ $0 }) { t.detach(slot) }
         slot.current = nil
         slot.pending = nil
@@ -59,8 +59,8 @@ extension Subscriber {
     /// The track of `who` to send in `slot`: its audio, or the camera or screen layer that fits the
     /// subscriber (a slot that already shows a live layer of a simulcast source keeps it: `reviewLayers` alone
     /// moves it, with its hold times).
-    func chooseTrack(of who: Participant, for slot: SlotSender, current: SourceTrack?, configuration c: RoomConfiguration,
-                     now: MonoTime) -> SourceTrack? {
+    func chooseTrack(of who: Participant, for slot: SlotSender, current: PublishedTrack?, configuration c: RoomConfiguration,
+                     now: MonoTime) -> PublishedTrack? {
         guard let publisher = who.publisher else { return nil }
         if slot.kind == .audio { return publisher.audio }
         let all = publisher.tracks(slot.description.source)
@@ -79,7 +79,7 @@ extension Subscriber {
     /// The slot's source may no longer be sent (muted, floor taken): audio slots get a few silence frames,
     /// then nothing; video slots stop, whatever else fed them (a source a slot was leaving for this one's key
     /// frame must not keep flowing under a slot map that names nobody).
-    static func stop(_ slot: SlotSender, showing track: SourceTrack, silenceFrames: Int, now: MonoTime) {
+    static func stop(_ slot: SlotSender, showing track: PublishedTrack, silenceFrames: Int, now: MonoTime) {
         if slot.kind == .audio {
             guard slot.current === track else { return }
             slot.current = nil

@@ -100,14 +100,14 @@ final class Subscriber {
     }
 
     /// PLI or FIR on a video slot reach its current source and the source it is switching to, throttled per
-    /// source (`SourceTrack.requestKeyframe`).
+    /// source (`PublishedTrack.requestKeyframe`).
     func onKeyframeRequest(slotSSRC: UInt32, now: MonoTime, into out: DatagramBatch) {
         guard let slot = slotsBySSRC[slotSSRC], slot.kind == .video else { return }
         for t in [slot.current, slot.pending].compactMap({ $0 }) { t.requestKeyframe(now: now, into: out, effects: effects) }
     }
 
     /// A NACK on a video slot: what it sent under each lost number, again (`SlotSender.resend`).
-    func onNACK(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, mediaSSRC: UInt32, tracks: [Int: SourceTrack], now: MonoTime,
+    func onNACK(_ p: UnsafeRawBufferPointer, _ pkt: RTCPPacket, mediaSSRC: UInt32, tracks: [Int: PublishedTrack], now: MonoTime,
                 into out: DatagramBatch) {
         guard let slot = slotsBySSRC[mediaSSRC], slot.kind == .video else { return }
         _ = GenericNACK.forEachLost(p, pkt) { seq in slot.resend(seq, subscriber: self, policy: resendPolicy, tracks: tracks, now: now, into: out) }

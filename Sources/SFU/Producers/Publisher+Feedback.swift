@@ -119,7 +119,7 @@ extension Publisher {
     /// What a publisher's video should not exceed: the largest share of a downlink among the consumers it feeds
     /// (their subscriber's estimate less its audio, over its number of videos); unconstrained while none of them
     /// has an estimate.
-    func publisherCap(_ track: SourceTrack, audioReserveKbps: Int) -> UInt64 {
+    func publisherCap(_ track: PublishedTrack, audioReserveKbps: Int) -> UInt64 {
         var cap: Double?
         for c in track.consumers {
             guard let share = c.videoShareCap(audioReserveKbps: audioReserveKbps) else { continue }

@@ -4,7 +4,7 @@
 extension Publisher {
     /// A packet of a track, decrypted and parsed, as the ingress hands it to the room.
     struct Arrival {
-        var track: SourceTrack
+        var track: PublishedTrack
         var plain: UnsafeRawBufferPointer
         var header: RTPHeader
         var extendedSequence: Int64
@@ -23,7 +23,7 @@ extension Publisher {
         let packet = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
         guard let ssrc = RTPHeader.peekSSRC(packet) else { effects.drop(.truncated, conn); return nil }
         let known = tracksBySSRC[ssrc]
-        let route: (track: SourceTrack, rtx: Bool)
+        let route: (track: PublishedTrack, rtx: Bool)
         if let known { route = known } else {
             switch midBinding(packet, now: now, limits: limits) {
             case .success(let r): route = r
@@ -96,7 +96,7 @@ extension Publisher {
     /// repaired RID (header extensions are sent in clear under SRTP, RFC 3711 section 3.1), media or RTX by
     /// payload type. A track already bound to another SSRC moves to this one (a sender resolving an SSRC
     /// collision, RFC 3550 section 8.2), at most once per `ssrcRebindInterval`.
-    private func midBinding(_ packet: UnsafeRawBufferPointer, now: MonoTime, limits: RoomLimits) -> Result<(track: SourceTrack, rtx: Bool), DropReason> {
+    private func midBinding(_ packet: UnsafeRawBufferPointer, now: MonoTime, limits: RoomLimits) -> Result<(track: PublishedTrack, rtx: Bool), DropReason> {
         guard !midRoutes.isEmpty, case .success(let h) = RTPHeader.parse(packet, checkPadding: false) else { return .failure(.unknownSSRC) }
         let ext = h.extensions(in: packet)
         func carries(_ id: UInt8?, _ value: [UInt8]) -> Bool {
@@ -136,7 +136,7 @@ extension Publisher {
     /// Routes `ssrc` to the track `midBinding` found, once a packet on it authenticated. A track that was on
     /// another SSRC leaves it: its libsrtp stream is retired, and its sequence space starts again, so the
     /// slots it feeds re-anchor their rewriters (sequence numbers stay gapless) and video asks for a key frame.
-    private func bind(_ ssrc: UInt32, to route: (track: SourceTrack, rtx: Bool), now: MonoTime, into out: DatagramBatch) {
+    private func bind(_ ssrc: UInt32, to route: (track: PublishedTrack, rtx: Bool), now: MonoTime, into out: DatagramBatch) {
         let t = route.track
         if let old = route.rtx ? t.rtxSSRC : t.ssrc, old != ssrc {
             tracksBySSRC[old] = nil

@@ -10,7 +10,7 @@ extension Publisher {
 
     /// The source's live layers, lowest first (by key frame size once every one has sent one, else in the
     /// offer's order), with their trusted rates; cached for 250 ms.
-    func layerRanking(_ source: VideoSource, now: MonoTime) -> (layers: [SourceTrack], rates: [Double?]) {
+    func layerRanking(_ source: VideoSource, now: MonoTime) -> (layers: [PublishedTrack], rates: [Double?]) {
         if let r = layerRankings[source], now - r.at < .milliseconds(250) { return (r.layers, r.rates) }
         var layers = tracks(source).filter(\.live)
         let sizes = layers.map { $0.frameSize.map { $0.width * $0.height } }
@@ -54,7 +54,7 @@ extension Publisher {
     /// A video track starts or stops arriving (its first packet, or `videoStaleAfter` without one): when its
     /// rate can be trusted from, and for a screen share since when its participant has been sharing (the
     /// oldest share keeps a screen slot).
-    func setLive(_ t: SourceTrack, _ live: Bool, now: MonoTime) {
+    func setLive(_ t: PublishedTrack, _ live: Bool, now: MonoTime) {
         t.live = live
         t.liveSince = live ? now : nil
         guard t.description.source == .screen else { return }

@@ -6,11 +6,11 @@ final class Publisher {
     unowned let participant: Participant
     let connection: Connection
     let effects: RoomEffects
-    var audio: SourceTrack?
+    var audio: PublishedTrack?
     /// The published camera: one track, or one per simulcast layer (lowest first).
-    var camera: [SourceTrack] = []
+    var camera: [PublishedTrack] = []
     /// The published screen share, the same way.
-    var screen: [SourceTrack] = []
+    var screen: [PublishedTrack] = []
     /// Each source's live simulcast layers, lowest first, and the rate of each that can be trusted (nil: still
     /// ramping or unmeasured), re-read at most every 250 ms: layer choice runs on every subscriber's feedback.
     var layerRankings: [VideoSource: LayerRanking] = [:]
@@ -18,7 +18,7 @@ final class Publisher {
     /// `ScreenShareRule.always` the oldest share keeps the screen slot when another begins.
     var screenSharedSince: MonoTime?
     /// Inbound SSRC -> (track, is RTX).
-    var tracksBySSRC: [UInt32: (track: SourceTrack, rtx: Bool)] = [:]
+    var tracksBySSRC: [UInt32: (track: PublishedTrack, rtx: Bool)] = [:]
     /// Tracks bound by the MID extension (or a simulcast layer's RID), whose SSRCs are learned from packets,
     /// and followed when the sender moves them to a new SSRC.
     var midRoutes: [MidRoute] = []
@@ -31,9 +31,9 @@ final class Publisher {
         self.effects = effects
     }
 
-    var videoTracks: [SourceTrack] { screen.isEmpty ? camera : camera + screen }
-    var allTracks: [SourceTrack] { (audio.map { [$0] } ?? []) + videoTracks }
-    func tracks(_ source: VideoSource) -> [SourceTrack] { source == .camera ? camera : screen }
+    var videoTracks: [PublishedTrack] { screen.isEmpty ? camera : camera + screen }
+    var allTracks: [PublishedTrack] { (audio.map { [$0] } ?? []) + videoTracks }
+    func tracks(_ source: VideoSource) -> [PublishedTrack] { source == .camera ? camera : screen }
 
     // MARK: Binding an offer's tracks
 
@@ -44,11 +44,11 @@ final class Publisher {
     /// sending on that SSRC (issue 23: re-created, libsrtp restarted the SSRC at ROC 0 and, once its sequence
     /// numbers had wrapped, every packet failed authentication). The rest end; `make` builds the new ones.
     /// Returns the tracks that ended and those that began.
-    func bind(_ published: [PublishedTrack], make: (PublishedTrack) -> SourceTrack) -> (ended: [SourceTrack], added: [SourceTrack]) {
+    func bind(_ published: [TrackDescription], make: (TrackDescription) -> PublishedTrack) -> (ended: [PublishedTrack], added: [PublishedTrack]) {
         let existing = allTracks
-        var kept: [SourceTrack] = []
-        var changed: [(track: SourceTrack, to: PublishedTrack)] = []
-        var fresh: [PublishedTrack] = []
+        var kept: [PublishedTrack] = []
+        var changed: [(track: PublishedTrack, to: TrackDescription)] = []
+        var fresh: [TrackDescription] = []
         for d in published {
             if let t = existing.first(where: { e in e.description == d && !kept.contains { $0 === e } }) {
                 kept.append(t)
@@ -90,7 +90,7 @@ final class Publisher {
     /// A track's new description of the same stream. The consumers it feeds keep it when what they send is
     /// the same (codec, payload type, H.264 profile, camera or screen); otherwise they let go and are placed
     /// again, as for a new track (a key frame in a format they take).
-    private func redescribe(_ t: SourceTrack, _ d: PublishedTrack) {
+    private func redescribe(_ t: PublishedTrack, _ d: TrackDescription) {
         let old = t.description
         t.redescribe(d)
         if old.codec != d.codec || old.payloadType != d.payloadType || old.h264 != d.h264 || old.source != d.source {
@@ -100,7 +100,7 @@ final class Publisher {
 
     /// Ends a track: its consumers let go of it, its SSRCs stop routing and their libsrtp streams are retired
     /// (`InboundStreams`), but for those in `keeping` (another track of the new offer sends on them).
-    func end(_ t: SourceTrack, keeping: Set<UInt32> = []) {
+    func end(_ t: PublishedTrack, keeping: Set<UInt32> = []) {
         t.releaseConsumers()
         t.publisher = nil
         for ssrc in [t.ssrc, t.rtxSSRC].compactMap({ $0 }) where !keeping.contains(ssrc) { connection.inboundSSRCs.retire(ssrc) }
@@ -146,7 +146,7 @@ final class Publisher {
 struct MidRoute {
     var mid: [UInt8]
     var midExtensionID: UInt8
-    var track: SourceTrack
+    var track: PublishedTrack
     var rid: [UInt8]?
     var ridExtensionID: UInt8?
     var repairedRidExtensionID: UInt8?
@@ -155,6 +155,6 @@ struct MidRoute {
 /// A video source's live layers, lowest first, with their trusted rates, as ranked at `at`.
 struct LayerRanking {
     var at: MonoTime
-    var layers: [SourceTrack]
+    var layers: [PublishedTrack]
     var rates: [Double?]
 }

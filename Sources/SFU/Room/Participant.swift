@@ -24,7 +24,7 @@ final class Participant {
     }
 
     /// Its audio track, camera and screen layers (empty when it publishes none).
-    var audioTrack: SourceTrack? { publisher?.audio }
-    func tracks(_ source: VideoSource) -> [SourceTrack] { publisher?.tracks(source) ?? [] }
-    var videoTracks: [SourceTrack] { publisher?.videoTracks ?? [] }
+    var audioTrack: PublishedTrack? { publisher?.audio }
+    func tracks(_ source: VideoSource) -> [PublishedTrack] { publisher?.tracks(source) ?? [] }
+    var videoTracks: [PublishedTrack] { publisher?.videoTracks ?? [] }
 }

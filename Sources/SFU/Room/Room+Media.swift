@@ -104,7 +104,7 @@ extension Room {
 
     /// Feeds the detector one sample per 20 ms of RTP time: a timestamp jump over contiguous sequence numbers
     /// (DTX) fills silence; a sequence gap (loss) is not filled (media-core.md section 1).
-    private func measureLevel(_ t: SourceTrack, owner: Participant, _ a: Publisher.Arrival, opus: OpusPacketInfo,
+    private func measureLevel(_ t: PublishedTrack, owner: Participant, _ a: Publisher.Arrival, opus: OpusPacketInfo,
                               payload: UnsafeRawBufferPointer, now: MonoTime) {
         var claimed: AudioLevelExtension?
         if let id = t.description.audioLevelExtensionID, let r = a.header.extensions(in: a.plain).find(id) {

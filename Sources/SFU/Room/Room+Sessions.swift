@@ -7,7 +7,7 @@
 /// replaces the old one, which is released first.
 extension Room {
     /// Binds a participant's sending connection and the tracks its offer declares.
-    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [PublishedTrack],
+    public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [TrackDescription],
                                 now: MonoTime) throws(RoomError) {
         let p = try participant(id)
         // A simulcast video is one track however many layers it sends.
@@ -42,7 +42,7 @@ extension Room {
             conn.publisher = publisher
         }
         let (ended, _) = publisher.bind(published) { d in
-            let t = SourceTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
+            let t = PublishedTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
             nextTrackIndex += 1
             tracks[t.index] = t
             return t

@@ -119,7 +119,7 @@ extension Room {
     func publishingChanged(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
         updateCandidacy(p)
         let rules = rules
-        var stopped: [SourceTrack] = []
+        var stopped: [PublishedTrack] = []
         if let t = p.audioTrack, !rules.audioAllowed(p) { stopped.append(t) }
         if !rules.videoAllowed(p) { stopped += p.videoTracks }
         for track in stopped {

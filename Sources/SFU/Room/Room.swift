@@ -6,7 +6,7 @@
 /// run again. The room owns no socket, thread or clock; it is not thread-safe and lives on one worker.
 ///
 /// The room keeps membership, wiring and scheduling; the work is its parts': each participant's `Publisher`
-/// (ingress, its `SourceTrack`s, feedback to it) and `Subscriber` (its `SlotSender`s, its estimate, layers,
+/// (ingress, its `PublishedTrack`s, feedback to it) and `Subscriber` (its `SlotSender`s, its estimate, layers,
 /// probes), the `TalkerElection`, and the pure `SlotPolicy` that says who each subscriber's slots show. They
 /// report into the room's `RoomEffects`: counts, events, and when they next need the room to tick.
 public final class Room {
@@ -19,7 +19,7 @@ public final class Room {
     var participants: [Int: Participant] = [:]
     var participantsByID: [String: Int] = [:]
     /// Every published track by index: what a slot's send log names its packets' sources by.
-    var tracks: [Int: SourceTrack] = [:]
+    var tracks: [Int: PublishedTrack] = [:]
     var connections: [ConnectionID: Connection] = [:]
     var nextParticipantIndex = 0
     var nextTrackIndex = 0

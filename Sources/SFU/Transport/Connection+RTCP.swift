@@ -6,7 +6,7 @@ extension Connection {
     /// after which the subscriber's ABWD, layers and caps are reviewed once for the whole datagram.
     /// `mayForward` says whether a track's kind may leave the room now (a hard-muted or floor-less publisher's
     /// sender reports are kept, not forwarded).
-    func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, limits: RoomLimits, tracks: [Int: SourceTrack],
+    func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, limits: RoomLimits, tracks: [Int: PublishedTrack],
                      mayForward: (MediaKind) -> Bool, now: MonoTime, into out: DatagramBatch, effects: RoomEffects) -> Bool {
         guard let srtp = inbound else { effects.drop(.noSRTPContext, self); return false }
         // SRTCP keeps the first packet's sender SSRC in clear (RFC 3711 section 3.4); libsrtp keeps a stream

@@ -19,7 +19,7 @@ public enum Codec: String, Sendable, Codable, CaseIterable {
 /// When the offer signals no SSRC (RFC 8843 section 9.2: mid-based demultiplexing), `ssrc` is nil and the
 /// room learns it from the first packet that carries `mid` in the RTP MID header extension and passes SRTP
 /// authentication; packets with `rtxPayloadType` bind the RTX SSRC the same way.
-public struct PublishedTrack: Sendable, Equatable {
+public struct TrackDescription: Sendable, Equatable {
     public var codec: Codec
     public var ssrc: UInt32?
     public var rtxSSRC: UInt32?
@@ -74,7 +74,7 @@ public enum VideoSource: String, Sendable, Codable, CaseIterable {
     case camera, screen
 }
 
-/// A published video's spatial layer (see `PublishedTrack.simulcast`).
+/// A published video's spatial layer (see `TrackDescription.simulcast`).
 public struct SimulcastLayer: Sendable, Equatable {
     public var index: Int
     public var rid: String?
@@ -154,7 +154,7 @@ public struct SlotDescription: Sendable, Equatable {
     /// (`H264ProfileLevelID.isDecodable(by:)`; an absent profile-level-id is RFC 6184's default), one of the
     /// source's own sub-profile before one that takes it as a subset, so that a stream goes under the format
     /// that names it whenever the subscriber offered one.
-    public func format(for source: PublishedTrack) -> PayloadFormat? {
+    public func format(for source: TrackDescription) -> PayloadFormat? {
         guard source.codec == .h264 else { return formats.first { $0.codec == source.codec } }
         let sent = source.h264 ?? .absent
         func takes(_ f: PayloadFormat) -> Bool { f.codec == .h264 && sent.isDecodable(by: f.h264 ?? .absent) }

@@ -38,7 +38,7 @@ public enum OfferAnswer {
 
     public struct Publish: Sendable {
         public var answer: SessionDescription
-        public var tracks: [PublishedTrack]
+        public var tracks: [TrackDescription]
         public var remote: RemoteTransport
     }
 
@@ -60,7 +60,7 @@ public enum OfferAnswer {
                                      screenShareMids: Set<String> = []) throws(SDPError) -> Publish {
         let remote = try remoteTransport(offer)
         var answer = baseAnswer(offer, local: local)
-        var tracks: [PublishedTrack] = []
+        var tracks: [TrackDescription] = []
         var refusals: [String] = []
         for m in offer.media {
             let kind = m.kind
@@ -87,7 +87,7 @@ public enum OfferAnswer {
             let simulcast = kind == "video" ? try SimulcastOffer.parse(m) : nil
             let ridID = m.extmapID(SimulcastOffer.ridURI)
             let repairedID = m.extmapID(SimulcastOffer.repairedRidURI)
-            var layers: [PublishedTrack] = []
+            var layers: [TrackDescription] = []
             if let simulcast, !simulcast.rids.isEmpty {
                 // Rid-based: each layer's SSRCs are learned from the RID extensions of its first packets. Its
                 // RTX could not be bound without the repaired RID: then the answer leaves RTX out.
@@ -97,7 +97,7 @@ public enum OfferAnswer {
                                    reason: "rid-based simulcast needs the MID and RID header extensions (RFC 8852)")
                 }
                 for (i, rid) in simulcast.rids.enumerated() {
-                    var t = PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, mid: mid, midExtensionID: midID,
+                    var t = TrackDescription(codec: codec.codec, ssrc: nil, payloadType: codec.pt, mid: mid, midExtensionID: midID,
                                            rtxPayloadType: codec.rtx)
                     t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: ridID, repairedRidExtensionID: repairedID)
                     layers.append(t)
@@ -105,21 +105,21 @@ public enum OfferAnswer {
             } else if let simulcast {
                 for (i, ssrc) in simulcast.ssrcs.enumerated() {
                     let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
-                    var t = PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, rtxPayloadType: codec.rtx)
+                    var t = TrackDescription(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, rtxPayloadType: codec.rtx)
                     t.simulcast = SimulcastLayer(index: i)
                     layers.append(t)
                 }
             }
-            var track: PublishedTrack
+            var track: TrackDescription
             if let first = layers.first {
                 track = first
             } else if let ssrc = m.fidGroups.first?.media ?? m.ssrcs.first {
                 let rtx = codec.rtx.flatMap { _ in m.fidGroups.first { $0.media == ssrc }?.rtx }
-                track = PublishedTrack(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                track = TrackDescription(codec: codec.codec, ssrc: ssrc, rtxSSRC: rtx, payloadType: codec.pt, audioLevelExtensionID: levelID,
                                        rtxPayloadType: codec.rtx)
             } else if let midID, let mid = m.mid {
                 // No SSRC signalled: the room learns it from the MID extension (RFC 8843 section 9.2).
-                track = PublishedTrack(codec: codec.codec, ssrc: nil, payloadType: codec.pt, audioLevelExtensionID: levelID,
+                track = TrackDescription(codec: codec.codec, ssrc: nil, payloadType: codec.pt, audioLevelExtensionID: levelID,
                                        mid: mid, midExtensionID: midID, rtxPayloadType: codec.rtx)
             } else {
                 throw SDPError(line: m.lineNumber, text: "m=\(kind)",

@@ -3,7 +3,7 @@
 /// reception (sequence unwrapping, statistics, NACK state, history), its level, its key frames and its layer
 /// rates. It feeds its `consumers` - the slots showing it or waiting for its key frame - through direct
 /// references: a packet goes to each without a lookup.
-final class SourceTrack {
+final class PublishedTrack {
     let index: Int
     /// The participant who publishes it (its index in the room).
     let owner: Int
@@ -11,7 +11,7 @@ final class SourceTrack {
     var publisher: Publisher?
     /// What the publisher's offer declares. A renegotiation that changes it for the same RTP stream (the same
     /// SSRC, or the same mid and rid) replaces it here and keeps everything below (`Publisher.bind`).
-    var description: PublishedTrack
+    var description: TrackDescription
     /// SSRCs in use: signalled in SDP, or learned from the MID or RID extension.
     var ssrc: UInt32?
     var rtxSSRC: UInt32?
@@ -50,7 +50,7 @@ final class SourceTrack {
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?
 
-    init(index: Int, owner: Int, description: PublishedTrack, levelSource: LevelSource) {
+    init(index: Int, owner: Int, description: TrackDescription, levelSource: LevelSource) {
         self.index = index
         self.owner = owner
         self.description = description
@@ -95,7 +95,7 @@ final class SourceTrack {
 
     /// Whether `d`, from a new offer, describes this track's RTP stream: the SSRC it declares is this track's,
     /// or, declaring none, it has this track's mid and rid (RFC 8843 section 9.2, RFC 8852 section 3).
-    func isStream(of d: PublishedTrack) -> Bool {
+    func isStream(of d: TrackDescription) -> Bool {
         guard d.codec.kind == kind else { return false }
         if let s = d.ssrc { return s == ssrc }
         guard let mid = d.mid, mid == description.mid else { return false }
@@ -104,7 +104,7 @@ final class SourceTrack {
 
     /// Takes a new offer's description of the same stream: SSRCs it declares replace the learned ones, an RTX
     /// stream it no longer has is forgotten; reception, history and rates go on.
-    func redescribe(_ d: PublishedTrack) {
+    func redescribe(_ d: TrackDescription) {
         description = d
         if let s = d.ssrc { ssrc = s }
         if let r = d.rtxSSRC { rtxSSRC = r } else if d.ssrc != nil || d.rtxPayloadType == nil { rtxSSRC = nil }

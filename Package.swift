@@ -7,7 +7,10 @@ let package = Package(
     products: [
         .library(name: "SFU", targets: ["SFU"]),
         .library(name: "SFUBase", targets: ["SFUBase"]),
-        .library(name: "SFUTestSupport", targets: ["SFUTestSupport"]),
+        // Tools' and tests' libraries (Benchmarks/ and Fuzz/ build on them).
+        .library(name: "SFUMedia", targets: ["SFUMedia"]),
+        .library(name: "SFUSimulation", targets: ["SFUSimulation"]),
+        .library(name: "SFUFuzzTargets", targets: ["SFUFuzzTargets"]),
         .library(name: "WebRTCEdge", targets: ["WebRTCEdge"]),
         // For Benchmarks/NodeBenchmarks (the control API's answers); the node is used through its binaries.
         .library(name: "SFUNode", targets: ["SFUNode"]),
@@ -60,16 +63,22 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
-        // Real media for tests, demos and the load generator: Opus and VP8 encoders/decoders,
-        // speech synthesis, client-side SRTP endpoints, the fuzz targets (which drive NodeIO's WorkerCore).
-        .target(name: "SFUTestSupport", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "COpus", "CVPX", "COpusShims", "CVPXShims", "CSRTP"]),
+        // The node's targets are above, in Sources/. Tools, the example and what tests build on are below, in
+        // Tools/ and Examples/: nothing the node links.
+        //
+        // Real media for tests, tools and benchmarks: Opus and VP8 encoders and decoders, speech synthesis.
+        .target(name: "SFUMedia", dependencies: ["SFU", "COpus", "CVPX", "COpusShims", "CVPXShims"], path: "Tools/MediaKit"),
+        // Rooms and worker cores on virtual time with simulated clients (their SRTP, ICE and DTLS ends).
+        .target(name: "SFUSimulation", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUMedia"], path: "Tools/Simulation"),
+        // The fuzz targets: one entry point per parser, the room, and the worker core's datagrams and sessions.
+        .target(name: "SFUFuzzTargets", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUSimulation"], path: "Tools/FuzzTargets"),
         // A Swift client of the node's control API and event stream (no media code).
         .target(name: "SFUClient", dependencies: [
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The load generator: simulated WebRTC clients on real UDP, the soak, (then the benchmarks).
-        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUTestSupport", "SFUClient"]),
+        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUSimulation", "SFUMedia", "SFUClient"], path: "Tools/LoadGen"),
         // The example signaling server: browsers over a WebSocket, the node over its control API; serves the
         // demo page. Read it as the reference integration.
         .target(name: "ExampleSignaling", dependencies: [
@@ -77,7 +86,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
-        ], resources: [.copy("Public")]),
+        ], path: "Examples/ExampleSignaling", resources: [.copy("Public")]),
         // The node's command line (serve, config), shared by both binaries.
         .target(name: "NodeCommandLine", dependencies: [
             "SFU", "SFUNode",
@@ -93,14 +102,14 @@ let package = Package(
         ]),
         // The tools: demo, example signaling, bench, soak, hostile, scenario (encoders, simulated clients).
         .executableTarget(name: "sfu-lab", dependencies: [
-            "SFU", "SFUNode", "NodeCommandLine", "SFUTestSupport", "LoadGen", "SFUClient", "ExampleSignaling",
+            "SFU", "SFUNode", "NodeCommandLine", "SFUSimulation", "SFUMedia", "LoadGen", "SFUClient", "ExampleSignaling",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
-        .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUTestSupport"]),
-        .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUTestSupport", "CVPX"]),
+        ], path: "Tools/sfu-lab"),
+        .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUSimulation", "SFUMedia"]),
+        .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUSimulation", "SFUMedia", "SFUFuzzTargets", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
             "SFUNode", "SFU", "WebRTCEdge", "NodeIO", "SFUClient",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -108,8 +117,8 @@ let package = Package(
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "WebRTCEdge", "SFUTestSupport", "COpus"]),
-        .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUTestSupport"]),
-        .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUTestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "COpus"]),
+        .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "SFUFuzzTargets"]),
+        .testTarget(name: "WebRTCEdgeTests", dependencies: ["WebRTCEdge", "SFU", "SFUSimulation", "SFUMedia"], resources: [.copy("Fixtures")]),
     ]
 )

@@ -17,7 +17,9 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "SFU", package: "sfu"),
-                .product(name: "SFUTestSupport", package: "sfu"),
+                .product(name: "SFUMedia", package: "sfu"),
+                .product(name: "SFUSimulation", package: "sfu"),
+                .product(name: "SFUFuzzTargets", package: "sfu"),
             ],
             path: "Benchmarks/EngineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -38,7 +40,8 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "SFU", package: "sfu"),
                 .product(name: "SFUNode", package: "sfu"),
-                .product(name: "SFUTestSupport", package: "sfu"),
+                .product(name: "SFUMedia", package: "sfu"),
+                .product(name: "SFUSimulation", package: "sfu"),
             ],
             path: "Benchmarks/NodeBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -7,6 +7,6 @@ let package = Package(
     name: "sfu-fuzz",
     dependencies: [.package(name: "sfu", path: "..")],
     targets: [
-        .executableTarget(name: "sfu-fuzz", dependencies: [.product(name: "SFUTestSupport", package: "sfu")]),
+        .executableTarget(name: "sfu-fuzz", dependencies: [.product(name: "SFUFuzzTargets", package: "sfu")]),
     ]
 )

@@ -2,7 +2,8 @@ import COpus
 import Foundation
 @testable import LoadGen
 import SFU
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import WebRTCEdge
 import Testing
 

@@ -1,5 +1,6 @@
 import SFU
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 @testable import LoadGen
 

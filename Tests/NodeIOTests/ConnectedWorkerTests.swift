@@ -1,4 +1,6 @@
-import SFUTestSupport
+import SFUMedia
+import SFUFuzzTargets
+import SFUSimulation
 import Testing
 
 /// The benchmark fixture of the worker's whole per-datagram path (edge lookup, room, SRTP both ways) does

@@ -1,7 +1,8 @@
 import Foundation
 import NodeIO
 import SFU
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 import WebRTCEdge
 

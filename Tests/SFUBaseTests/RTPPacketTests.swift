@@ -1,4 +1,5 @@
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 @testable import SFUBase
 

@@ -1,5 +1,6 @@
 import Foundation
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 @testable import SFU
 @testable import SFUBase

@@ -1,5 +1,6 @@
 import SFU
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 
 /// Real speech shared by the scenario tests (espeak-ng, made once per run).
 enum Voices {

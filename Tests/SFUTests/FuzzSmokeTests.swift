@@ -1,4 +1,6 @@
-@testable import SFUTestSupport
+@testable import SFUFuzzTargets
+import SFUMedia
+import SFUSimulation
 import Testing
 @testable import SFU
 @testable import SFUBase

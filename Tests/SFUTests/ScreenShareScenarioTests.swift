@@ -1,6 +1,7 @@
 @testable import SFU
 @testable import SFUBase
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 
 /// Screen share on virtual time (issue 14): a participant publishes a second video source marked as a screen

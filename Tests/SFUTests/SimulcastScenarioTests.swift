@@ -1,6 +1,7 @@
 @testable import SFU
 @testable import SFUBase
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 
 /// Simulcast on virtual time (issue 14): a publisher sends three VP8 layers; each subscriber's slot shows the

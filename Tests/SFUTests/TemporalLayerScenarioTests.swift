@@ -1,6 +1,7 @@
 @testable import SFU
 @testable import SFUBase
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 import Testing
 
 /// VP8 temporal layers on virtual time (issue 14): a simulcast publisher whose layers each carry three temporal

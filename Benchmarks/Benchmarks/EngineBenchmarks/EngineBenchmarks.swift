@@ -1,7 +1,9 @@
 import Benchmark
 import Glibc
 import SFU
-import SFUTestSupport
+import SFUMedia
+import SFUFuzzTargets
+import SFUSimulation
 
 // Each benchmark runs `scaledIterations` (1000) operations per measured iteration; the tables show figures
 // per operation (marked *), the stored thresholds are per iteration (per 1000 operations). Only the

@@ -1,7 +1,8 @@
 import Benchmark
 import SFU
 @_spi(Benchmarks) import SFUNode
-import SFUTestSupport
+import SFUMedia
+import SFUSimulation
 
 /// The control API's two big answers for a room of 64 (the room of `sfu bench`'s video conference: 4 VP8
 /// publishers, 60 subscribers of 4 audio + 4 video slots), written as the API writes them (JSONWriter) and as

@@ -1,5 +1,5 @@
 import Foundation
-import SFUTestSupport
+import SFUFuzzTargets
 
 // libFuzzer's driver, linked from libclang_rt.fuzzer_no_main (SwiftPM owns `main`, so the fuzzer is
 // started from here).

@@ -10,85 +10,85 @@ struct FloorState {
         invited.removeAll { $0 == i }
         if holder == i { holder = nil }
     }
+
+    /// The floor protocol, pure: participants request, cancel, finish, accept and reject; moderators grant,
+    /// deny, release, invite and cancel invitations (`target` is the participant a moderator's action names).
+    /// One holder at a time. Throws the seeds' codes for what the caller may not do now.
+    mutating func apply(_ action: FloorAction, caller: Participant, target: Participant?, targetID: String?) throws(RoomError) {
+        func participantOnly(_ code: ResultCode) throws(RoomError) {
+            guard caller.role == .participant else { throw RoomError(code, .unauthorized, "moderators cannot \(action.rawValue)") }
+        }
+        func moderatorOnly(_ code: ResultCode) throws(RoomError) -> Participant {
+            guard caller.role == .moderator else { throw RoomError(code, .unauthorized, "\(caller.id) is not a moderator") }
+            guard let target else { throw RoomError(.invalidClientID, .notFound, "invalid client ID \(targetID ?? "(none)")") }
+            return target
+        }
+        switch action {
+        case .request:
+            try participantOnly(.unauthorized)
+            guard !raised.contains(caller.index), holder != caller.index else {
+                throw RoomError(.floorRequestPending, .conflict, "a floor request is already registered")
+            }
+            raised.append(caller.index)
+        case .cancel:
+            try participantOnly(.unauthorized)
+            guard raised.contains(caller.index) else { throw RoomError(.floorRequestPending, .conflict, "no floor request to cancel") }
+            raised.removeAll { $0 == caller.index }
+        case .finish:
+            try participantOnly(.unauthorized)
+            guard holder == caller.index else { throw RoomError(.floorRequestPending, .conflict, "the floor is not held") }
+            holder = nil
+        case .grant:
+            let t = try moderatorOnly(.grantFloorUnauthorized)
+            if holder == t.index { throw RoomError(.floorAlreadyGranted, .conflict, "\(t.id) already has the floor") }
+            if holder != nil { throw RoomError(.floorHeldByAnother, .conflict, "release the floor from its holder first") }
+            raised.removeAll { $0 == t.index }
+            invited.removeAll { $0 == t.index }
+            holder = t.index
+        case .deny:
+            let t = try moderatorOnly(.denyFloorUnauthorized)
+            if holder == t.index { throw RoomError(.floorAlreadyGrantedUseRelease, .conflict, "\(t.id) holds the floor: release it instead") }
+            guard raised.contains(t.index) else { throw RoomError(.invalidClientID, .notFound, "\(t.id) has not requested the floor") }
+            raised.removeAll { $0 == t.index }
+        case .release:
+            let t = try moderatorOnly(.releaseFloorUnauthorized)
+            guard holder == t.index else { throw RoomError(.floorNotHeld, .conflict, "\(t.id) does not hold the floor") }
+            holder = nil
+        case .invite:
+            let t = try moderatorOnly(.releaseFloorUnauthorized)
+            if !invited.contains(t.index) { invited.append(t.index) }
+        case .cancelInvite:
+            let t = try moderatorOnly(.releaseFloorUnauthorized)
+            guard invited.contains(t.index) else { throw RoomError(.invalidClientID, .notFound, "\(t.id) is not invited") }
+            invited.removeAll { $0 == t.index }
+        case .accept:
+            guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot accept") }
+            guard invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(caller.id) is not invited") }
+            if holder != nil { throw RoomError(.floorHeldByAnother, .conflict, "release the floor from its holder first") }
+            invited.removeAll { $0 == caller.index }
+            raised.removeAll { $0 == caller.index }
+            holder = caller.index
+        case .reject:
+            guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot reject") }
+            guard invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(caller.id) is not invited") }
+            invited.removeAll { $0 == caller.index }
+        }
+    }
 }
 
 extension Room {
     public var raisedHands: [String] { floor.raised.compactMap { participants[$0]?.id } }
     public var approvedHands: [String] { floor.holder.flatMap { participants[$0]?.id }.map { [$0] } ?? [] }
 
-    /// The floor protocol. Participants request, cancel, finish, accept and reject; moderators grant, deny,
-    /// release, invite and cancel invitations. One holder at a time; only moderators and the holder publish.
+    /// The floor protocol (`FloorState.apply`); a new holder, or none, changes who may publish.
     public func floor(by: String, action: FloorAction, target: String? = nil, now: MonoTime,
                       into out: DatagramBatch) throws(RoomError) {
         let caller = try participant(by)
         guard configuration.mode == .lecture else {
             throw RoomError(.notInLectureMode, .conflict, "floor control is only available in lecture mode")
         }
-        func participantOnly(_ code: ResultCode) throws(RoomError) {
-            guard caller.role == .participant else { throw RoomError(code, .unauthorized, "moderators cannot \(action.rawValue)") }
-        }
-        func moderatorOnly(_ code: ResultCode) throws(RoomError) -> Participant {
-            guard caller.role == .moderator else { throw RoomError(code, .unauthorized, "\(by) is not a moderator") }
-            guard let target, let i = participantsByID[target], let t = participants[i] else {
-                throw RoomError(.invalidClientID, .notFound, "invalid client ID \(target ?? "(none)")")
-            }
-            return t
-        }
         let before = floor.holder
-        switch action {
-        case .request:
-            try participantOnly(.unauthorized)
-            guard !floor.raised.contains(caller.index), floor.holder != caller.index else {
-                throw RoomError(.floorRequestPending, .conflict, "a floor request is already registered")
-            }
-            floor.raised.append(caller.index)
-        case .cancel:
-            try participantOnly(.unauthorized)
-            guard floor.raised.contains(caller.index) else {
-                throw RoomError(.floorRequestPending, .conflict, "no floor request to cancel")
-            }
-            floor.raised.removeAll { $0 == caller.index }
-        case .finish:
-            try participantOnly(.unauthorized)
-            guard floor.holder == caller.index else { throw RoomError(.floorRequestPending, .conflict, "the floor is not held") }
-            floor.holder = nil
-        case .grant:
-            let t = try moderatorOnly(.grantFloorUnauthorized)
-            if floor.holder == t.index { throw RoomError(.floorAlreadyGranted, .conflict, "\(t.id) already has the floor") }
-            if floor.holder != nil { throw RoomError(.floorHeldByAnother, .conflict, "release the floor from its holder first") }
-            floor.raised.removeAll { $0 == t.index }
-            floor.invited.removeAll { $0 == t.index }
-            floor.holder = t.index
-        case .deny:
-            let t = try moderatorOnly(.denyFloorUnauthorized)
-            if floor.holder == t.index {
-                throw RoomError(.floorAlreadyGrantedUseRelease, .conflict, "\(t.id) holds the floor: release it instead")
-            }
-            guard floor.raised.contains(t.index) else { throw RoomError(.invalidClientID, .notFound, "\(t.id) has not requested the floor") }
-            floor.raised.removeAll { $0 == t.index }
-        case .release:
-            let t = try moderatorOnly(.releaseFloorUnauthorized)
-            guard floor.holder == t.index else { throw RoomError(.floorNotHeld, .conflict, "\(t.id) does not hold the floor") }
-            floor.holder = nil
-        case .invite:
-            let t = try moderatorOnly(.releaseFloorUnauthorized)
-            if !floor.invited.contains(t.index) { floor.invited.append(t.index) }
-        case .cancelInvite:
-            let t = try moderatorOnly(.releaseFloorUnauthorized)
-            guard floor.invited.contains(t.index) else { throw RoomError(.invalidClientID, .notFound, "\(t.id) is not invited") }
-            floor.invited.removeAll { $0 == t.index }
-        case .accept:
-            guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot accept") }
-            guard floor.invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(by) is not invited") }
-            if floor.holder != nil { throw RoomError(.floorHeldByAnother, .conflict, "release the floor from its holder first") }
-            floor.invited.removeAll { $0 == caller.index }
-            floor.raised.removeAll { $0 == caller.index }
-            floor.holder = caller.index
-        case .reject:
-            guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot reject") }
-            guard floor.invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(by) is not invited") }
-            floor.invited.removeAll { $0 == caller.index }
-        }
+        try floor.apply(action, caller: caller, target: target.flatMap { participantsByID[$0] }.flatMap { participants[$0] }, targetID: target)
         effects.events.append(.floor(action: action, by: by, target: target, raisedHands: raisedHands, approvedHands: approvedHands))
         if before != floor.holder {
             for i in [before, floor.holder].compactMap({ $0 }) {

@@ -29,8 +29,8 @@ public final class Room {
     public internal(set) var locked = false
     public internal(set) var roomAudioMuted = false
     var floor = FloorState()
-    /// The measured per-video bitrate and when it was taken (`streamCosts`).
-    var streamRateCache: (at: MonoTime, lowest: Int, highest: Int)?
+    /// What one video costs in the room, measured (ABWD's stream bandwidth).
+    var videoCosts = VideoCosts()
 
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR, REMB, NACK) towards publishers.
     static let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"

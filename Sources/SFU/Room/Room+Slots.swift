@@ -70,7 +70,10 @@ extension Room {
         assign(plan.audio, to: s.audioSlots, of: s, now: now, into: out)
         assign(plan.cameras, to: cameraSlots, of: s, now: now, into: out)
         if !screenSlots.isEmpty { assign(plan.screens, to: screenSlots, of: s, now: now, into: out) }
-        report(s, talkers: plan.talkers)
+        if let slotMap = s.noteSlotMap(talkers: plan.talkers, names: { self.participants[$0]?.id }) {
+            effects.counters.slotSwitches &+= UInt64(slotMap.switches)
+            effects.events.append(slotMap.event)
+        }
     }
 
     /// Applies the slot planner's moves to `slots` (camera and screen slots are planned apart: each kind keeps
@@ -90,28 +93,6 @@ extension Room {
                 s.place(q, in: slot, configuration: configuration, now: now, into: out)
             }
         }
-    }
-
-    /// Reports the subscriber's talker list and slot map (`active_talkers`) when either changed.
-    private func report(_ s: Subscriber, talkers list: [TalkerEntry]) {
-        let map = s.audioSlots.map(\.assigned) + s.videoSlots.map(\.assigned)
-        let layers = s.videoSlots.map { [$0.layerShown, $0.layers.wantedTemporal.map(Int.init)] }
-        let codecs = s.videoSlots.map(\.codecShown)
-        guard list != s.talkers || map != s.lastEmittedMap || layers != s.lastEmittedLayers || codecs != s.lastEmittedCodecs else { return }
-        s.lastEmittedLayers = layers
-        s.lastEmittedCodecs = codecs
-        effects.counters.slotSwitches &+= UInt64(zip(map, s.lastEmittedMap).filter { $0 != $1 && $0 != nil }.count)
-        s.talkers = list
-        s.lastEmittedMap = map
-        let talkers = list.compactMap { e in
-            participants[e.participant].map { RoomEvent.Talker(participant: $0.id, pinned: e.pinned, speaking: e.speaking, video: e.video) }
-        }
-        let slots = s.audioSlots.map { RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .audio, participant: $0.assignee?.id) }
-            + s.videoSlots.map {
-                RoomEvent.SlotAssignment(mid: $0.description.mid, kind: .video, participant: $0.assignee?.id, layer: $0.layerShown,
-                                         temporalLayer: $0.layers.wantedTemporal.map(Int.init), codec: $0.codecShown, source: $0.description.source)
-            }
-        effects.events.append(.activeTalkers(subscriber: s.participant.id, talkers: talkers, slots: slots))
     }
 
     /// Applies a change of what a participant may publish (hard mute, floor, role): candidacy at once, slots

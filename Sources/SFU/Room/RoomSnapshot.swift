@@ -55,44 +55,47 @@ public struct ParticipantStats: Sendable, Equatable {
 }
 
 extension Room {
-    public func snapshot() -> RoomSnapshot {
-        let ordered = participants.values.sorted { $0.index < $1.index }
-        return RoomSnapshot(
-            name: name, configuration: configuration, roomAudioMuted: roomAudioMuted, locked: locked, pinned: pinnedIDs,
-            dominantSpeaker: election.dominant.flatMap { participants[$0]?.id },
-            activeTalkers: election.recency.filter { election.isSpeaking($0) }.compactMap { participants[$0]?.id },
-            raisedHands: raisedHands, approvedHands: approvedHands,
-            participants: ordered.map { p in
+    public func snapshot() -> RoomSnapshot { RoomSnapshot(self) }
+
+    public func stats() -> [ParticipantStats] { participants.values.sorted { $0.index < $1.index }.map(ParticipantStats.init) }
+}
+
+extension RoomSnapshot {
+    init(_ room: Room) {
+        let ids = { (i: Int) in room.participants[i]?.id }
+        self.init(
+            name: room.name, configuration: room.configuration, roomAudioMuted: room.roomAudioMuted, locked: room.locked, pinned: room.pinnedIDs,
+            dominantSpeaker: room.election.dominant.flatMap(ids),
+            activeTalkers: room.election.recency.filter { room.election.isSpeaking($0) }.compactMap(ids),
+            raisedHands: room.raisedHands, approvedHands: room.approvedHands,
+            participants: room.participants.values.sorted { $0.index < $1.index }.map { p in
                 RoomSnapshot.Participant(
                     id: p.id, name: p.name, role: p.role,
                     connected: [p.publisher?.connection, p.subscriber?.connection].contains { $0?.inbound != nil },
-                    hardMutedAudio: p.hardMutedAudio || (roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
+                    hardMutedAudio: p.hardMutedAudio || (room.roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
                     publishesAudio: p.audioTrack != nil, publishesVideo: !p.tracks(.camera).isEmpty,
-                    subscribedSlots: p.subscriber?.slots.count ?? 0,
-                    publishesScreen: !p.tracks(.screen).isEmpty)
+                    subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty)
             })
     }
+}
 
-    public func stats() -> [ParticipantStats] {
-        participants.values.sorted { $0.index < $1.index }.map { p in
-            let published = p.publisher?.allTracks ?? []
-            let s = p.subscriber
-            return ParticipantStats(
-                participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.reception.packets },
-                bytesReceived: published.reduce(0) { $0 + $1.reception.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
-                numberOfVideos: s?.videoCount.numberOfVideos,
-                slots: (s?.slots ?? []).map {
-                    ParticipantStats.SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind,
-                                               participant: $0.assignee?.id, packetsSent: $0.packetsSent,
-                                               bytesSent: $0.bytesSent, retransmissions: $0.retransmissions,
-                                               fractionLost: $0.fractionLost, rttMilliseconds: $0.rtt?.milliseconds,
-                                               source: $0.description.codec.kind == .video ? $0.description.source : nil,
-                                               layer: $0.layerShown, temporalLayer: $0.layers.temporal.map(Int.init))
-                },
-                drops: [p.publisher?.connection, p.subscriber?.connection].compactMap { $0 }
-                    .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in
-                        for (r, n) in c.drops.nonZero { acc[r, default: 0] += n }
-                    })
-        }
+extension ParticipantStats {
+    init(_ p: Participant) {
+        let published = p.publisher?.allTracks ?? []
+        let s = p.subscriber
+        self.init(
+            participant: p.id, packetsReceived: published.reduce(0) { $0 + $1.reception.packets },
+            bytesReceived: published.reduce(0) { $0 + $1.reception.bytes }, bandwidthEstimateBps: s?.estimator.estimate,
+            numberOfVideos: s?.videoCount.numberOfVideos,
+            slots: (s?.slots ?? []).map {
+                SlotStats(mid: $0.description.mid, kind: $0.description.codec.kind, participant: $0.assignee?.id, packetsSent: $0.packetsSent,
+                          bytesSent: $0.bytesSent, retransmissions: $0.retransmissions, fractionLost: $0.fractionLost,
+                          rttMilliseconds: $0.rtt?.milliseconds, source: $0.description.codec.kind == .video ? $0.description.source : nil,
+                          layer: $0.layerShown, temporalLayer: $0.layers.temporal.map(Int.init))
+            },
+            drops: [p.publisher?.connection, p.subscriber?.connection].compactMap { $0 }
+                .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in
+                    for (r, n) in c.drops.nonZero { acc[r, default: 0] += n }
+                })
     }
 }

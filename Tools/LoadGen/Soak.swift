@@ -45,7 +45,6 @@ public struct Soak {
         public var connected: Int
         public var expected: Int
         public var subscriberPackets: Int
-        public var publisherPackets: Int
         public var garbageSent: Int
         public var residentBytes: Int?
         public var teardown: String
@@ -194,7 +193,6 @@ public struct Soak {
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
         }
         let heard = (subscribers.flatMap { $0 } + replacements).reduce(0) { $0 + $1.mediaPacketsReceived }
-        let said = publishers.flatMap { $0 }.reduce(0) { $0 + $1.mediaPacketsSent }
         changes.verify(receivedSince: { c in c.mediaPacketsReceived - (lastSecond[ObjectIdentifier(c)] ?? c.mediaPacketsReceived) })
         if let consent = plan.consentSeconds, changes.vanishedTransports > 0 {
             // Consent lapses `consent` seconds after a vanished client's last check; the node looks once a second.
@@ -229,7 +227,7 @@ public struct Soak {
             }
         }
         try await Task.sleep(for: .milliseconds(500))
-        return Cycle(index: c, connected: connected, expected: all.count, subscriberPackets: heard, publisherPackets: said,
+        return Cycle(index: c, connected: connected, expected: all.count, subscriberPackets: heard,
                      garbageSent: garbage, residentBytes: nodePID.flatMap(ProcessProbe.residentBytes(pid:)), teardown: teardown,
                      changes: changes.results, changeFailures: changes.failures)
     }

@@ -48,9 +48,4 @@ public final class MediaLibrary: @unchecked Sendable {
         } : []
         video = layers.last ?? encode(width: width, height: height, kbps: videoKbps)
     }
-
-    /// Bits per second of the video as encoded (what the replay sends, before RTP and SRTP overhead).
-    public var videoBitrate: Double {
-        Double(video.reduce(0) { $0 + $1.data.count }) * 8 / (Double(video.count) / Double(fps))
-    }
 }

@@ -62,9 +62,6 @@ public struct ConversationScript: Sendable {
         }
     }
 
-    /// Every speech frame of every participant.
-    public var speechFrames: Int { participants.reduce(0) { $0 + $1.utterances.reduce(0) { $0 + $1.count } } }
-
     /// Participants who say anything at all.
     public var talkers: Int { participants.filter { !$0.utterances.isEmpty }.count }
 }

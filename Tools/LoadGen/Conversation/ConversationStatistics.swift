@@ -11,7 +11,6 @@ public struct ConversationStatistics: Sendable, Equatable {
     public var overlapShare = 0.0
     public var interruptionShare = 0.0
     public var backchannels = 0
-    public var meanBackchannelSeconds = 0.0
     /// Participants who say anything at all.
     public var talkers = 0
     /// Share of the meeting during which two or more people speak at once.
@@ -19,7 +18,7 @@ public struct ConversationStatistics: Sendable, Equatable {
 
     public init(_ s: ConversationScript) {
         let f = ConversationParameters.frameSeconds
-        var spurtFrames = 0, pauseFrames = 0, backchannelFrames = 0
+        var spurtFrames = 0, pauseFrames = 0
         var active = [UInt8](repeating: 0, count: s.frames)
         for person in s.participants {
             var previous: (turn: Int, end: Int)?
@@ -28,7 +27,6 @@ public struct ConversationStatistics: Sendable, Equatable {
                 switch u.kind {
                 case .backchannel:
                     backchannels += 1
-                    backchannelFrames += u.count
                 case .spurt(let turn, _):
                     talkspurts += 1
                     spurtFrames += u.count
@@ -42,7 +40,6 @@ public struct ConversationStatistics: Sendable, Equatable {
         }
         meanTalkspurtSeconds = talkspurts > 0 ? Double(spurtFrames) * f / Double(talkspurts) : 0
         meanPauseSeconds = pauses > 0 ? Double(pauseFrames) * f / Double(pauses) : 0
-        meanBackchannelSeconds = backchannels > 0 ? Double(backchannelFrames) * f / Double(backchannels) : 0
         turns = s.turns.count
         let changes = zip(s.turns, s.turns.dropFirst()).filter { $0.speaker != $1.speaker }
         if !changes.isEmpty {

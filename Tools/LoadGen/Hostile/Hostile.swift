@@ -27,7 +27,6 @@ public struct Hostile {
         public var victimPackets: Int
         public var rssBefore: Int
         public var rssAfter: Int
-        public var allowedGrowth: Int
         public var counted: [String]
         public var failures: [String]
         public var seconds: Double
@@ -113,7 +112,7 @@ public struct Hostile {
             failures.append("resident memory grew \((rssAfter - rssBefore) >> 10) KiB (allowed \(attack.allowedGrowthBytes >> 10) KiB)")
         }
         return Row(number: attack.number, attack: attack.name, nodeUp: up, maxGapMs: gap, victimPackets: packets, rssBefore: rssBefore,
-                   rssAfter: rssAfter, allowedGrowth: attack.allowedGrowthBytes, counted: outcome.counted, failures: failures,
+                   rssAfter: rssAfter, counted: outcome.counted, failures: failures,
                    seconds: (end - start).seconds)
     }
 

@@ -21,7 +21,6 @@ public struct ListenerTally {
     /// On-the-wire bytes and packets (IP, UDP and SRTP overhead added, the measurement stamps taken out).
     public private(set) var wireBytes = 0
     public private(set) var packets = 0
-    public private(set) var unstamped = 0
 
     /// IPv4 + UDP, and the SRTP tag of AEAD_AES_128_GCM (SRTCP adds its 4-byte index): what each packet
     /// costs on the wire beyond its plain bytes.
@@ -54,7 +53,6 @@ public struct ListenerTally {
         guard case .success(let h) = RTPHeader.parse(p) else { return }
         let payload = UnsafeRawBufferPointer(rebasing: p[h.payloadRange])
         guard let stamp = BenchStamp.read(payload), let frame = stamp.frame else {
-            unstamped += 1
             wireBytes += p.count + Self.ipUDP + Self.srtpTag
             return
         }

@@ -1,70 +1,113 @@
 #!/usr/bin/env bash
-# The test command: installs what is needed, runs every test, runs real aiortc clients through `sfu serve` in
-# a private network namespace (needs root; SFU_INTEROP=0 skips it), soaks a node with simulated clients joining
-# and leaving with garbage mixed in (SFU_SOAK_CYCLES, 12 by default; 0 skips it), attacks a node with
-# hostile clients while a victim room talks (`sfu hostile`; SFU_HOSTILE=0 skips it), fuzzes the control API
-# against docs/openapi.yaml with schemathesis (SFU_API_FUZZ=0 skips it), runs the demo in three headless
-# Chromium browsers (SFU_BROWSER=0 skips it), runs Chromium publishers and a subscriber over shaped links (each
-# in a network namespace of its own: a capped downlink, a lossy uplink; SFU_SHAPED=0 skips it), runs a short
-# `sfu bench --against janus` to check the load generator against both servers (SFU_JANUS=0 skips it), then
-# fuzzes each parser, the room, the ICE agent and the worker core's datagrams and sessions for a bounded time
-# (SFU_FUZZ_SECONDS per target, 20 by default; 0 skips fuzzing). Before the real clients, it checks the malloc
-# counts of the per-packet benchmarks against Benchmarks/Thresholds (scripts/bench-thresholds.sh, a release
-# build of the benchmark package; SFU_BENCH_THRESHOLDS=0 skips it).
+# The test command: installs what is needed, then runs these stages in order (each one's variable skips it
+# when 0; a failed stage does not stop the ones after it):
+#   swift-test        every unit and integration test (`swift test`); never skipped.
+#   bench-thresholds  the malloc counts of the per-packet benchmarks against Benchmarks/Thresholds
+#                     (scripts/bench-thresholds.sh, a release build of the benchmark package; SFU_BENCH_THRESHOLDS).
+#   interop           real aiortc clients through `sfu serve` in a private network namespace (scripts/interop.sh,
+#                     needs root; SFU_INTEROP).
+#   soak              rooms of simulated clients join, talk and leave with garbage datagrams mixed in
+#                     (`sfu soak`; SFU_SOAK_CYCLES is the number of cycles, 12 by default).
+#   hostile           hostile clients attack a node while a victim room talks (`sfu hostile`; SFU_HOSTILE).
+#   browser           the demo in three headless Chromium browsers (scripts/browser-test.sh; SFU_BROWSER).
+#   shaped            Chromium publishers and a subscriber over shaped links, each in a network namespace of its
+#                     own: a capped downlink, a lossy uplink (scripts/shaped-test.sh; SFU_SHAPED).
+#   janus             a short `sfu bench --against janus` checks the load generator against both servers
+#                     (scripts/bench-check.sh; SFU_JANUS).
+#   api-fuzz          schemathesis fuzzes the control API against docs/openapi.yaml (scripts/api-fuzz.sh;
+#                     SFU_API_FUZZ).
+#   fuzz              libFuzzer on each parser, the room, the ICE agent and the worker core's datagrams and
+#                     sessions for a bounded time (scripts/fuzz.sh; SFU_FUZZ_SECONDS per target, 20 by default).
+# At the end one table gives every stage's result (pass, FAIL or skipped) and wall time, then swift-testing's
+# count of passed and failed tests; the exit status is non-zero when any stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
 source scripts/lib.sh
 use_libsrtp
-log=$(mktemp)
-set +e
-swift test 2>&1 | tee "$log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" 
-status=${PIPESTATUS[0]}
-set -e
-summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1)
-failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
-bench_status=0
-if [ "${SFU_BENCH_THRESHOLDS:-1}" != "0" ]; then
-  scripts/bench-thresholds.sh || bench_status=$?
-fi
-interop_status=0
-if [ "${SFU_INTEROP:-1}" != "0" ]; then
-  scripts/interop.sh || interop_status=$?
-fi
-soak_status=0
-if [ "${SFU_SOAK_CYCLES:-12}" != "0" ]; then
-  echo "== soak: rooms of simulated clients join, talk and leave ${SFU_SOAK_CYCLES:-12} times, with garbage datagrams"
+
+# The stages: name, the variable that skips it when 0 (=its default; - for none), and the command, which
+# sees that variable's value (with its default) as $value.
+mapfile -t stages <<'TABLE'
+swift-test        -                       run_swift_test
+bench-thresholds  SFU_BENCH_THRESHOLDS=1  scripts/bench-thresholds.sh
+interop           SFU_INTEROP=1           scripts/interop.sh
+soak              SFU_SOAK_CYCLES=12      run_soak "$value"
+hostile           SFU_HOSTILE=1           run_hostile
+browser           SFU_BROWSER=1           scripts/browser-test.sh
+shaped            SFU_SHAPED=1            scripts/shaped-test.sh
+janus             SFU_JANUS=1             scripts/bench-check.sh
+api-fuzz          SFU_API_FUZZ=1          scripts/api-fuzz.sh
+fuzz              SFU_FUZZ_SECONDS=20     scripts/fuzz.sh "$value"
+TABLE
+
+test_log=$(mktemp)
+
+# swift test, without the lines of tests that passed; its whole output stays in $test_log for the summary.
+run_swift_test() {
+  local status=0
+  swift test 2>&1 | tee "$test_log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" || status=${PIPESTATUS[0]}
+  return "$status"
+}
+
+run_soak() {
+  echo "== soak: rooms of simulated clients join, talk and leave $1 times, with garbage datagrams"
   build_sfu debug
-  timeout 600 "$sfu" soak --cycles "${SFU_SOAK_CYCLES:-12}" || soak_status=$?
-fi
-hostile_status=0
-if [ "${SFU_HOSTILE:-1}" != "0" ]; then
+  timeout 600 "$sfu" soak --cycles "$1"
+}
+
+run_hostile() {
   echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, renegotiations after wraps and switches, SSRC moves, extension ids, while a victim room talks"
   build_sfu debug
-  timeout 600 "$sfu" hostile || hostile_status=$?
-fi
-browser_status=0
-if [ "${SFU_BROWSER:-1}" != "0" ]; then
-  scripts/browser-test.sh || browser_status=$?
-fi
-shaped_status=0
-if [ "${SFU_SHAPED:-1}" != "0" ]; then
-  scripts/shaped-test.sh || shaped_status=$?
-fi
-janus_status=0
-if [ "${SFU_JANUS:-1}" != "0" ]; then
-  scripts/bench-check.sh || janus_status=$?
-fi
-api_fuzz_status=0
-if [ "${SFU_API_FUZZ:-1}" != "0" ]; then
-  scripts/api-fuzz.sh || api_fuzz_status=$?
-fi
-fuzz_status=0
-if [ "${SFU_FUZZ_SECONDS:-20}" != "0" ]; then
-  scripts/fuzz.sh "${SFU_FUZZ_SECONDS:-20}" || fuzz_status=$?
-fi
-echo "$summary"
+  timeout 600 "$sfu" hostile
+}
+
+# Microseconds since the epoch.
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+results=()  # one "name|result|seconds|note" per stage
+failed_stages=0
+swift_status=1
+for row in "${stages[@]}"; do
+  read -r name skip command <<< "$row"
+  value=""
+  if [ "$skip" != "-" ]; then
+    var=${skip%%=*}
+    value=${!var:-${skip#*=}}
+    if [ "$value" = "0" ]; then
+      results+=("$name|skipped|-|$var=0")
+      continue
+    fi
+  fi
+  start=$(now_us)
+  # A subshell of its own: a stage that exits (build_sfu on a failed build) fails alone.
+  set +e
+  (set -e; eval "$command")
+  status=$?
+  set -e
+  if [ "$name" = swift-test ]; then swift_status=$status; fi
+  us=$(( $(now_us) - start ))
+  seconds=$(printf '%d.%d' $(( us / 1000000 )) $(( us % 1000000 / 100000 )))
+  if [ "$status" -eq 0 ]; then
+    results+=("$name|pass|$seconds|")
+  else
+    results+=("$name|FAIL|$seconds|exit status $status")
+    failed_stages=$(( failed_stages + 1 ))
+  fi
+done
+
+echo
+echo "== summary"
+printf '%-18s %-8s %8s\n' stage result seconds
+for r in "${results[@]}"; do
+  IFS='|' read -r name result seconds note <<< "$r"
+  printf '%-18s %-8s %8s%s\n' "$name" "$result" "$seconds" "${note:+  $note}"
+done
+summary=$(grep -E "Test run with [0-9]+ tests?" "$test_log" | tail -1 || true)
+failed=$(grep -cE "^✘ Test .* failed" "$test_log" || true)
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)
-passed=$(( status == 0 ? total : total - failed ))
+passed=$(( swift_status == 0 ? total : total - failed ))
+echo "$summary"
 echo "swift-testing: $passed passed, $failed failed"
-[ "$status" -eq 0 ] && [ "$bench_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$soak_status" -eq 0 ] && [ "$hostile_status" -eq 0 ] && [ "$api_fuzz_status" -eq 0 ] && [ "$browser_status" -eq 0 ] && [ "$shaped_status" -eq 0 ] && [ "$janus_status" -eq 0 ]
+rm -f "$test_log"
+exit $(( failed_stages > 0 ))

@@ -132,6 +132,23 @@ func fixture(_ name: String) throws -> String {
         }
     }
 
+    @Test func aPausedTransceiverIsAnsweredInactiveNotRejectedAndAnOfferOfOnlyPausedOnesIsTaken() throws {
+        // A browser that sets its microphone's transceiver inactive re-offers it inactive: a rejected answer
+        // (port 0) would stop the transceiver for good, and an offer with nothing else to send was refused
+        // (issue 23's hostile attack 17 found it), keeping the track the client had stopped.
+        let paused = Self.minimal.replacingOccurrences(of: "a=sendonly", with: "a=inactive")
+        let r = try OfferAnswer.answerPublish(paused, local: local)
+        #expect(r.tracks.isEmpty)
+        let m = try #require(try SessionDescription.parse(r.answer.text).media.first)
+        #expect(m.port != 0 && m.direction == .inactive && m.mid == "0", "kept, inactive")
+        #expect(try SessionDescription.parse(r.answer.text).bundleMids == ["0"])
+        var next: UInt32 = 0x5000
+        let sub = try OfferAnswer.answerSubscribe(try fixture("chrome-subscribe").replacingOccurrences(of: "a=recvonly", with: "a=inactive"),
+                                                  local: local) { _, _, _ in next += 1; return next }
+        #expect(sub.slots.isEmpty)
+        #expect(try SessionDescription.parse(sub.answer.text).media.allSatisfy { $0.port != 0 && $0.direction == .inactive })
+    }
+
     static let minimal = """
         v=0\r
         o=- 1 1 IN IP4 0.0.0.0\r

@@ -66,6 +66,13 @@ extension OfferAnswer {
         return a
     }
 
+    /// An audio or video m-line the client keeps but does not use now: inactive, or only flowing the other
+    /// way (a sending connection's recvonly line, a receiving connection's sendonly one).
+    static func pausedMedia(_ m: MediaDescription, receiving: Bool = false) -> Bool {
+        guard m.kind == "audio" || m.kind == "video", m.isLive else { return false }
+        return m.direction == .inactive || m.direction == (receiving ? .sendonly : .recvonly)
+    }
+
     static func rejected(_ m: MediaDescription) -> MediaDescription {
         var r = MediaDescription(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.isEmpty ? ["0"] : m.formats)
         r.connection = "IN IP4 0.0.0.0"

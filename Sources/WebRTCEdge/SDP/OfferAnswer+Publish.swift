@@ -25,6 +25,14 @@ extension OfferAnswer {
         for m in offer.media {
             let kind = m.kind
             let source = kind == "video" ? source(of: m, screenShareMids: screenShareMids) : .camera
+            // A transceiver the client paused (inactive, or only receiving on a sending connection) stays in the
+            // session, answered inactive, and sends nothing: rejecting it (port 0) would stop it for good, and a
+            // re-offer of nothing but paused transceivers ends the tracks instead of being refused.
+            if pausedMedia(m), let codec = chooseCodec(m) {
+                try requireBundledAndMuxed(m, offer)
+                answer.media.append(acceptedMedia(m, codecs: [codec], direction: "inactive", local: local, first: answer.media.allSatisfy { $0.port == 0 }))
+                continue
+            }
             guard (kind == "audio" || kind == "video"), m.isLive, m.direction == .sendonly || m.direction == .sendrecv,
                   !tracks.contains(where: { $0.codec.kind.rawValue == kind && $0.source == source }) else {
                 answer.media.append(rejected(m))
@@ -126,7 +134,7 @@ extension OfferAnswer {
             for f in fbs { a.attributes.append(SDPAttribute("rtcp-fb", "\(codec.pt) \(f)")) }
             answer.media.append(a)
         }
-        guard !tracks.isEmpty else {
+        guard !tracks.isEmpty || answer.media.contains(where: { $0.port != 0 }) else {
             let why = refusals.isEmpty ? "" : ": " + refusals.joined(separator: "; ")
             throw SDPError(line: 0, text: "", reason: "no sendonly/sendrecv audio (Opus) or video (VP8, VP9, H.264) m-line to publish" + why)
         }

@@ -24,6 +24,12 @@ extension OfferAnswer {
         var answer = baseAnswer()
         var slots: [SlotDescription] = []
         for m in offer.media {
+            // A paused transceiver stays in the session, answered inactive, and is no slot (see answerPublish).
+            if m.mid != nil, pausedMedia(m, receiving: true), let codec = chooseCodec(m) {
+                try requireBundledAndMuxed(m, offer)
+                answer.media.append(acceptedMedia(m, codecs: [codec], direction: "inactive", local: local, first: answer.media.allSatisfy { $0.port == 0 }))
+                continue
+            }
             guard m.kind == "audio" || m.kind == "video", m.isLive, m.direction == .recvonly || m.direction == .sendrecv,
                   let mid = m.mid, let codec = chooseCodec(m) else {
                 answer.media.append(rejected(m))
@@ -69,7 +75,7 @@ extension OfferAnswer {
             }
             answer.media.append(a)
         }
-        guard !slots.isEmpty else {
+        guard !slots.isEmpty || answer.media.contains(where: { $0.port != 0 }) else {
             throw SDPError(line: 0, text: "", reason: "no recvonly audio (Opus) or video (VP8) m-line to subscribe with")
         }
         finishBundle(&answer)

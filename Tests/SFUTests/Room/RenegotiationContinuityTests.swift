@@ -108,6 +108,33 @@ import Testing
         #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count >= 90)
     }
 
+    @Test func aPublisherWhoseEveryTransceiverIsPausedPublishesNothingAndComesBackOnItsSSRC() throws {
+        // A re-offer whose only m-line is inactive (the browser paused its one transceiver) was refused (6005)
+        // and the track it paused stayed published. It ends the track now; sendonly again resumes it.
+        let h = try RoomHarness()
+        let s = SpeechScript(Voices.a, seed: 1)
+        let a = SimulatedParticipant(try h.join("A")) { s.frame(at: $0, speaking: 0..<30) }
+        a.member.audio.sequenceNumber = 65_450
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([a, b], from: 0, seconds: 2)
+        let conn = try #require(h.room.connection(a.member.publish.connection))
+        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [], now: h.now)
+        #expect(conn.publisher?.tracksBySSRC.isEmpty ?? true, "nothing published while paused")
+        let script = a.audioScript
+        a.audioScript = { _ in nil }
+        h.clearReceived()
+        h.run([a, b], from: 2, seconds: 1)
+        #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count < 5, "B hears nothing of a paused microphone")
+        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
+            TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1),
+        ], now: h.now)
+        a.audioScript = script
+        h.clearReceived()
+        h.run([a, b], from: 3, seconds: 2)
+        #expect(h.room.counters.drops[.srtpAuthFailed] == 0, "the microphone comes back on its SSRC and rollover counter")
+        #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count >= 90)
+    }
+
     @Test func retiredStreamsAreFreedOldestFirstWhenANewSSRCNeedsRoom() throws {
         var streams = InboundStreams()
         for s: UInt32 in [1, 2, 3, 4] {

@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // System libraries, each wrapped once (see Sources/SFUBase/Crypto and Sources/SFU/AudioLevel).
@@ -51,9 +52,15 @@ let package = Package(
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
+        // The cluster: the registry of nodes and rooms (PostgreSQL through postgres-nio, behind a protocol) and
+        // the placement rule. No media code: the node's control plane uses it.
+        .target(name: "SFUCluster", dependencies: [
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The node's control plane: configuration, the control API, the event stream, metrics and logs.
         .target(name: "SFUNode", dependencies: [
-            "SFU", "WebRTCEdge", "NodeIO",
+            "SFU", "WebRTCEdge", "NodeIO", "SFUCluster",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -116,6 +123,11 @@ let package = Package(
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        .testTarget(name: "SFUClusterTests", dependencies: [
+            "SFUCluster", "SFUNode",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "COpus"]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "SFUFuzzTargets"]),

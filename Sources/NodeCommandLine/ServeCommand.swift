@@ -31,9 +31,13 @@ public struct ServeCommand: AsyncParsableCommand {
             logger.warning("libsrtp runs on NSS, 3-5x slower per packet than on OpenSSL: build with scripts/run.sh (scripts/build-libsrtp.sh)",
                            metadata: ["cost": "\(cost)"])
         }
-        let app = ControlAPI.application(node: node, logger: logger)
+        // With `cluster.registry` set, the node registers and heartbeats (docs/cluster.md); without, it is on its own.
+        let cluster = settings.clusterRegistry.isEmpty ? nil : try ClusterMembership(node: node, logger: logger)
+        let app = ControlAPI.application(node: node, cluster: cluster, logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: NodeService(node: node))]
+        if let cluster { services.insert(.init(service: cluster), at: 0) }
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: app), .init(service: NodeService(node: node))],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))

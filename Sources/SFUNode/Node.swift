@@ -23,6 +23,8 @@ public final class Node: Sendable {
     let logger: Logger
     private let pump = Mutex<Task<Void, Never>?>(nil)
     private let pumpWake = Mutex<AsyncStream<Void>.Continuation?>(nil)
+    /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
+    private let draining = Atomic<Bool>(false)
 
     public init(configuration: NodeConfiguration, logger: Logger = Logger(label: "sfu", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
         self.configuration = configuration
@@ -99,11 +101,20 @@ public final class Node: Sendable {
 
     public var roomNames: [String] { placement.withLock { $0.keys.sorted() } }
 
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// No new rooms from now on (refused 503, 6018); existing rooms and their participants stay, so an
+    /// operator can empty a node by waiting for its rooms to end. Not undone but by a restart.
+    public func drain() {
+        if !draining.exchange(true, ordering: .relaxed) { logger.notice("draining: no new rooms") }
+    }
+
     /// Creates a room on the worker with the fewest rooms; refused past `limits.rooms`.
     public func createRoom(_ name: String, configuration room: RoomConfiguration) async throws {
         try room.validate()
         let index: Int = try placement.withLock { p in
             guard p[name] == nil else { throw APIError(.conflict, code: 6009, "room \(name) already exists") }
+            guard !isDraining else { throw APIError(.serviceUnavailable, code: 6018, "the node is draining: no new rooms") }
             guard p.count < configuration.maxRooms else {
                 throw RoomError(.limitReached, .conflict, "the node holds \(configuration.maxRooms) rooms, its limit", limit: "rooms")
             }

@@ -14,17 +14,17 @@ public enum ControlAPI {
     public typealias Context = BasicWebSocketRequestContext
 
     /// The HTTP server of the control API: HTTP/1.1 with WebSocket upgrade for `/v1/events`.
-    public static func application(node: Node, logger: Logger) -> some ApplicationProtocol {
+    public static func application(node: Node, cluster: ClusterMembership? = nil, logger: Logger) -> some ApplicationProtocol {
         let address = node.configuration.apiListen
         return Application(
-            router: router(node: node),
-            server: .http1WebSocketUpgrade(webSocketRouter: router(node: node)),
+            router: router(node: node, cluster: cluster),
+            server: .http1WebSocketUpgrade(webSocketRouter: router(node: node, cluster: cluster)),
             configuration: .init(address: .hostname(address.host, port: Int(address.port)), serverName: "sfu"),
             logger: logger
         )
     }
 
-    public static func router(node: Node) -> Router<Context> {
+    public static func router(node: Node, cluster: ClusterMembership? = nil) -> Router<Context> {
         let router = Router(context: Context.self)
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(node: node))
@@ -32,7 +32,7 @@ public enum ControlAPI {
                                             loopbackHostOnly: node.configuration.apiKey == nil))
         if let key = node.configuration.apiKey { router.add(middleware: BearerKey(key: key)) }
 
-        router.get("/healthz") { _, _ in ok(Health(rooms: node.roomNames.count)) }
+        addClusterRoutes(router, node: node, cluster: cluster)
         router.get("/metrics") { _, _ in
             let text = await node.metrics.render(node)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -18,6 +18,18 @@ struct CreateRoomRequest: RequestBody {
     }
 }
 
+/// POST /v1/placements
+struct PlacementRequest: RequestBody {
+    var room: String
+    var participant: String?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["room", "participant"])
+        room = try f.identifier("room")
+        participant = try f.identifier("participant", required: false)
+    }
+}
+
 /// PATCH /v1/rooms/:room
 struct UpdateRoomRequest: RequestBody {
     var settings: RoomSettings

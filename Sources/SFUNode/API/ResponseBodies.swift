@@ -15,9 +15,42 @@ struct Done: JSONFields {
 struct Health: JSONFields {
     var status = "ok"
     var rooms: Int
+    /// serving, draining, or registry_unreachable (a cluster node fenced off: it places nobody).
+    var state = "serving"
+    /// The node's id in the cluster; null for a node on its own.
+    var node: String?
+    enum CodingKeys: String, CodingKey { case status, rooms, state, node }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(node, forKey: .node)  // null without a cluster, as the document says
+        try c.encode(rooms, forKey: .rooms)
+        try c.encode(state, forKey: .state)
+        try c.encode(status, forKey: .status)
+    }
     func writeFields(_ w: inout JSONWriter) {
+        w.field("node", node)
         w.field("rooms", rooms)
+        w.field("state", state)
         w.field("status", status)
+    }
+}
+
+/// POST /v1/placements: the node a participant of the room should use, and why.
+struct PlacementAnswer: JSONFields {
+    var room: String
+    var node: String
+    var controlURL: String
+    var reason: String
+    var home: String
+    var epoch: Int64
+    enum CodingKeys: String, CodingKey { case room, node, reason, home, epoch, controlURL = "control_url" }
+    func writeFields(_ w: inout JSONWriter) {
+        w.field("control_url", controlURL)
+        w.field("epoch", epoch)
+        w.field("home", home)
+        w.field("node", node)
+        w.field("reason", reason)
+        w.field("room", room)
     }
 }
 

@@ -55,6 +55,17 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var datagramsPerPass = 1024
     /// ICE consent lifetime (RFC 7675 section 5.1 says 30 s): a client silent this long is gone.
     public var consentSeconds = 30
+    /// The cluster registry (`postgres://...`); empty: one node on its own, no database (docs/cluster.md).
+    public var clusterRegistry = ""
+    /// This node's id in the registry; empty: the host name.
+    public var clusterNodeID = ""
+    public var clusterRegion = ""
+    /// The control API's URL signaling servers are sent to; empty: http:// and `api.listen`.
+    public var clusterControlURL = ""
+    /// Participants the node takes at most, for placement.
+    public var clusterCapacity = 1000
+    /// A node whose last heartbeat is older than this (on the registry's clock) is dead.
+    public var clusterHeartbeatTimeoutSeconds = 5
 
     public init() {}
 
@@ -115,6 +126,13 @@ public struct NodeConfiguration: Sendable, Equatable {
         .choice("log.level", ["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel, "how much the node logs"),
         .choice("log.format", ["text", "json"], \.logFormat, "text (key=value metadata) or json (one object per line)"),
         .int("ice.consent_seconds", 3...600, \.consentSeconds, "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
+        .string("cluster.registry", \.clusterRegistry, "postgres://user@host/db of the cluster registry; empty: one node, no database"),
+        .string("cluster.node_id", \.clusterNodeID, "this node's id in the registry; empty: the host name"),
+        .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
+        .string("cluster.control_url", \.clusterControlURL, "the control API URL signaling servers are sent to; empty: http://<api.listen>"),
+        .int("cluster.capacity", 1...10_000_000, \.clusterCapacity, "participants this node takes at most, for placement"),
+        .int("cluster.heartbeat_timeout_seconds", 2...600, \.clusterHeartbeatTimeoutSeconds,
+             "a node whose last heartbeat (each second) is older than this, on the registry's clock, is dead"),
         .int("limits.rooms", 1...1_000_000, \.maxRooms, "rooms the node holds at once"),
         .int("limits.participants_per_room", 2...100_000, \.workerLimits.room.participants, "participants admitted to one room at once"),
         .int("limits.slots_per_subscription", 1...256, \.workerLimits.room.slotsPerSubscription,

@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The registry in PostgreSQL, through postgres-nio's pooled client. Every decision that more than one
+/// process could race on runs in one transaction that first locks the room's row (`SELECT ... FOR UPDATE`),
+/// so placements of one room are serialised by the database and a room is never split by two signaling
+/// servers placing it at once; placements of different rooms run in parallel.
+///
+/// Run `run()` (the pool) in a task for as long as the registry is used; the node's service group does.
+public final class PostgresRegistry: Registry {
+    public let client: PostgresClient
+    /// A node is alive while its last heartbeat is younger than this, on the database's clock.
+    public let heartbeatTimeout: Duration
+    let logger: Logger
+
+    public init(url: String, heartbeatTimeout: Duration, logger: Logger = Logger(label: "sfu.registry")) throws {
+        client = PostgresClient(configuration: try Self.configuration(url), backgroundLogger: logger)
+        self.heartbeatTimeout = heartbeatTimeout
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until the task is cancelled.
+    public func run() async { await client.run() }
+
+    var timeoutSeconds: Double {
+        Double(heartbeatTimeout.components.seconds) + Double(heartbeatTimeout.components.attoseconds) / 1e18
+    }
+
+    /// A transaction whose own errors (`RegistryError`) come out as themselves, not wrapped in postgres-nio's
+    /// transaction error (the transaction was rolled back either way).
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: logger) { c in try await body(c) }
+        } catch let e as PostgresTransactionError {
+            if let inner = e.closureError as? RegistryError, e.rollbackError == nil { throw inner }
+            throw e
+        }
+    }
+
+    public func prepare() async throws {
+        try await transaction { c in try await RegistrySchema.migrate(c, logger: logger) }
+    }
+
+    public func register(_ node: NodeRecord) async throws {
+        try await client.query("""
+            INSERT INTO sfu_nodes (id, control_url, media_address, relay_address, region, capacity, state, heartbeat_at, registered_at)
+            VALUES (\(node.id), \(node.controlURL), \(node.mediaAddress), \(node.relayAddress), \(node.region), \(node.capacity), 'serving', now(), now())
+            ON CONFLICT (id) DO UPDATE SET control_url = EXCLUDED.control_url, media_address = EXCLUDED.media_address,
+                relay_address = EXCLUDED.relay_address, region = EXCLUDED.region, capacity = EXCLUDED.capacity,
+                state = 'serving', heartbeat_at = now(), registered_at = now(), joins_since_heartbeat = 0
+            """, logger: logger)
+    }
+
+    public func heartbeat(node: String, load: NodeLoad) async throws -> Bool {
+        let rooms = load.roomParticipants.keys.sorted()
+        let counts = rooms.map { load.roomParticipants[$0] ?? 0 }
+        return try await transaction { c in
+            let rows = try await c.query("""
+                UPDATE sfu_nodes SET heartbeat_at = now(), rooms = \(load.rooms), participants = \(load.participants),
+                    packets_in = \(load.packetsInPerSecond), packets_out = \(load.packetsOutPerSecond), cpu = \(load.cpu),
+                    joins_since_heartbeat = 0
+                WHERE id = \(node) RETURNING id
+                """, logger: logger)
+            var known = false
+            for try await _ in rows { known = true }
+            guard known else { return false }
+            // The node's rooms replace what it reported before: a room it no longer hosts loses the row.
+            try await c.query("DELETE FROM sfu_room_hosts WHERE node = \(node) AND NOT (room = ANY(\(rooms)))", logger: logger)
+            try await c.query("""
+                INSERT INTO sfu_room_hosts (room, node, participants)
+                SELECT r, \(node), p FROM unnest(\(rooms)::text[], \(counts)::int8[]) AS t(r, p)
+                ON CONFLICT (room, node) DO UPDATE SET participants = EXCLUDED.participants
+                """, logger: logger)
+            // A room this node is home of that no node hosts any more, placed over a minute ago (time enough
+            // for the placed participant to join), ends.
+            try await c.query("""
+                DELETE FROM sfu_rooms r WHERE r.home = \(node) AND r.placed_at < now() - interval '60 seconds'
+                    AND NOT EXISTS (SELECT 1 FROM sfu_room_hosts h WHERE h.room = r.room)
+                """, logger: logger)
+            return true
+        }
+    }
+
+    public func setState(node: String, _ state: NodeState) async throws {
+        try await client.query("UPDATE sfu_nodes SET state = \(state.rawValue) WHERE id = \(node)", logger: logger)
+    }
+
+    public func place(room: String, limits: PlacementRule.Limits) async throws -> Placement {
+        let timeout = timeoutSeconds
+        return try await transaction { c in
+            try await c.query("INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES (\(room), NULL, 0, now()) ON CONFLICT (room) DO NOTHING",
+                              logger: logger)
+            var standing: PlacementRule.RoomStanding?
+            for try await (home, epoch) in try await c.query("SELECT home, epoch FROM sfu_rooms WHERE room = \(room) FOR UPDATE",
+                                                               logger: logger).decode((String?, Int64).self) {
+                standing = PlacementRule.RoomStanding(home: home, epoch: epoch)
+            }
+            guard var standing else { throw RegistryError.noCapacity }
+            for try await (node, participants) in try await c.query("SELECT node, participants FROM sfu_room_hosts WHERE room = \(room)",
+                                                                      logger: logger).decode((String, Int64).self) {
+                standing.hosts[node] = Int(participants)
+            }
+            let nodes = try await Self.standings(c, timeout: timeout, logger: logger)
+            let decided = PlacementRule.place(room: standing.home == nil && standing.hosts.isEmpty ? nil : standing, nodes: nodes,
+                                              limits: limits, random: { Int.random(in: 0..<$0) })
+            guard case .success(let d) = decided else { throw RegistryError.noCapacity }
+            if d.homeChanged {
+                var moved = false
+                for try await _ in try await c.query("""
+                    UPDATE sfu_rooms SET home = \(d.home), epoch = \(d.epoch) WHERE room = \(room) AND epoch = \(standing.epoch) RETURNING epoch
+                    """, logger: logger) { moved = true }
+                guard moved else { throw RegistryError.noCapacity }  // cannot happen under the row lock
+            }
+            try await c.query("UPDATE sfu_rooms SET placed_at = now() WHERE room = \(room)", logger: logger)
+            try await c.query("""
+                INSERT INTO sfu_room_hosts (room, node, participants) VALUES (\(room), \(d.node), 1)
+                ON CONFLICT (room, node) DO UPDATE SET participants = sfu_room_hosts.participants + 1
+                """, logger: logger)
+            try await c.query("UPDATE sfu_nodes SET joins_since_heartbeat = joins_since_heartbeat + 1 WHERE id = \(d.node)", logger: logger)
+            let url = nodes.first { $0.id == d.node }?.controlURL ?? ""
+            return Placement(room: room, node: d.node, controlURL: url, reason: d.reason, home: d.home, epoch: d.epoch)
+        }
+    }
+
+    public func claimHome(room: String, node: String, expectedEpoch: Int64) async throws -> Int64? {
+        var epoch: Int64?
+        for try await e in try await client.query("""
+            UPDATE sfu_rooms SET home = \(node), epoch = epoch + 1 WHERE room = \(room) AND epoch = \(expectedEpoch) RETURNING epoch
+            """, logger: logger).decode(Int64.self) { epoch = e }
+        return epoch
+    }
+
+    public func home(of room: String) async throws -> (node: String?, epoch: Int64)? {
+        var found: (String?, Int64)?
+        for try await row in try await client.query("SELECT home, epoch FROM sfu_rooms WHERE room = \(room)", logger: logger)
+            .decode((String?, Int64).self) { found = row }
+        return found.map { (node: $0.0, epoch: $0.1) }
+    }
+
+    public func nodes() async throws -> [NodeStanding] {
+        try await client.withConnection { c in try await Self.standings(c, timeout: timeoutSeconds, logger: logger) }
+    }
+
+    static func standings(_ c: PostgresConnection, timeout: Double, logger: Logger) async throws -> [NodeStanding] {
+        var out: [NodeStanding] = []
+        let rows = try await c.query("""
+            SELECT id, control_url, state, heartbeat_at > now() - make_interval(secs => \(timeout)), capacity, participants, joins_since_heartbeat
+            FROM sfu_nodes ORDER BY id
+            """, logger: logger)
+        for try await (id, url, state, alive, capacity, participants, joins) in rows.decode((String, String, String, Bool, Int64, Int64, Int64).self) {
+            out.append(NodeStanding(id: id, controlURL: url, state: NodeState(rawValue: state) ?? .draining, alive: alive,
+                                    capacity: Int(capacity), participants: Int(participants), joinsSinceHeartbeat: Int(joins)))
+        }
+        return out
+    }
+
+    /// `postgres://user[:password]@host[:port]/database`, or a Unix socket directory as libpq spells it:
+    /// `postgres://user@/database?host=/run/postgresql[&port=5432]`. TLS is off (a registry on a private
+    /// network or the same machine); say so in the docs.
+    static func configuration(_ url: String) throws -> PostgresClient.Configuration {
+        guard let c = URLComponents(string: url), c.scheme == "postgres" || c.scheme == "postgresql" else {
+            throw RegistryError.badURL("not a postgres:// URL")
+        }
+        let user = c.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
+        let password = c.password.flatMap { $0.removingPercentEncoding }
+        let database = String(c.path.drop { $0 == "/" })
+        let query = Dictionary((c.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, b in b })
+        var port = c.port ?? 5432
+        if let p = query["port"] { guard let n = Int(p), (1...65535).contains(n) else { throw RegistryError.badURL("bad port \(p)") }; port = n }
+        if let dir = query["host"], dir.hasPrefix("/") {
+            return PostgresClient.Configuration(unixSocketPath: "\(dir)/.s.PGSQL.\(port)", username: user, password: password,
+                                                database: database.isEmpty ? nil : database)
+        }
+        guard let host = c.host, !host.isEmpty else { throw RegistryError.badURL("no host") }
+        return PostgresClient.Configuration(host: host, port: port, username: user, password: password,
+                                            database: database.isEmpty ? nil : database, tls: .disable)
+    }
+}

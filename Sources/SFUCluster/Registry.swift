@@ -1,0 +1,62 @@
+/// Where the cluster's shared state lives: the nodes, their liveness and load, and which node is each room's
+/// home. A protocol so another engine can replace PostgreSQL (`PostgresRegistry`); the node and the tests
+/// hold `any Registry`.
+///
+/// Liveness is always judged on the registry's clock (a heartbeat stamps the database's `now()`, and "alive"
+/// compares with the database's `now()`), so nodes with skewed clocks agree on who is alive.
+public protocol Registry: Sendable {
+    /// Creates or migrates the schema to this build's version (idempotent; safe when several nodes start at
+    /// once).
+    func prepare() async throws
+    /// Registers (or re-registers after a restart) a node, serving, with a first heartbeat.
+    func register(_ node: NodeRecord) async throws
+    /// Stamps the node alive now and records its load; returns false when the registry no longer knows the
+    /// node (removed by an operator): the node registers again.
+    func heartbeat(node: String, load: NodeLoad) async throws -> Bool
+    func setState(node: String, _ state: NodeState) async throws
+    /// Where a participant of `room` goes (see `PlacementRule`), decided and recorded in one transaction that
+    /// locks the room's row, so two signaling servers placing the same room at once never split it.
+    func place(room: String, limits: PlacementRule.Limits) async throws -> Placement
+    /// Makes `node` the home of `room` if the room's epoch is still `expectedEpoch` (compare-and-set); the
+    /// new epoch, or nil when another node moved it first.
+    func claimHome(room: String, node: String, expectedEpoch: Int64) async throws -> Int64?
+    /// The room's home and epoch as the registry holds them now.
+    func home(of room: String) async throws -> (node: String?, epoch: Int64)?
+    /// Every registered node with its standing, alive or not.
+    func nodes() async throws -> [NodeStanding]
+}
+
+/// A placement's answer: the node to use and why.
+public struct Placement: Sendable, Equatable {
+    public var room: String
+    public var node: String
+    public var controlURL: String
+    public var reason: PlacementRule.Reason
+    public var home: String
+    public var epoch: Int64
+
+    public init(room: String, node: String, controlURL: String, reason: PlacementRule.Reason, home: String, epoch: Int64) {
+        self.room = room
+        self.node = node
+        self.controlURL = controlURL
+        self.reason = reason
+        self.home = home
+        self.epoch = epoch
+    }
+}
+
+public enum RegistryError: Error, Equatable, CustomStringConvertible {
+    /// No live serving node can take the participant.
+    case noCapacity
+    /// The registry's schema is newer than this build knows (a newer node migrated it).
+    case schemaTooNew(found: Int, known: Int)
+    case badURL(String)
+
+    public var description: String {
+        switch self {
+        case .noCapacity: "no live serving node has room"
+        case .schemaTooNew(let found, let known): "the registry's schema is version \(found); this node knows up to \(known)"
+        case .badURL(let s): "cluster.registry: \(s)"
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+import SFUCluster
+import ServiceLifecycle
+import Synchronization
+
+/// The node's membership of a cluster (`cluster.registry` set): it prepares the registry's schema, registers
+/// the node, heartbeats its load each second, and knows whether the registry still answers. A node whose
+/// last successful heartbeat is older than the heartbeat timeout is fenced: by then the registry may have
+/// declared it dead and moved its rooms' homes, so it places nobody and says `registry_unreachable` in its
+/// health until a heartbeat gets through again.
+///
+/// A service of the process's group: `run` drives the registry's connection pool and the heartbeat loop
+/// until shutdown.
+public final class ClusterMembership: Service, Sendable {
+    public let registry: PostgresRegistry
+    public let record: NodeRecord
+    let node: Node
+    let timeout: Duration
+    let logger: Logger
+    private let state = Mutex(Standing())
+
+    struct Standing {
+        var lastHeartbeat: ContinuousClock.Instant?
+        var lastError: String?
+        var previous: (at: ContinuousClock.Instant, datagramsIn: UInt64, datagramsOut: UInt64, cpu: Double)?
+    }
+
+    public init(node: Node, logger: Logger) throws {
+        let c = node.configuration
+        self.node = node
+        self.logger = logger
+        timeout = .seconds(c.clusterHeartbeatTimeoutSeconds)
+        registry = try PostgresRegistry(url: c.clusterRegistry, heartbeatTimeout: timeout, logger: logger)
+        let id = c.clusterNodeID.isEmpty ? ProcessInfo.processInfo.hostName : c.clusterNodeID
+        let url = c.clusterControlURL.isEmpty ? "http://\(c.apiListen)" : c.clusterControlURL
+        let media = c.mediaAnnounced.first ?? "\(c.mediaListen)"
+        record = NodeRecord(id: id, controlURL: url, mediaAddress: media, region: c.clusterRegion, capacity: c.clusterCapacity)
+    }
+
+    /// Whether the registry answered a heartbeat within the timeout.
+    public var isFenced: Bool {
+        state.withLock { s in s.lastHeartbeat.map { ContinuousClock.now - $0 > timeout } ?? true }
+    }
+
+    public var lastError: String? { state.withLock { $0.lastError } }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.runUntilCancelled() }
+    }
+
+    /// The connection pool and the heartbeat loop, until the task is cancelled (tests run it so).
+    public func runUntilCancelled() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.registry.run() }
+            group.addTask { await self.beat() }
+        }
+    }
+
+    /// Registers (preparing the schema first), then heartbeats each second; registers again when the
+    /// registry forgot the node, and keeps trying while the registry does not answer.
+    func beat() async {
+        var registered = false
+        while !Task.isCancelled {
+            do {
+                if !registered {
+                    try await registry.prepare()
+                    try await registry.register(record)
+                    if node.isDraining { try await registry.setState(node: record.id, .draining) }
+                    registered = true
+                    logger.info("registered in the cluster", metadata: ["node": "\(record.id)", "control_url": "\(record.controlURL)"])
+                    succeeded()
+                } else if try await registry.heartbeat(node: record.id, load: await load()) {
+                    succeeded()
+                } else {
+                    registered = false
+                    logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])
+                    continue
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                let wasFenced = isFenced
+                state.withLock { $0.lastError = "\(error)" }
+                if !wasFenced, isFenced { logger.error("registry unreachable: fenced", metadata: ["error": "\(error)"]) }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func succeeded() {
+        let recovered = state.withLock { s in
+            let was = s.lastHeartbeat.map { ContinuousClock.now - $0 > timeout } ?? false
+            s.lastHeartbeat = .now
+            s.lastError = nil
+            return was
+        }
+        if recovered { logger.notice("registry reachable again") }
+    }
+
+    /// What the heartbeat reports: rooms and participants per room (asked of each worker on its thread),
+    /// datagram rates and cores used since the last heartbeat.
+    func load() async -> NodeLoad {
+        let snapshot = await node.loadSnapshot()
+        let now = ContinuousClock.now
+        let cpu = Self.processCPUSeconds()
+        var l = NodeLoad(rooms: snapshot.rooms.count, participants: snapshot.rooms.values.reduce(0, +), roomParticipants: snapshot.rooms)
+        state.withLock { s in
+            if let p = s.previous {
+                let seconds = max(1e-3, Double((now - p.at).components.attoseconds) / 1e18 + Double((now - p.at).components.seconds))
+                l.packetsInPerSecond = Int(Double(snapshot.datagramsIn &- p.datagramsIn) / seconds)
+                l.packetsOutPerSecond = Int(Double(snapshot.datagramsOut &- p.datagramsOut) / seconds)
+                l.cpu = (cpu - p.cpu) / seconds
+            }
+            s.previous = (now, snapshot.datagramsIn, snapshot.datagramsOut, cpu)
+        }
+        return l
+    }
+
+    static func processCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}

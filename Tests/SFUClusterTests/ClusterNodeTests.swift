@@ -1,0 +1,122 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import SFUCluster
+@testable import SFUNode
+import Testing
+import WebRTCEdge
+
+/// Nodes with their control API and cluster membership, in this process: placement through any node,
+/// draining, a node that stops heartbeating losing its rooms' homes, and a node fenced off from the registry.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ClusterNodeTests {
+    static func node(_ set: (inout NodeConfiguration) -> Void = { _ in }) throws -> Node {
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        set(&c)
+        let n = try Node(configuration: c)
+        n.start()
+        return n
+    }
+
+    /// One request through the node's router; the status and the JSON object answered.
+    static func call(_ node: Node, _ cluster: ClusterMembership?, _ method: HTTPRequest.Method, _ uri: String,
+                     _ body: [String: Any]? = nil) async throws -> (status: Int, json: [String: Any]) {
+        let app = Application(router: ControlAPI.router(node: node, cluster: cluster))
+        let data = body.map { try! JSONSerialization.data(withJSONObject: $0) }
+        let (status, bytes): (Int, Data) = try await app.test(.router) { client in
+            var fields = HTTPFields()
+            if data != nil { fields[.contentType] = "application/json" }
+            return try await client.execute(uri: uri, method: method, headers: fields, body: data.map { ByteBuffer(bytes: $0) }) { r in
+                (r.status.code, Data(buffer: r.body))
+            }
+        }
+        return (status, (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any] ?? [:])
+    }
+
+    @Test func aNodeOnItsOwnPlacesEveryRoomOnItselfUntilItDrains() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let first = try await Self.call(node, nil, .post, "/v1/placements", ["room": "standup", "participant": "alice"])
+        #expect(first.status == 200 && first.json["node"] as? String == "local" && first.json["reason"] as? String == "single_node")
+        #expect(try await Self.call(node, nil, .post, "/v1/rooms", ["room": "standup"]).status == 201)
+        #expect(try await Self.call(node, nil, .get, "/healthz").json["state"] as? String == "serving")
+        #expect(try await Self.call(node, nil, .post, "/v1/node/drain", [:]).status == 200)
+        #expect(try await Self.call(node, nil, .get, "/healthz").json["state"] as? String == "draining")
+        let refused = try await Self.call(node, nil, .post, "/v1/rooms", ["room": "another"])
+        #expect(refused.status == 503 && refused.json["result"] as? Int == 6018)
+        #expect(try await Self.call(node, nil, .post, "/v1/placements", ["room": "another"]).json["result"] as? Int == 6018)
+        #expect(try await Self.call(node, nil, .post, "/v1/placements", ["room": "standup"]).status == 200, "its rooms stay")
+        #expect(try await Self.call(node, nil, .post, "/v1/rooms/standup/participants", ["participant": "bob"]).status == 201)
+    }
+
+    @Test func aNodeThatStopsHeartbeatingLosesItsRoomsToALiveNode() async throws {
+        let url = try PostgresServer.shared.get().database()
+        var nodes: [Node] = [], members: [ClusterMembership] = [], tasks: [Task<Void, Never>] = []
+        for id in ["a", "b"] {
+            let n = try Self.node {
+                $0.clusterRegistry = url
+                $0.clusterNodeID = id
+                $0.clusterControlURL = "http://\(id).example:8080"
+                $0.clusterHeartbeatTimeoutSeconds = 2
+            }
+            let m = try ClusterMembership(node: n, logger: Logger(label: "test"))
+            nodes.append(n)
+            members.append(m)
+            tasks.append(Task { await m.runUntilCancelled() })
+        }
+        defer {
+            for t in tasks { t.cancel() }
+            for n in nodes { n.stop() }
+        }
+        try await Self.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        let viaA = try await Self.call(nodes[0], members[0], .post, "/v1/placements", ["room": "r"])
+        let viaB = try await Self.call(nodes[1], members[1], .post, "/v1/placements", ["room": "r"])
+        let home = try #require(viaA.json["node"] as? String)
+        #expect(viaA.json["reason"] as? String == "new_room" && viaB.json["reason"] as? String == "home")
+        #expect(viaB.json["node"] as? String == home && viaB.json["control_url"] as? String == "http://\(home).example:8080",
+                "either node sends the room's participants to its home")
+        let (dead, survivor) = home == "a" ? (0, 1) : (1, 0)
+        #expect(try await Self.call(nodes[survivor], members[survivor], .get, "/healthz").json["node"] as? String == members[survivor].record.id)
+        tasks[dead].cancel()  // the home stops heartbeating, as a killed node would
+        let started = ContinuousClock.now
+        var moved: [String: Any] = [:]
+        try await Self.eventually {
+            moved = try await Self.call(nodes[survivor], members[survivor], .post, "/v1/placements", ["room": "r"]).json
+            return moved["reason"] as? String == "home_taken_over"
+        }
+        #expect(moved["node"] as? String == members[survivor].record.id && moved["epoch"] as? Int == 2)
+        #expect(ContinuousClock.now - started >= .seconds(1), "not before the heartbeat timeout (2 s after the last heartbeat)")
+    }
+
+    @Test func aNodeThatCannotReachTheRegistryIsFencedAndPlacesNobody() async throws {
+        let node = try Self.node { $0.clusterRegistry = "postgres://postgres@/none?host=/nonexistent-sfu-registry"; $0.clusterNodeID = "lonely" }
+        defer { node.stop() }
+        let m = try ClusterMembership(node: node, logger: Logger(label: "test"))
+        let task = Task { await m.runUntilCancelled() }
+        defer { task.cancel() }
+        try await Task.sleep(for: .milliseconds(300))
+        let health = try await Self.call(node, m, .get, "/healthz")
+        #expect(health.status == 200 && health.json["state"] as? String == "registry_unreachable" && health.json["node"] as? String == "lonely")
+        let placed = try await Self.call(node, m, .post, "/v1/placements", ["room": "r"])
+        #expect(placed.status == 503 && placed.json["result"] as? Int == 6019)
+        #expect(try await Self.call(node, m, .post, "/v1/rooms", ["room": "r"]).status == 201, "the node itself still serves its API and media")
+    }
+
+    @Test func aRegistryURLThatIsNotPostgresIsAConfigurationError() {
+        #expect(throws: RegistryError.self) { try PostgresRegistry(url: "mysql://x/y", heartbeatTimeout: .seconds(5)) }
+        #expect(throws: RegistryError.self) { try PostgresRegistry(url: "postgres:///db", heartbeatTimeout: .seconds(5)) }
+        #expect(throws: RegistryError.self) { try PostgresRegistry(url: "postgres://u@/db?host=/run&port=99999", heartbeatTimeout: .seconds(5)) }
+    }
+
+    /// Polls every 100 ms for up to 10 s; an error counts as "not yet" (the schema may not be there yet).
+    static func eventually(_ condition: () async throws -> Bool) async throws {
+        for _ in 0..<100 {
+            if (try? await condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("condition not met within 10 s")
+    }
+}

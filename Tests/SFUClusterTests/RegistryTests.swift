@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+@testable import SFUCluster
+
+/// The PostgreSQL registry against a real server (see `PostgresServer`): placement races between two
+/// signaling servers, liveness on the database's clock, epoch fencing, draining, and the schema.
+@Suite struct RegistryTests {
+    static let limits = PlacementRule.Limits(participantsPerRoomPerNode: 100)
+
+    /// Runs `body` with `count` registries on one fresh database (each its own connection pool, as separate
+    /// signaling servers or nodes would be), the schema prepared.
+    func withRegistries(_ count: Int = 1, timeout: Duration = .seconds(3),
+                        _ body: ([PostgresRegistry], String) async throws -> Void) async throws {
+        let server = try PostgresServer.shared.get()
+        let url = try server.database()
+        let registries = try (0..<count).map { _ in try PostgresRegistry(url: url, heartbeatTimeout: timeout) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for r in registries { group.addTask { await r.run() } }
+            defer { group.cancelAll() }
+            try await registries[0].prepare()
+            try await body(registries, url)
+        }
+    }
+
+    func register(_ r: any Registry, _ ids: [String], capacity: Int = 100) async throws {
+        for id in ids { try await r.register(NodeRecord(id: id, controlURL: "http://\(id):8080", capacity: capacity)) }
+    }
+
+    @Test func theSchemaIsMigratedOnceWhenNodesStartTogetherAndANewerOneIsRefused() async throws {
+        try await withRegistries(3) { rs, url in
+            try await withThrowingTaskGroup(of: Void.self) { g in
+                for r in rs { g.addTask { try await r.prepare() } }
+                try await g.waitForAll()
+            }
+            try await register(rs[0], ["a"])
+            #expect(try await rs[1].nodes().map(\.id) == ["a"], "one schema, the same tables for every node")
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_schema SET version = 99")
+            await #expect(throws: RegistryError.schemaTooNew(found: 99, known: RegistrySchema.versions.count)) { try await rs[2].prepare() }
+        }
+    }
+
+    @Test func aRoomIsNeverSplitByTwoSignalingServersPlacingItAtOnce() async throws {
+        try await withRegistries(2) { rs, _ in
+            try await register(rs[0], ["a", "b", "c", "d"])
+            let rooms = (0..<40).map { "race-\($0)" }
+            let placed = try await withThrowingTaskGroup(of: (Int, Placement).self) { g in
+                for room in rooms { for i in 0..<2 { g.addTask { (i, try await rs[i].place(room: room, limits: Self.limits)) } } }
+                var out: [String: [Placement]] = [:]
+                for try await (_, p) in g { out[p.room, default: []].append(p) }
+                return out
+            }
+            for room in rooms {
+                let two = try #require(placed[room])
+                #expect(two.count == 2 && two[0].node == two[1].node && two[0].home == two[1].home,
+                        "\(room): both signaling servers were sent to one node (\(two.map(\.node)))")
+                #expect(Set(two.map(\.reason)) == [.newRoom, .home] && two.allSatisfy { $0.epoch == 1 },
+                        "one of them created the room, the other found it: \(two.map(\.reason))")
+                let home = try await rs[0].home(of: room)
+                #expect(home?.node == two[0].node && home?.epoch == 1)
+            }
+            #expect(Set(placed.values.map { $0[0].node }).count > 1, "the rooms were spread over the nodes")
+        }
+    }
+
+    @Test func aNodeWhoseHeartbeatIsStaleOnTheDatabasesClockIsDeadAndItsRoomsAreTakenOver() async throws {
+        try await withRegistries { rs, url in
+            let r = rs[0]
+            try await register(r, ["a"])
+            let first = try await r.place(room: "standup", limits: Self.limits)
+            #expect(first.node == "a" && first.reason == .newRoom && first.epoch == 1)
+            try await register(r, ["b"])
+            // a's last heartbeat ages past the timeout (3 s) on the database's clock: whatever a's own clock
+            // says, it is dead for everyone.
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '10 seconds' WHERE id = 'a'")
+            #expect(try await r.nodes().map { "\($0.id):\($0.alive)" } == ["a:false", "b:true"])
+            let next = try await r.place(room: "standup", limits: Self.limits)
+            #expect(next.node == "b" && next.reason == .homeTakenOver && next.home == "b" && next.epoch == 2)
+            // a comes back: its heartbeat makes it alive, but the room stays with its new home.
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad()))
+            let again = try await r.place(room: "standup", limits: Self.limits)
+            #expect(again.node == "b" && again.reason == .home && again.epoch == 2)
+        }
+    }
+
+    @Test func aHomeIsClaimedOnlyFromTheEpochTheClaimantSaw() async throws {
+        try await withRegistries(2) { rs, _ in
+            try await register(rs[0], ["a", "b", "c"])
+            let p = try await rs[0].place(room: "r", limits: Self.limits)
+            let others = ["a", "b", "c"].filter { $0 != p.node }
+            // Two survivors race to take over from epoch 1: one wins, the other is fenced off.
+            async let x = rs[0].claimHome(room: "r", node: others[0], expectedEpoch: p.epoch)
+            async let y = rs[1].claimHome(room: "r", node: others[1], expectedEpoch: p.epoch)
+            let (ex, ey) = try await (x, y)
+            #expect([ex, ey].compactMap { $0 } == [2], "exactly one claim from epoch 1 succeeds")
+            let winner = ex != nil ? others[0] : others[1]
+            #expect(try await rs[0].home(of: "r")?.node == winner)
+            #expect(try await rs[1].claimHome(room: "r", node: p.node, expectedEpoch: 1) == nil, "a stale epoch claims nothing")
+        }
+    }
+
+    @Test func aDrainingNodeKeepsItsRoomsAndTakesNoNewOnes() async throws {
+        try await withRegistries { rs, _ in
+            let r = rs[0]
+            try await register(r, ["a"])
+            _ = try await r.place(room: "old", limits: Self.limits)
+            try await register(r, ["b"])
+            try await r.setState(node: "a", .draining)
+            #expect(try await r.place(room: "old", limits: Self.limits).node == "a", "existing rooms stay")
+            for i in 0..<10 { #expect(try await r.place(room: "new-\(i)", limits: Self.limits).node == "b") }
+            try await r.setState(node: "b", .draining)
+            await #expect(throws: RegistryError.noCapacity) { try await r.place(room: "newest", limits: Self.limits) }
+        }
+    }
+
+    @Test func placementsBetweenHeartbeatsCountAsLoadSoABurstIsSpread() async throws {
+        try await withRegistries { rs, _ in
+            let r = rs[0]
+            try await register(r, ["a", "b"], capacity: 1000)
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad(participants: 0)))
+            var counts: [String: Int] = [:]
+            for i in 0..<20 { counts[try await r.place(room: "burst-\(i)", limits: Self.limits).node, default: 0] += 1 }
+            #expect(counts == ["a": 10, "b": 10], "each placement loads its node until the next heartbeat: \(counts)")
+            // A heartbeat replaces the estimate with what the node reports.
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad(participants: 900, roomParticipants: ["burst-0": 900])))
+            #expect(try await r.place(room: "after", limits: Self.limits).node == "b")
+        }
+    }
+
+    @Test func aFullHomeSpillsToANodeOfTheRoomBeforeANewOne() async throws {
+        try await withRegistries { rs, _ in
+            let r = rs[0]
+            let limits = PlacementRule.Limits(participantsPerRoomPerNode: 2)
+            try await register(r, ["a", "b", "c"])
+            let home = try await r.place(room: "big", limits: limits).node
+            #expect(try await r.place(room: "big", limits: limits).node == home)
+            let spill = try await r.place(room: "big", limits: limits)
+            #expect(spill.reason == .spillToNewNode && spill.node != home && spill.home == home && spill.epoch == 1)
+            let next = try await r.place(room: "big", limits: limits)
+            #expect(next.reason == .spillToHost && next.node == spill.node, "the node already in the room, no third node")
+        }
+    }
+
+    @Test func aHeartbeatFromANodeTheRegistryForgotSaysSoAndItsRoomsFollowItsReports() async throws {
+        try await withRegistries { rs, url in
+            let r = rs[0]
+            #expect(try await r.heartbeat(node: "ghost", load: NodeLoad()) == false)
+            try await register(r, ["a"])
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad(rooms: 2, participants: 5, roomParticipants: ["x": 3, "y": 2])))
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad(rooms: 1, participants: 3, roomParticipants: ["x": 3])))
+            try PostgresServer.shared.get().psql(url, "DO $$ BEGIN IF (SELECT count(*) FROM sfu_room_hosts) <> 1 THEN RAISE 'hosts not replaced'; END IF; END $$")
+        }
+    }
+}

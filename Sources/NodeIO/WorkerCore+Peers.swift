@@ -132,6 +132,7 @@ extension WorkerCore {
                 continue
             }
             let (buffer, length) = relayed.buffer(at: i)
+            schedule.touch(room)
             room.receive(buffer, length: length, from: c, now: now, arrival: relayed.arrival(at: i), into: batch)
         }
     }

@@ -20,7 +20,7 @@ extension WorkerCore {
 
     private func negotiate(_ direction: TransportDirection, room name: String, participant: String, offer text: String,
                            screenShareMids: Set<String>, now: MonoTime) throws -> SessionAnswer {
-        guard let room = rooms[name] else { throw NoSuchRoom(room: name) }
+        guard let room = room(name) else { throw NoSuchRoom(room: name) }
         guard room.contains(participant: participant) else {
             throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(participant)")
         }
@@ -132,6 +132,7 @@ extension WorkerCore {
                 if let t = transports[conn] { advance(t, .nominated, now: now) }
             case .keys(let conn, let keys):
                 guard let t = transports[conn], let s = t.session else { continue }
+                schedule.touch(s.room)
                 transportCounters.dtlsHandshakes &+= 1
                 do {
                     try s.room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
@@ -143,7 +144,9 @@ extension WorkerCore {
             case .state(let conn, .disconnected):
                 let ms = edge.disconnectedAfter.milliseconds
                 let quiet = ms % 1000 == 0 ? "\(ms / 1000)" : "\(Double(ms) / 1000)"
-                transports[conn]?.session?.room.connectionLost(conn, reason: "no ICE check for \(quiet) s")
+                guard let room = transports[conn]?.session?.room else { continue }
+                schedule.touch(room)
+                room.connectionLost(conn, reason: "no ICE check for \(quiet) s")
             case .state(let conn, .failed):
                 guard let t = transports[conn] else { continue }
                 transportCounters.consentExpiries &+= 1
@@ -164,6 +167,7 @@ extension WorkerCore {
     /// Feeds an input to a transport's lifecycle and carries out what it says. `notify`: a close sends the
     /// client DTLS close_notify first.
     func advance(_ t: ClientTransport, _ input: TransportLifecycle.Input, notify: Bool = false, now: MonoTime) {
+        if let room = t.session?.room { schedule.touch(room) }
         switch t.lifecycle.handle(input) {
         case .none: break
         case .settled: handshaking.remove(t.id)

@@ -57,6 +57,10 @@ public final class WorkerCore {
     public internal(set) var handoffs: [Handoff] = []
     /// Hosted transports whose first check the home has not been told of.
     var hostedUnchecked: Set<ConnectionID> = []
+    /// The rooms' deadlines and which rooms may have events: every path that reaches a room touches it here.
+    var schedule = RoomSchedule()
+    /// Rooms due in this tick (kept to reuse its storage).
+    private var dueRooms: [Room] = []
 
     /// Connection ids are unique across workers: worker i hands out i+1, i+1+1024, ... (`ConnectionIDs`).
     public init(edge: WorkerEdge, index: Int, limits: WorkerLimits = .init(), batchCapacity: Int = 4096) {
@@ -80,6 +84,7 @@ public final class WorkerCore {
             guard let record = edge.mediaRecord(from: source, now: now) else { return }  // counted by the edge
             guard let t = transports[record.id] else { ingressDrops &+= 1; return }
             if let media = t.media, let room = t.session?.room {
+                schedule.touch(room)
                 room.receive(buffer, length: length, from: media, now: now, arrival: arrival, into: batch)
             } else if let relay = t.relay {
                 hand(datagram, of: record.id, arrival: arrival ?? now, to: relay)
@@ -93,7 +98,9 @@ public final class WorkerCore {
 
     /// Runs what is due: room timers, ICE consent and DTLS retransmissions, handshake deadlines.
     public func tick(now: MonoTime) {
-        for room in rooms.values where room.nextDeadline <= now { room.tick(now: now, into: batch) }
+        schedule.due(at: now, into: &dueRooms)
+        for room in dueRooms { room.tick(now: now, into: batch) }
+        dueRooms.removeAll(keepingCapacity: true)
         if edge.nextDeadline <= now { handle(edge.tick(now: now), now: now) }
         if nextLivenessCheck <= now {
             nextLivenessCheck = now + .seconds(1)
@@ -103,11 +110,15 @@ public final class WorkerCore {
     }
 
     /// When `tick` has something to do; `.never` for an idle worker.
-    /// The worker asks after every wakeup, so this visits rooms (each knows its own) and never the
-    /// transports: those still handshaking are kept in `handshaking` as they change.
+    /// The worker asks after every wakeup, so this costs what the pass touched: the rooms reached since
+    /// (`RoomSchedule`), never every room or transport (those still handshaking are kept in `handshaking`).
     public var nextDeadline: MonoTime {
-        var t = edge.nextDeadline
-        for room in rooms.values { t = min(t, room.nextDeadline) }
+        var t = min(edge.nextDeadline, schedule.next())
+        #if DEBUG
+        var scanned = MonoTime.never
+        for room in rooms.values { scanned = min(scanned, room.nextDeadline) }
+        assert(scanned == schedule.next(), "a room was reached without touching the schedule: \(scanned) vs \(schedule.next())")
+        #endif
         if !handshaking.isEmpty || !hostedUnchecked.isEmpty { t = min(t, nextLivenessCheck) }
         return t
     }
@@ -117,13 +128,23 @@ public final class WorkerCore {
 
     // MARK: Rooms
 
-    public func room(_ name: String) -> Room? { rooms[name] }
+    /// The room, for a command: it may change the room, so the room's deadline and events are looked at again.
+    public func room(_ name: String) -> Room? {
+        guard let room = rooms[name] else { return nil }
+        schedule.touch(room)
+        return room
+    }
 
-    public func addRoom(_ room: Room) { rooms[room.name] = room }
+    public func addRoom(_ room: Room) {
+        if let old = rooms[room.name] { schedule.remove(old) }
+        rooms[room.name] = room
+        schedule.add(room)
+    }
 
     /// Destroys a room: its participants are told they left, its transports are closed (DTLS close_notify).
     public func destroyRoom(_ name: String, now: MonoTime) {
         guard let room = rooms.removeValue(forKey: name) else { return }
+        schedule.remove(room)
         room.destroy(now: now)
         outbox.retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
@@ -143,7 +164,7 @@ public final class WorkerCore {
 
     /// Removes a participant and closes its transports; returns how many were closed.
     public func removeParticipant(room name: String, _ id: String, by: String?, now: MonoTime) throws -> Int {
-        guard let room = rooms[name] else { throw NoSuchRoom(room: name) }
+        guard let room = room(name) else { throw NoSuchRoom(room: name) }
         let conns = room.connections(of: id)
         try room.remove(id, by: by, now: now, into: batch)
         for c in conns { if let t = transports[c] { forget(t, notify: true) } }

@@ -71,7 +71,12 @@ extension WorkerCore {
                     let e = outbox.retiredEvents.removeFirst()
                     return .events(room: e.room, e.events)
                 }
-                if let room = rooms.values.first(where: \.hasPendingEvents) { return .events(room: room.name, room.drainEvents()) }
+                while let room = schedule.nextEventful() {
+                    if room.hasPendingEvents { return .events(room: room.name, room.drainEvents()) }
+                }
+                #if DEBUG
+                assert(!rooms.values.contains { $0.hasPendingEvents }, "a room has events but was reached without touching the schedule")
+                #endif
                 outbox.stage = 5
             default:
                 outbox.stage = 0
@@ -89,5 +94,5 @@ extension WorkerCore {
     func post(_ message: PeerMessage, to worker: Int) { outbox.peerMessages.append((worker, message)) }
 
     /// Whether a room has events `poll` has not handed out yet.
-    public var hasPendingEvents: Bool { !outbox.retiredEvents.isEmpty || rooms.values.contains { $0.hasPendingEvents } }
+    public var hasPendingEvents: Bool { !outbox.retiredEvents.isEmpty || schedule.mayHaveEvents.contains { $0.hasPendingEvents } }
 }

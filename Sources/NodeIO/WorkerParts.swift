@@ -42,13 +42,24 @@ final class EventOutbox: @unchecked Sendable {
     let capacity: Int
     private let queue: Mutex<(events: [StampedEvent], dropped: Int)> = Mutex(([], 0))
     private let lost = Atomic<UInt64>(0)
-    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The observer in a class: a closure kept directly in the `Mutex` was wrapped in two more reabstraction
+    /// thunks by every `withLock { $0 }` (an inout of function type in generic storage is converted in and out),
+    /// so after a few hundred thousand event batches calling it went ~100,000 frames deep: each API call cost
+    /// milliseconds, and the worker's stack would have overflowed.
+    private final class Observer: Sendable {
+        let call: @Sendable () -> Void
+        init(_ call: @escaping @Sendable () -> Void) { self.call = call }
+    }
+    private let observer = Mutex<Observer?>(nil)
 
     init(capacity: Int) { self.capacity = capacity }
 
     var lostTotal: UInt64 { lost.load(ordering: .relaxed) }
 
-    func observe(_ body: @escaping @Sendable () -> Void) { observer.withLock { $0 = body } }
+    func observe(_ body: @escaping @Sendable () -> Void) {
+        let o = Observer(body)
+        observer.withLock { $0 = o }
+    }
 
     /// Queues a room's events (worker thread); those past the capacity are counted lost.
     func publish(room: String, _ events: [RoomEvent]) {
@@ -65,7 +76,7 @@ final class EventOutbox: @unchecked Sendable {
             return q.dropped - before
         }
         if dropped > 0 { lost.add(UInt64(dropped), ordering: .relaxed) }
-        observer.withLock { $0 }?()
+        observer.withLock { $0 }?.call()
     }
 
     /// Events since the last call and how many were lost because nobody drained them in time.

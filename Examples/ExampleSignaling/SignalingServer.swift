@@ -7,7 +7,8 @@ import SFUClient
 /// An example signaling server: how a conferencing service integrates the node.
 ///
 /// Browsers talk to it over one WebSocket each (`/ws`, JSON messages below); it keeps who is in which room,
-/// calls the node's control API for everything media (rooms, admission, SDP offers and answers, moderation)
+/// asks the node where each room goes (`POST /v1/placements`: itself, or in a cluster the node the registry
+/// chose), calls that node's control API for everything media (rooms, admission, SDP offers and answers, moderation)
 /// and relays the node's events to the right browsers. It also serves the demo page (`Public/`).
 ///
 /// Browser -> server:
@@ -53,7 +54,13 @@ public actor SignalingServer {
     }
 
     let configuration: Configuration
+    /// The node this server was given; in a cluster, the one it asks where each room goes.
     let api: ControlClient
+    /// The node each room is on, as the placement answered for its first participant. Every participant of a
+    /// room goes to that node: until nodes relay to each other, a room split over two nodes would be two rooms.
+    var roomNodes: [String: ControlClient] = [:]
+    /// Nodes other than `api` whose events are relayed (one event stream each).
+    var followed: Set<URL> = []
     let logger: Logger
     var browsers: [String: Browser] = [:]  // by participant id
     /// Each room's dominant speaker (nil: nobody) as the node's events last said. `dominant_speaker` events
@@ -115,7 +122,7 @@ public actor SignalingServer {
                 // The same route for a connection's first offer and its later ones. A refused offer is answered
                 // too, so the page can roll its offer back.
                 do {
-                    let r = try await api.offer(kind, room: b.room, participant: me, sdp: m["sdp"] as? String ?? "",
+                    let r = try await (roomNodes[b.room] ?? api).offer(kind, room: b.room, participant: me, sdp: m["sdp"] as? String ?? "",
                                                 screenShareMids: m["screen_share_mids"] as? [String] ?? [])
                     send(["type": "answer", "kind": kind.rawValue, "sdp": r.json["sdp"] ?? "", "change": r.json["change"] ?? ""])
                     // What a participant publishes is in the roster (a screen share begins or ends with an offer).
@@ -140,6 +147,7 @@ public actor SignalingServer {
         let room = (m["room"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "demo"
         let name = (m["name"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "guest"
         let role = m["role"] as? String == "moderator" ? "moderator" : "participant"
+        let api = try await node(for: room)
         let created = try await api.call("POST", "v1/rooms", [
             "room": room, "mode": m["mode"] as? String == "lecture" ? "lecture" : "group",
             "max_active_talkers": configuration.maxActiveTalkers,
@@ -168,6 +176,7 @@ public actor SignalingServer {
     /// A moderation or floor command, made by `me` (the node checks the role and answers the seeds' codes).
     func command(_ m: [String: Any], by me: String) async throws -> ControlClient.Reply {
         guard let room = browsers[me]?.room else { throw APIRefusal(method: "", path: "", status: 404, json: ["msg": "not joined"]) }
+        let api = roomNodes[room] ?? api
         let target = m["target"] as? String ?? ""
         let base = "v1/rooms/\(room)"
         switch m["action"] as? String {
@@ -195,9 +204,11 @@ public actor SignalingServer {
     /// The browser went away: the participant leaves the node's room; the last one out closes the room.
     func leave(_ id: String) async {
         guard let b = browsers.removeValue(forKey: id) else { return }
+        let api = roomNodes[b.room] ?? api
         _ = try? await api.call("DELETE", "v1/rooms/\(b.room)/participants/\(id)")
         if !browsers.values.contains(where: { $0.room == b.room }) {
             _ = try? await api.call("DELETE", "v1/rooms/\(b.room)")
+            roomNodes[b.room] = nil
         } else {
             await sendRoster(b.room)
         }
@@ -208,10 +219,28 @@ public actor SignalingServer {
 
     /// Follows the node's event stream and relays each event: a subscriber's own talker list and bandwidth
     /// alert to that browser, everything else to the whole room. Runs until cancelled.
-    public nonisolated func relayEvents() async {
-        await EventStream(api: configuration.node, key: configuration.nodeKey, logger: logger).run { event in
+    public nonisolated func relayEvents() async { await relayEvents(from: configuration.node) }
+
+    nonisolated func relayEvents(from node: URL) async {
+        await EventStream(api: node, key: configuration.nodeKey, logger: logger).run { event in
             await self.relay(event)
         }
+    }
+
+    /// The node a room is on: asked once per room of the configured node (`POST /v1/placements`). A node on
+    /// its own answers "local"; in a cluster the answer may be another node, whose events are then followed
+    /// too (until the server stops).
+    func node(for room: String) async throws -> ControlClient {
+        if let known = roomNodes[room] { return known }
+        let placed = try await api.place(room: room)
+        var client = api
+        if placed.node != "local", let url = placed.controlURL, url != configuration.node {
+            client = ControlClient(base: url, key: configuration.nodeKey)
+            if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
+            logger.info("room placed", metadata: ["room": "\(room)", "node": "\(placed.node)", "reason": "\(placed.reason)"])
+        }
+        roomNodes[room] = roomNodes[room] ?? client
+        return roomNodes[room]!
     }
 
     func relay(_ event: NodeEvent) async {
@@ -246,7 +275,7 @@ public actor SignalingServer {
 
     /// The node's view of the room (roles, mute states, pins, floor) to every browser in it.
     func sendRoster(_ room: String) async {
-        guard let state = try? await api.require("GET", "v1/rooms/\(room)") else { return }
+        guard let state = try? await (roomNodes[room] ?? api).require("GET", "v1/rooms/\(room)") else { return }
         let message = Self.text(["type": "roster", "room": state.json])
         for b in browsers.values where b.room == room { b.outbox.yield(message) }
     }

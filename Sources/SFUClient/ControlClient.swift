@@ -66,6 +66,15 @@ public struct ControlClient: Sendable {
         return try await require("POST", "v1/rooms/\(room)/participants/\(participant)/\(direction.rawValue)", body)
     }
 
+    /// Where a participant of `room` should go (`POST /v1/placements`): in a cluster, the node the registry
+    /// chose and why; on a node without a registry, that node itself (`node` "local").
+    public func place(room: String, participant: String? = nil) async throws -> (node: String, controlURL: URL?, reason: String) {
+        var body: [String: Any] = ["room": room]
+        if let participant { body["participant"] = participant }
+        let r = try await require("POST", "v1/placements", body)
+        return (r.json["node"] as? String ?? "", (r.json["control_url"] as? String).flatMap(URL.init(string:)), r.json["reason"] as? String ?? "")
+    }
+
     /// The text of `/metrics`.
     public func metrics() async throws -> String {
         var request = URLRequest(url: base.appendingPathComponent("metrics"))

@@ -80,9 +80,12 @@ public final class ClusterMembership: Service, Sendable {
             } catch is CancellationError {
                 return
             } catch {
-                let wasFenced = isFenced
-                state.withLock { $0.lastError = "\(error)" }
-                if !wasFenced, isFenced { logger.error("registry unreachable: fenced", metadata: ["error": "\(error)"]) }
+                // Logged once per outage (the first failure after a success, or at start), not every second.
+                let first = state.withLock { s in
+                    defer { s.lastError = "\(error)" }
+                    return s.lastError == nil
+                }
+                if first { logger.error("registry unreachable: this node places nobody until it answers", metadata: ["error": "\(error)"]) }
             }
             try? await Task.sleep(for: .seconds(1))
         }
@@ -90,7 +93,7 @@ public final class ClusterMembership: Service, Sendable {
 
     private func succeeded() {
         let recovered = state.withLock { s in
-            let was = s.lastHeartbeat.map { ContinuousClock.now - $0 > timeout } ?? false
+            let was = s.lastError != nil
             s.lastHeartbeat = .now
             s.lastError = nil
             return was

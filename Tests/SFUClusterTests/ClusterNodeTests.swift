@@ -60,7 +60,7 @@ import WebRTCEdge
                 $0.clusterRegistry = url
                 $0.clusterNodeID = id
                 $0.clusterControlURL = "http://\(id).example:8080"
-                $0.clusterHeartbeatTimeoutSeconds = 2
+                $0.clusterHeartbeatTimeoutSeconds = 4  // a loaded machine may delay a heartbeat by a second or two
             }
             let m = try ClusterMembership(node: n, logger: Logger(label: "test"))
             nodes.append(n)
@@ -88,7 +88,8 @@ import WebRTCEdge
             return moved["reason"] as? String == "home_taken_over"
         }
         #expect(moved["node"] as? String == members[survivor].record.id && moved["epoch"] as? Int == 2)
-        #expect(ContinuousClock.now - started >= .seconds(1), "not before the heartbeat timeout (2 s after the last heartbeat)")
+        // Dead 4 s after its last heartbeat, which was at most about a second before it stopped.
+        #expect(ContinuousClock.now - started >= .seconds(2), "not before the heartbeat timeout")
     }
 
     @Test func aNodeThatCannotReachTheRegistryIsFencedAndPlacesNobody() async throws {

@@ -23,7 +23,8 @@ final class PostgresServer: Sendable {
             throw PostgresServerError(why: "no /usr/lib/postgresql/*/bin: install Debian's postgresql (scripts/install-deps.sh --tests)")
         }
         bin = "/usr/lib/postgresql/\(version)/bin"
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sfu-registry-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        // In /tmp, not $TMPDIR: as root the server runs as `postgres`, which must be able to reach the directory.
+        directory = "/tmp/sfu-registry-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         asPostgres = geteuid() == 0
         if asPostgres { try Self.run("/bin/chown", ["postgres:postgres", directory]) }

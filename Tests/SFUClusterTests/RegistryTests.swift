@@ -9,7 +9,9 @@ import Testing
 
     /// Runs `body` with `count` registries on one fresh database (each its own connection pool, as separate
     /// signaling servers or nodes would be), the schema prepared.
-    func withRegistries(_ count: Int = 1, timeout: Duration = .seconds(3),
+    /// The heartbeat timeout is long (30 s) so that a node registered at the start of a test is alive to its
+    /// end however slow a loaded machine is; a test that needs a dead node ages its heartbeat in SQL.
+    func withRegistries(_ count: Int = 1, timeout: Duration = .seconds(30),
                         _ body: ([PostgresRegistry], String) async throws -> Void) async throws {
         let server = try PostgresServer.shared.get()
         let url = try server.database()
@@ -69,9 +71,9 @@ import Testing
             let first = try await r.place(room: "standup", limits: Self.limits)
             #expect(first.node == "a" && first.reason == .newRoom && first.epoch == 1)
             try await register(r, ["b"])
-            // a's last heartbeat ages past the timeout (3 s) on the database's clock: whatever a's own clock
+            // a's last heartbeat ages past the timeout (30 s) on the database's clock: whatever a's own clock
             // says, it is dead for everyone.
-            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '10 seconds' WHERE id = 'a'")
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '60 seconds' WHERE id = 'a'")
             #expect(try await r.nodes().map { "\($0.id):\($0.alive)" } == ["a:false", "b:true"])
             let next = try await r.place(room: "standup", limits: Self.limits)
             #expect(next.node == "b" && next.reason == .homeTakenOver && next.home == "b" && next.epoch == 2)

@@ -4,7 +4,8 @@
 # microphone fed from espeak-ng speech; then, against the demo's node, an H.264-only Chromium publisher
 # (Tests/Browser/codec_test.py). Needs root (ip netns) and Debian's chromium.
 # Usage: scripts/browser-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
-# (writes the page's screenshot to docs/demo.png)
+# (takes the page's screenshot in its work directory; SFU_UPDATE_DOCS=1 writes it to docs/demo.png instead, so
+# a test run leaves the tree as it was)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -24,9 +25,10 @@ ip netns exec "$ns" "$sfu" demo --set workers=1 > "$work/demo.log" 2>&1 &
 demo_pid=$!
 wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"
-mkdir -p docs
+screenshot="$work/demo.png"
+[ "${SFU_UPDATE_DOCS:-0}" = 1 ] && screenshot=docs/demo.png
 if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.py \
-    --speech "$work/alice.wav" --late "$work/late.wav" --silence "$work/silence.wav" --screenshot docs/demo.png; then
+    --speech "$work/alice.wav" --late "$work/late.wav" --silence "$work/silence.wav" --screenshot "$screenshot"; then
   echo "!! browser test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi

@@ -10,8 +10,9 @@
 # link fits. Needs root, Debian's chromium, tc and iptables. About 115 s (the simulcast part ~25 s).
 # Usage: scripts/shaped-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 #        [-- extra arguments for shaped_test.py, e.g. -- --rounds 10]
-# (writes the chart of the measured trace to docs/abwd-shaped.svg; SFU_SHAPED_TRACE=file keeps the JSON trace,
-# and file.simulcast.json the simulcast part's)
+# (draws the chart of the measured trace in its work directory; SFU_UPDATE_DOCS=1 writes it to
+# docs/abwd-shaped.svg instead, so a test run leaves the tree as it was; SFU_SHAPED_TRACE=file keeps the JSON
+# trace, and file.simulcast.json the simulcast part's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -62,11 +63,12 @@ ns=$node_ns
 ip netns exec "$node_ns" "$sfu" serve --set workers=1 --set media.listen=10.213.0.1:10000 > "$work/node.log" 2>&1 &
 wait_for_url http://127.0.0.1:8080/healthz
 echo "== Chromium over shaped links: two publishers and a subscriber in namespaces of their own; downlink caps, uplink loss; simulcast"
-mkdir -p docs
+chart="$work/abwd-shaped.svg"
+[ "${SFU_UPDATE_DOCS:-0}" = 1 ] && chart=docs/abwd-shaped.svg
 status=0
 timeout 300 ip netns exec "$node_ns" "$venv/bin/python" Tests/Browser/shaped_test.py \
   --origin http://10.213.0.1:8800 --netns "$prefix" --sub-dev v-sub --speech "$work/a48.wav" "$work/b48.wav" \
-  --alice-addr 10.213.0.11 --chart docs/abwd-shaped.svg ${SFU_SHAPED_TRACE:+--trace "$SFU_SHAPED_TRACE"} "$@" || status=$?
+  --alice-addr 10.213.0.11 --chart "$chart" ${SFU_SHAPED_TRACE:+--trace "$SFU_SHAPED_TRACE"} "$@" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "!! shaped-link test failed; node log:"; grep -v "room event" "$work/node.log" | tail -30
 fi

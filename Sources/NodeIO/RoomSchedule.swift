@@ -9,8 +9,9 @@ import SFU
 /// transport event), and every such path goes through `WorkerCore`, which calls `touch`. The touched rooms'
 /// deadlines are read again before the next deadline is given out; the others cannot have moved. Deadlines
 /// sit in a binary min-heap with lazy deletion: an entry whose time is no longer its room's deadline is
-/// skipped when it reaches the top, and the heap is rebuilt when stale entries outnumber the rooms. Debug
-/// builds check the answer against a scan of every room on every call.
+/// skipped when it reaches the top, and the heap is rebuilt when stale entries outnumber the rooms. What the
+/// schedule knows of a room it keeps on the room (`SchedulerMarks`): a touch per datagram is two flag checks,
+/// no lookup, and each list holds a room once. Debug builds check the answer against a scan of every room.
 struct RoomSchedule {
     private struct Entry {
         var at: MonoTime
@@ -18,88 +19,91 @@ struct RoomSchedule {
     }
 
     private var heap: [Entry] = []
-    /// Each live room's deadline as last read.
-    private var deadlines: [ObjectIdentifier: MonoTime] = [:]
-    /// Rooms reached since their deadline was last read (a room may appear more than once).
+    private var rooms = 0
+    /// Rooms reached since their deadline was last read, each once.
     private var touched: [Room] = []
-    /// Rooms reached since `poll` last looked for events.
+    /// Rooms reached since `poll` last looked for events, each once.
     private var eventful: [Room] = []
 
     mutating func add(_ room: Room) {
-        deadlines[ObjectIdentifier(room)] = .never
+        room.schedulerMarks = SchedulerMarks()
+        room.schedulerMarks.scheduled = true
+        rooms += 1
         touch(room)
     }
 
     mutating func remove(_ room: Room) {
-        deadlines[ObjectIdentifier(room)] = nil
-        touched.removeAll { $0 === room }
-        eventful.removeAll { $0 === room }
+        guard room.schedulerMarks.scheduled else { return }
+        rooms -= 1
+        if room.schedulerMarks.listedForDeadline { touched.removeAll { $0 === room } }
+        if room.schedulerMarks.listedForEvents { eventful.removeAll { $0 === room } }
+        room.schedulerMarks = SchedulerMarks()  // its heap entries are stale from now on
     }
 
-    /// The room may have a new deadline or new events. Called per datagram: no allocation once the lists
-    /// have grown to a pass's size, and a run of datagrams for one room adds it once.
+    /// The room may have a new deadline or new events (called per datagram).
     @inline(__always) mutating func touch(_ room: Room) {
-        if touched.last !== room { touched.append(room) }
-        if eventful.last !== room { eventful.append(room) }
-        if eventful.count >= 4096 { compact() }
-    }
-
-    /// A driver that feeds many datagrams between two looks (a test, a benchmark) keeps the lists bounded:
-    /// deadlines are read now, and each room stays on the events list once.
-    private mutating func compact() {
-        refresh()
-        var seen = Set<ObjectIdentifier>()
-        eventful.removeAll { !seen.insert(ObjectIdentifier($0)).inserted }
+        if !room.schedulerMarks.listedForDeadline {
+            room.schedulerMarks.listedForDeadline = true
+            touched.append(room)
+        }
+        if !room.schedulerMarks.listedForEvents {
+            room.schedulerMarks.listedForEvents = true
+            eventful.append(room)
+        }
     }
 
     /// The earliest room deadline; `.never` when no room has one.
     mutating func next() -> MonoTime {
         refresh()
-        while let top = heap.first, deadlines[ObjectIdentifier(top.room)] != top.at { pop() }
+        while let top = heap.first, !Self.isCurrent(top) { pop() }
         return heap.first?.at ?? .never
     }
 
     /// Rooms whose deadline is at or before `now`, each once; each is touched (its tick moves its deadline).
-    mutating func due(at now: MonoTime, into rooms: inout [Room]) {
+    mutating func due(at now: MonoTime, into due: inout [Room]) {
         refresh()
         while let top = heap.first, top.at <= now {
             pop()
-            let id = ObjectIdentifier(top.room)
-            guard deadlines[id] == top.at else { continue }
-            deadlines[id] = .never  // read again once its tick has run
-            rooms.append(top.room)
+            guard Self.isCurrent(top) else { continue }
+            top.room.schedulerMarks.deadline = .never  // read again once its tick has run
+            due.append(top.room)
             touch(top.room)
         }
     }
 
     /// The next room that may have events, taken off the list; nil when every reached room was looked at.
-    mutating func nextEventful() -> Room? { eventful.popLast() }
+    mutating func nextEventful() -> Room? {
+        guard let room = eventful.popLast() else { return nil }
+        room.schedulerMarks.listedForEvents = false
+        return room
+    }
 
     var mayHaveEvents: [Room] { eventful }
 
-    private mutating func refresh() {
-        guard !touched.isEmpty else { return }
-        defer { touched.removeAll(keepingCapacity: true) }
-        for room in touched {
-            let id = ObjectIdentifier(room)
-            guard let before = deadlines[id] else { continue }  // removed meanwhile
-            let now = room.nextDeadline
-            guard now != before else { continue }
-            deadlines[id] = now
-            if now != .never { push(Entry(at: now, room: room)) }
-        }
-        if heap.count > 2 * deadlines.count + 64 { rebuild() }
+    private static func isCurrent(_ e: Entry) -> Bool {
+        e.room.schedulerMarks.scheduled && e.room.schedulerMarks.deadline == e.at
     }
 
+    private mutating func refresh() {
+        guard !touched.isEmpty else { return }
+        for room in touched {
+            room.schedulerMarks.listedForDeadline = false
+            let now = room.nextDeadline
+            guard now != room.schedulerMarks.deadline else { continue }
+            room.schedulerMarks.deadline = now
+            if now != .never { push(Entry(at: now, room: room)) }
+        }
+        touched.removeAll(keepingCapacity: true)
+        if heap.count > 2 * rooms + 64 { rebuild() }
+    }
+
+    /// Keeps one current entry per room.
     private mutating func rebuild() {
-        var seen = Set<ObjectIdentifier>(minimumCapacity: deadlines.count)
         let old = heap
         heap = []
-        heap.reserveCapacity(deadlines.count)
-        for e in old {
-            let id = ObjectIdentifier(e.room)
-            if deadlines[id] == e.at, seen.insert(id).inserted { push(e) }
-        }
+        heap.reserveCapacity(rooms)
+        var kept = Set<ObjectIdentifier>(minimumCapacity: rooms)
+        for e in old where Self.isCurrent(e) && kept.insert(ObjectIdentifier(e.room)).inserted { push(e) }
     }
 
     private mutating func push(_ e: Entry) {

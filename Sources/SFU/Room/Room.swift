@@ -68,6 +68,10 @@ public final class Room {
 
     public var hasPendingEvents: Bool { !effects.events.isEmpty }
 
+    /// What the worker's scheduler (NodeIO's `RoomSchedule`) keeps on the room so that it finds it without a
+    /// lookup and lists it once however many datagrams reach it in a pass. The room never reads it.
+    public var schedulerMarks = SchedulerMarks()
+
     /// When `tick` should run next: the earliest any part asked for (a silence frame, a key frame retry, a
     /// report, a NACK, a probe, a video going stale, talker lists to rebuild) and the talker detector's next
     /// check. A room whose publishers are silent or absent has none (`.never`).

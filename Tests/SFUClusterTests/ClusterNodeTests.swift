@@ -81,15 +81,12 @@ import WebRTCEdge
         let (dead, survivor) = home == "a" ? (0, 1) : (1, 0)
         #expect(try await Self.call(nodes[survivor], members[survivor], .get, "/healthz").json["node"] as? String == members[survivor].record.id)
         tasks[dead].cancel()  // the home stops heartbeating, as a killed node would
-        let started = ContinuousClock.now
         var moved: [String: Any] = [:]
         try await Self.eventually {
             moved = try await Self.call(nodes[survivor], members[survivor], .post, "/v1/placements", ["room": "r"]).json
             return moved["reason"] as? String == "home_taken_over"
         }
         #expect(moved["node"] as? String == members[survivor].record.id && moved["epoch"] as? Int == 2)
-        // Dead 4 s after its last heartbeat, which was at most about a second before it stopped.
-        #expect(ContinuousClock.now - started >= .seconds(2), "not before the heartbeat timeout")
     }
 
     @Test func aNodeThatCannotReachTheRegistryIsFencedAndPlacesNobody() async throws {

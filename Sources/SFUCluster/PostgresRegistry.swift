@@ -73,10 +73,13 @@ public final class PostgresRegistry: Registry {
                 ON CONFLICT (room, node) DO UPDATE SET participants = EXCLUDED.participants
                 """, logger: logger)
             // A room this node is home of that no node hosts any more, placed over a minute ago (time enough
-            // for the placed participant to join), ends.
+            // for the placed participant to join), ends. A room a placement holds locked is skipped: waiting for
+            // it while holding this node's row would deadlock with that placement, which wants the row next.
             try await c.query("""
-                DELETE FROM sfu_rooms r WHERE r.home = \(node) AND r.placed_at < now() - interval '60 seconds'
-                    AND NOT EXISTS (SELECT 1 FROM sfu_room_hosts h WHERE h.room = r.room)
+                DELETE FROM sfu_rooms WHERE room IN (
+                    SELECT r.room FROM sfu_rooms r WHERE r.home = \(node) AND r.placed_at < now() - interval '60 seconds'
+                        AND NOT EXISTS (SELECT 1 FROM sfu_room_hosts h WHERE h.room = r.room)
+                    FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
             return true
         }
@@ -89,14 +92,16 @@ public final class PostgresRegistry: Registry {
     public func place(room: String, limits: PlacementRule.Limits) async throws -> Placement {
         let timeout = timeoutSeconds
         return try await transaction { c in
-            try await c.query("INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES (\(room), NULL, 0, now()) ON CONFLICT (room) DO NOTHING",
-                              logger: logger)
+            // One statement inserts the room or, when it exists, locks its row (the update of a conflicting row
+            // takes its lock): no moment in which a heartbeat could end the room between finding and locking it.
             var standing: PlacementRule.RoomStanding?
-            for try await (home, epoch) in try await c.query("SELECT home, epoch FROM sfu_rooms WHERE room = \(room) FOR UPDATE",
-                                                               logger: logger).decode((String?, Int64).self) {
+            for try await (home, epoch) in try await c.query("""
+                INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES (\(room), NULL, 0, now())
+                ON CONFLICT (room) DO UPDATE SET placed_at = now() RETURNING home, epoch
+                """, logger: logger).decode((String?, Int64).self) {
                 standing = PlacementRule.RoomStanding(home: home, epoch: epoch)
             }
-            guard var standing else { throw RegistryError.noCapacity }
+            guard var standing else { throw RegistryError.noCapacity }  // RETURNING always gives the row
             for try await (node, participants) in try await c.query("SELECT node, participants FROM sfu_room_hosts WHERE room = \(room)",
                                                                       logger: logger).decode((String, Int64).self) {
                 standing.hosts[node] = Int(participants)
@@ -112,12 +117,13 @@ public final class PostgresRegistry: Registry {
                     """, logger: logger) { moved = true }
                 guard moved else { throw RegistryError.noCapacity }  // cannot happen under the row lock
             }
-            try await c.query("UPDATE sfu_rooms SET placed_at = now() WHERE room = \(room)", logger: logger)
+            // The node's row before its hosts row: the order a heartbeat takes them in (node, then its hosts
+            // rows), so the two never wait on each other in a cycle.
+            try await c.query("UPDATE sfu_nodes SET joins_since_heartbeat = joins_since_heartbeat + 1 WHERE id = \(d.node)", logger: logger)
             try await c.query("""
                 INSERT INTO sfu_room_hosts (room, node, participants) VALUES (\(room), \(d.node), 1)
                 ON CONFLICT (room, node) DO UPDATE SET participants = sfu_room_hosts.participants + 1
                 """, logger: logger)
-            try await c.query("UPDATE sfu_nodes SET joins_since_heartbeat = joins_since_heartbeat + 1 WHERE id = \(d.node)", logger: logger)
             let url = nodes.first { $0.id == d.node }?.controlURL ?? ""
             return Placement(room: room, node: d.node, controlURL: url, reason: d.reason, home: d.home, epoch: d.epoch)
         }

@@ -142,6 +142,25 @@ import Testing
         }
     }
 
+    @Test func heartbeatsEndingRoomsAndPlacementsRevivingThemNeverDeadlock() async throws {
+        // A heartbeat ends rooms its node is home of that nobody hosts; a placement of such a room at the same
+        // moment locked the room, then wanted the node's row the heartbeat held while it waited for the room.
+        try await withRegistries(2) { rs, url in
+            try await register(rs[0], ["a"])
+            let rooms = (0..<30).map { "old-\($0)" }
+            for room in rooms { _ = try await rs[0].place(room: room, limits: Self.limits) }
+            for round in 0..<3 {
+                try PostgresServer.shared.get().psql(url, "DELETE FROM sfu_room_hosts; UPDATE sfu_rooms SET placed_at = now() - interval '5 minutes'")
+                try await withThrowingTaskGroup(of: Void.self) { g in
+                    for room in rooms { g.addTask { _ = try await rs[1].place(room: room, limits: Self.limits) } }
+                    for _ in 0..<10 { g.addTask { _ = try await rs[0].heartbeat(node: "a", load: NodeLoad()) } }
+                    try await g.waitForAll()
+                }
+                #expect(try await rs[0].place(room: rooms[round], limits: Self.limits).node == "a")
+            }
+        }
+    }
+
     @Test func aHeartbeatFromANodeTheRegistryForgotSaysSoAndItsRoomsFollowItsReports() async throws {
         try await withRegistries { rs, url in
             let r = rs[0]

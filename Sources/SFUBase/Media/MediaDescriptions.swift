@@ -10,8 +10,9 @@ public enum MediaKind: String, Sendable, Codable {
 public enum Codec: String, Sendable, Codable, CaseIterable {
     case opus, vp8, vp9, h264
 
-    public var kind: MediaKind { self == .opus ? .audio : .video }
-    public var clockRate: Int { self == .opus ? 48_000 : 90_000 }
+    // Inlinable: read per packet from the engine, another module.
+    @inlinable public var kind: MediaKind { self == .opus ? .audio : .video }
+    @inlinable public var clockRate: Int { self == .opus ? 48_000 : 90_000 }
 }
 
 /// A track a participant publishes, as its SDP offer declares it (the edge binds SSRCs to tracks).

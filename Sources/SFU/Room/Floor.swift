@@ -1,6 +1,7 @@
 /// Lecture-mode floor state (EnableX floor access, `shared/seeds/002_*`): raised hands in request order, at
-/// most one holder, pending invitations. Kept in the room so a reconnecting moderator can read it back.
-struct FloorState {
+/// most one holder, pending invitations. Part of the room's `Moderation`, so a reconnecting moderator can read
+/// it back.
+struct FloorState: Equatable {
     var raised: [Int] = []
     var holder: Int?
     var invited: [Int] = []
@@ -72,28 +73,6 @@ struct FloorState {
             guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot reject") }
             guard invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(caller.id) is not invited") }
             invited.removeAll { $0 == caller.index }
-        }
-    }
-}
-
-extension Room {
-    public var raisedHands: [String] { floor.raised.compactMap { participants[$0]?.id } }
-    public var approvedHands: [String] { floor.holder.flatMap { participants[$0]?.id }.map { [$0] } ?? [] }
-
-    /// The floor protocol (`FloorState.apply`); a new holder, or none, changes who may publish.
-    public func floor(by: String, action: FloorAction, target: String? = nil, now: MonoTime,
-                      into out: DatagramBatch) throws(RoomError) {
-        let caller = try participant(by)
-        guard configuration.mode == .lecture else {
-            throw RoomError(.notInLectureMode, .conflict, "floor control is only available in lecture mode")
-        }
-        let before = floor.holder
-        try floor.apply(action, caller: caller, target: target.flatMap { participantsByID[$0] }.flatMap { participants[$0] }, targetID: target)
-        effects.events.append(.floor(action: action, by: by, target: target, raisedHands: raisedHands, approvedHands: approvedHands))
-        if before != floor.holder {
-            for i in [before, floor.holder].compactMap({ $0 }) {
-                if let p = participants[i] { publishingChanged(p, now: now, into: out) }
-            }
         }
     }
 }

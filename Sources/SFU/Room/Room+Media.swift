@@ -54,7 +54,7 @@ extension Room {
     /// A new downlink estimate for a subscriber: the video count may change (and be reported), then its layers
     /// and caps are reviewed.
     func onEstimate(_ s: Subscriber, now: MonoTime, into out: DatagramBatch) {
-        let costs = videoCosts.measure(participants.values.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
+        let costs = videoCosts.measure(participants.all.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
         if let alert = s.updateVideoCount(costs: costs, configuration: configuration, now: now) {
             effects.events.append(.bandwidthAlert(participant: s.participant.id, bandwidthKbps: alert.bandwidthKbps,
                                                   streamBandwidthKbps: alert.streamBandwidthKbps, numberOfVideos: alert.numberOfVideos))
@@ -69,10 +69,10 @@ extension Room {
     /// (its probe target); nil when it has all it can use.
     func bandwidthForMoreVideos(_ p: Participant, _ s: Subscriber, now: MonoTime) -> Double? {
         let rules = rules
-        let others = participants.values.lazy.filter { $0.index != p.index && rules.videoAllowed($0) }
+        let others = participants.all.lazy.filter { $0.index != p.index && rules.videoAllowed($0) }
         let cameras = others.count { ($0.publisher?.videoLive() ?? false) && !$0.videoMuted }
         let screens = others.count { $0.publisher?.videoLive(.screen) ?? false }
-        let costs = videoCosts.measure(participants.values.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
+        let costs = videoCosts.measure(participants.all.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
         return s.bandwidthForMoreVideos(cameras: cameras, screens: screens, streamKbps: costs.perVideo(configuration.videoDegradation),
                                         audioReserveKbps: configuration.audioReserveKbps)
     }

@@ -1,20 +1,19 @@
-/// Moderator controls (EnableX semantics, `shared/seeds/000_*`): hard mute, pins, lock, roles.
+/// Moderator controls (EnableX semantics, `shared/seeds/000_*` and `002_*`): hard mute, pins, lock, roles and
+/// the lecture floor. `Moderation` decides whether a command applies; the room applies what follows.
 extension Room {
     @discardableResult
     func requireModerator(_ by: String, _ code: ResultCode) throws(RoomError) -> Participant {
         let p = try participant(by)
-        guard p.role == .moderator else { throw RoomError(code, .unauthorized, "\(by) is not a moderator") }
+        try Moderation.requireModerator(p, code)
         return p
     }
 
     /// Room-wide audio hard mute: every participant but moderators, late joiners included, is inaudible.
     public func hardMuteRoom(by: String, audio mute: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         try requireModerator(by, mute ? .roomMuteUnauthorized : .roomUnmuteUnauthorized)
-        if mute && roomAudioMuted { throw RoomError(.roomAlreadyMuted, .conflict, "room is already hard-muted") }
-        if !mute && !roomAudioMuted { throw RoomError(.roomAlreadyUnmuted, .conflict, "room is not hard-muted") }
-        roomAudioMuted = mute
+        try moderation.setRoomAudioMuted(mute)
         effects.events.append(.roomHardMute(audio: mute, by: by))
-        for p in participants.values.sorted(by: { $0.index < $1.index }) { publishingChanged(p, now: now, into: out) }
+        for p in participants.inOrder { publishingChanged(p, now: now, into: out) }
     }
 
     /// Per-participant hard mute of audio and/or video; `nil` leaves that kind as it is.
@@ -35,42 +34,24 @@ extension Room {
     /// Pins users: always in every list (talkers first, then pinned non-talkers), at most K - 1 of them.
     public func pin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         try requireModerator(by, .unauthorized)
-        let indices = try resolve(ids)
-        var next = pins
-        for i in indices where !next.contains(i) { next.append(i) }
-        guard next.count <= configuration.maxActiveTalkers - 1 else {
-            throw RoomError(.pinLimitReached, .conflict,
-                            "at most \(configuration.maxActiveTalkers - 1) users can be pinned (max_active_talkers - 1)")
-        }
-        pins = next
+        try moderation.pin(try participants.resolve(ids), maxActiveTalkers: configuration.maxActiveTalkers)
         effects.events.append(.pins(pinnedIDs))
         refreshAllSubscribers(now: now, into: out)
     }
 
     public func unpin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         try requireModerator(by, .unauthorized)
-        let indices = Set(try resolve(ids))
-        pins.removeAll { indices.contains($0) }
+        moderation.unpin(Set(try participants.resolve(ids)))
         effects.events.append(.pins(pinnedIDs))
         refreshAllSubscribers(now: now, into: out)
     }
 
     public var pinned: [String] { pinnedIDs }
-
-    private func resolve(_ ids: [String]) throws(RoomError) -> [Int] {
-        let unknown = ids.filter { participantsByID[$0] == nil }
-        guard unknown.isEmpty, !ids.isEmpty else {
-            throw RoomError(.undefinedClientIDs, .notFound,
-                            ids.isEmpty ? "no client IDs given" : "undefined client IDs: \(unknown.joined(separator: ", "))")
-        }
-        return ids.map { participantsByID[$0]! }
-    }
+    var pinnedIDs: [String] { moderation.pins.compactMap { participants[$0]?.id } }
 
     public func lock(by: String, locked lock: Bool) throws(RoomError) {
         try requireModerator(by, .lockUnauthorized)
-        if lock && locked { throw RoomError(.roomAlreadyLocked, .conflict, "room is already locked") }
-        if !lock && !locked { throw RoomError(.roomAlreadyUnlocked, .conflict, "room is already unlocked") }
-        locked = lock
+        try moderation.setLocked(lock)
         effects.events.append(.lock(locked: lock, by: by))
     }
 
@@ -85,9 +66,30 @@ extension Room {
         if role == .moderator, caller.index != p.index {
             caller.role = .participant
             effects.events.append(.role(participant: caller.id, role: .participant, by: by))
-            floor.forget(p.index)
+            moderation.forgetFloor(p.index)
         }
         publishingChanged(p, now: now, into: out)
         publishingChanged(caller, now: now, into: out)
+    }
+
+    // MARK: The lecture floor
+
+    public var raisedHands: [String] { moderation.floor.raised.compactMap { participants[$0]?.id } }
+    public var approvedHands: [String] { moderation.floor.holder.flatMap { participants[$0]?.id }.map { [$0] } ?? [] }
+
+    /// The floor protocol (`FloorState.apply`); a new holder, or none, changes who may publish.
+    public func floor(by: String, action: FloorAction, target: String? = nil, now: MonoTime,
+                      into out: DatagramBatch) throws(RoomError) {
+        let caller = try participant(by)
+        guard configuration.mode == .lecture else {
+            throw RoomError(.notInLectureMode, .conflict, "floor control is only available in lecture mode")
+        }
+        let holders = try moderation.floor(action, caller: caller, target: target.flatMap { participants.lookup($0) }, targetID: target)
+        effects.events.append(.floor(action: action, by: by, target: target, raisedHands: raisedHands, approvedHands: approvedHands))
+        if holders.before != holders.after {
+            for i in [holders.before, holders.after].compactMap({ $0 }) {
+                if let p = participants[i] { publishingChanged(p, now: now, into: out) }
+            }
+        }
     }
 }

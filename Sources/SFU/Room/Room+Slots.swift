@@ -1,8 +1,6 @@
 /// Talker lists and slot maps: the room's candidates ranked once, the pure `SlotPolicy` per subscriber, and
 /// its plan applied to the slots (`SlotPlanner` keeps what each slot already shows).
 extension Room {
-    var pinnedIDs: [String] { pins.compactMap { participants[$0]?.id } }
-
     /// A decision of the talker election: a new dominant speaker is counted and reported; lists follow.
     func apply(_ outcome: TalkerElection.Outcome) {
         if let d = outcome.newDominant {
@@ -24,7 +22,7 @@ extension Room {
     func candidates() -> [Int: TalkerCandidate] {
         var c: [Int: TalkerCandidate] = [:]
         let rules = rules
-        for p in participants.values {
+        for p in participants.all {
             let hasAudio = p.audioTrack != nil && rules.audioAllowed(p)
             let hasVideo = (p.publisher?.videoLive() ?? false) && rules.videoAllowed(p) && !p.videoMuted
             guard hasAudio || hasVideo else { continue }
@@ -37,21 +35,23 @@ extension Room {
     /// The screen shares that may be shown now: live, their presenters allowed to send video.
     func screenShares() -> [SlotPolicy.ScreenShare] {
         let rules = rules
-        return participants.values.compactMap { q in
+        return participants.all.compactMap { q in
             guard let publisher = q.publisher, publisher.videoLive(.screen), rules.videoAllowed(q) else { return nil }
-            return SlotPolicy.ScreenShare(presenter: q.index, pinOrder: pins.firstIndex(of: q.index), since: publisher.screenSharedSince)
+            return SlotPolicy.ScreenShare(presenter: q.index, pinOrder: moderation.pins.firstIndex(of: q.index), since: publisher.screenSharedSince)
         }
     }
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         effects.listsDirty = false
-        let prepared = TalkerListBuilder.prepare(recency: election.recency, candidates: candidates(), pins: pins, dominant: election.dominant)
+        let prepared = TalkerListBuilder.prepare(recency: election.recency, candidates: candidates(), pins: moderation.pins,
+                                                 dominant: election.dominant)
         let shares = screenShares()
-        for p in participants.values.sorted(by: { $0.index < $1.index }) { refreshSubscriber(p, prepared, shares, now: now, into: out) }
+        for p in participants.inOrder { refreshSubscriber(p, prepared, shares, now: now, into: out) }
     }
 
     func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
-        let prepared = TalkerListBuilder.prepare(recency: election.recency, candidates: candidates(), pins: pins, dominant: election.dominant)
+        let prepared = TalkerListBuilder.prepare(recency: election.recency, candidates: candidates(), pins: moderation.pins,
+                                                 dominant: election.dominant)
         refreshSubscriber(p, prepared, screenShares(), now: now, into: out)
     }
 
@@ -111,7 +111,7 @@ extension Room {
             track.consumers.removeAll()
             for c in others { c.trackEnded(track) }
         }
-        for q in participants.values { q.subscriber?.audioSlots.forEach { $0.sendDueSilence(now: now, into: out) } }
+        for q in participants.all { q.subscriber?.audioSlots.forEach { $0.sendDueSilence(now: now, into: out) } }
         refreshAllSubscribers(now: now, into: out)
     }
 }

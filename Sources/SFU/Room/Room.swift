@@ -16,19 +16,16 @@ public final class Room {
     let effects = RoomEffects()
     public var counters: RoomCounters { effects.counters }
 
-    var participants: [Int: Participant] = [:]
-    var participantsByID: [String: Int] = [:]
+    var participants: Roster
     /// Every published track by index: what a slot's send log names its packets' sources by.
     var tracks: [Int: PublishedTrack] = [:]
     var connections: [ConnectionID: Connection] = [:]
-    var nextParticipantIndex = 0
     var nextTrackIndex = 0
 
     var election: TalkerElection
-    var pins: [Int] = []
-    public internal(set) var locked = false
-    public internal(set) var roomAudioMuted = false
-    var floor = FloorState()
+    var moderation = Moderation()
+    public var locked: Bool { moderation.locked }
+    public var roomAudioMuted: Bool { moderation.roomAudioMuted }
     /// What one video costs in the room, measured (ABWD's stream bandwidth).
     var videoCosts = VideoCosts()
 
@@ -42,20 +39,21 @@ public final class Room {
         self.name = name
         self.configuration = configuration
         self.limits = limits
+        participants = Roster(capacity: limits.participants)
         election = TalkerElection(detector: configuration.detector, now: now)
     }
 
     /// Tracks and the slots they feed hold each other (a track's consumers, a slot's source): a room let go
     /// without `destroy` (a test's, a fuzz target's) unties them so that they are freed with it.
     deinit {
-        for p in participants.values {
+        for p in participants.all {
             p.publisher?.endAll()
             p.subscriber?.unbind()
         }
         for c in connections.values { c.release() }
     }
 
-    var rules: PublishingRules { PublishingRules(mode: configuration.mode, floorHolder: floor.holder, roomAudioMuted: roomAudioMuted) }
+    var rules: PublishingRules { moderation.rules(mode: configuration.mode) }
 
     // MARK: Events and time
 
@@ -81,7 +79,7 @@ public final class Room {
     public func tick(now: MonoTime, into out: DatagramBatch) {
         effects.resetWakeups()
         if let outcome = election.decideIfDue(sustainedSpeech: configuration.sustainedSpeech, now: now) { apply(outcome) }
-        for p in participants.values {
+        for p in participants.all {
             if let pub = p.publisher {
                 if pub.updateLiveness(staleAfter: configuration.videoStaleAfter, now: now) { effects.listsDirty = true }
                 pub.sendDueFeedback(audioReserveKbps: configuration.audioReserveKbps, now: now, into: out)
@@ -105,36 +103,16 @@ public final class Room {
     // MARK: Membership
 
     public var participantCount: Int { participants.count }
-    public func contains(participant id: String) -> Bool { participantsByID[id] != nil }
-    public var participantIDs: [String] { participants.values.sorted { $0.index < $1.index }.map(\.id) }
+    public func contains(participant id: String) -> Bool { participants.contains(id) }
+    public var participantIDs: [String] { participants.inOrder.map(\.id) }
 
-    func participant(_ id: String) throws(RoomError) -> Participant {
-        guard let i = participantsByID[id], let p = participants[i] else {
-            throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(id)")
-        }
-        return p
-    }
+    func participant(_ id: String) throws(RoomError) -> Participant { try participants.participant(id) }
 
-    /// Admits a participant. Refused while the room is locked, or when the ID is taken.
+    /// Admits a participant. Refused while the room is locked, or when the ID is taken (`Roster.admit`).
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
-        guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
-        guard participantsByID[id] == nil else {
-            throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
-        }
-        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(self.name) is locked") }
-        guard participants.count < limits.participants else {
-            throw RoomError(.limitReached, .conflict, "room \(self.name) is full (\(limits.participants) participants)", limit: "participants_per_room")
-        }
-        if let t = talkerCount, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
-            throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
-        }
-        let index = nextParticipantIndex
-        nextParticipantIndex += 1
-        let p = Participant(id: id, index: index, name: name ?? id, role: role, talkerCount: talkerCount)
-        participants[index] = p
-        participantsByID[id] = index
-        election.join(index)
+        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked, roomName: self.name)
+        election.join(p.index)
         effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
         listsChanged()
     }
@@ -148,14 +126,9 @@ public final class Room {
         unpublish(p)
         unsubscribe(p)
         for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
-        participants[p.index] = nil
-        participantsByID[id] = nil
+        participants.remove(p)
         election.leave(p.index)
-        if pins.contains(p.index) {
-            pins.removeAll { $0 == p.index }
-            effects.events.append(.pins(pinnedIDs))
-        }
-        floor.forget(p.index)
+        if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
         effects.events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))
         refreshAllSubscribers(now: now, into: out)
     }
@@ -163,26 +136,24 @@ public final class Room {
     /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes
     /// the transports (`allConnections`) and drops the room after draining these events.
     public func destroy(now: MonoTime) {
-        for p in participants.values.sorted(by: { $0.index < $1.index }) {
+        for p in participants.inOrder {
             effects.events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
             p.publisher?.endAll()
             p.subscriber?.unbind()
         }
         participants.removeAll()
-        participantsByID.removeAll()
         tracks.removeAll()
         for c in connections.values { c.release() }
         connections.removeAll()
         election = TalkerElection(detector: configuration.detector, now: now)
-        pins.removeAll()
-        floor = FloorState()
+        moderation.endMembership()
         effects.events.append(.roomDestroyed)
     }
 
     /// The connections the room routes for a participant (the node closes them when the room or it goes).
     public func connections(of id: String) -> [ConnectionID] {
-        guard let i = participantsByID[id] else { return [] }
-        return connections.values.filter { $0.participant == i }.map(\.id)
+        guard let p = participants.lookup(id) else { return [] }
+        return connections.values.filter { $0.participant == p.index }.map(\.id)
     }
 
     public var allConnections: [ConnectionID] { Array(connections.keys) }
@@ -197,27 +168,22 @@ public final class Room {
         var c = configuration
         change(&c)
         try c.validate()
-        guard c.mode == configuration.mode || floor.holder == nil else {
+        guard c.mode == configuration.mode || moderation.floor.holder == nil else {
             throw RoomError(.invalidSetting, .conflict, "release the floor before changing the room mode")
         }
-        if pins.count > c.maxActiveTalkers - 1 {
-            throw RoomError(.pinLimitReached, .conflict,
-                            "\(pins.count) users are pinned; unpin some before lowering max_active_talkers to \(c.maxActiveTalkers)")
-        }
+        try moderation.checkPins(fit: c.maxActiveTalkers)
         let levelChanged = c.levelSource != configuration.levelSource
         configuration = c
         election.detector.configuration = c.detector
         if levelChanged { for t in tracks.values where t.kind == .audio { t.meter.setSource(c.levelSource) } }
-        for p in participants.values { updateCandidacy(p) }
+        for p in participants.all { updateCandidacy(p) }
         refreshAllSubscribers(now: now, into: out)
     }
 
     /// The subscriber's own talker count (at most the room's max_active_talkers).
     public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         let p = try participant(id)
-        if let t = count, !RoomConfiguration.maxActiveTalkersRange.contains(t) {
-            throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
-        }
+        if let t = count { try Roster.checkTalkerCount(t) }
         p.talkerCount = count
         refreshSubscriber(p, now: now, into: out)
     }

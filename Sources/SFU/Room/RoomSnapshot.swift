@@ -57,7 +57,7 @@ public struct ParticipantStats: Sendable, Equatable {
 extension Room {
     public func snapshot() -> RoomSnapshot { RoomSnapshot(self) }
 
-    public func stats() -> [ParticipantStats] { participants.values.sorted { $0.index < $1.index }.map(ParticipantStats.init) }
+    public func stats() -> [ParticipantStats] { participants.inOrder.map(ParticipantStats.init) }
 }
 
 extension RoomSnapshot {
@@ -68,7 +68,7 @@ extension RoomSnapshot {
             dominantSpeaker: room.election.dominant.flatMap(ids),
             activeTalkers: room.election.recency.filter { room.election.isSpeaking($0) }.compactMap(ids),
             raisedHands: room.raisedHands, approvedHands: room.approvedHands,
-            participants: room.participants.values.sorted { $0.index < $1.index }.map { p in
+            participants: room.participants.inOrder.map { p in
                 RoomSnapshot.Participant(
                     id: p.id, name: p.name, role: p.role,
                     connected: [p.publisher?.connection, p.subscriber?.connection].contains { $0?.inbound != nil },

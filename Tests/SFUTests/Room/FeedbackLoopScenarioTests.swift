@@ -208,7 +208,7 @@ import Testing
     @Test func aTransportCCSubscriberIsProbedUpToWhatItsLinkCarries() throws {
         let (h, people, b) = try shapedCall()
         h.run(people, from: 0, seconds: 15)
-        let s = try #require(h.room.participants.values.first { $0.id == "B" }?.subscriber)
+        let s = try #require(h.room.participants.lookup("B")?.subscriber)
         let estimate = try #require(s.estimator.estimate)
         #expect(s.estimator is GCCEstimator)
         #expect(estimate > 1_000_000, "probes took the estimate to what a 2 Mbit/s link carries: \(estimate)")
@@ -219,7 +219,7 @@ import Testing
     @Test func theVideoCountFallsWithinSecondsOfACapAndComesBackAfterItWithoutFlapping() throws {
         let (h, people, b) = try shapedCall()
         h.run(people, from: 0, seconds: 20)
-        let s = try #require(h.room.participants.values.first { $0.id == "B" }?.subscriber)
+        let s = try #require(h.room.participants.lookup("B")?.subscriber)
         #expect(s.videoCount.numberOfVideos == 2)
         h.clearEvents()
         h.setDownlinkCapacity(of: b.member.subscribe.connection, bitsPerSecond: 400_000)

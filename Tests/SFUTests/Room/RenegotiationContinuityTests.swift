@@ -248,7 +248,7 @@ import Testing
         let h1: (id: UInt8, value: [UInt8]) = (10, Array("h".utf8))
         h.send(Self.packet(ssrc: 0x5001, seq: 1, ts: 0, pictureID: 1, [mid, h1]), from: p.publish)
         h.send(Self.packet(ssrc: 0x5001, seq: 2, ts: 3000, pictureID: 2, []), from: p.publish)
-        let layer = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.last)
+        let layer = try #require(h.room.participants.lookup("P")?.videoTracks.last)
         #expect(layer.ssrc == 0x5001)
         // The move: new SSRC, new sequence numbers, the RID on its first packets.
         h.advance(by: 100)
@@ -273,7 +273,7 @@ import Testing
             again.append(t)
         }
         try h.room.attachPublisher("P", connection: p.publish.connection, tracks: again, now: h.now)
-        let renewed = try #require(h.room.participants.values.first { $0.id == "P" }?.videoTracks.last)
+        let renewed = try #require(h.room.participants.lookup("P")?.videoTracks.last)
         #expect(renewed.ssrc == 0x7002, "the RID binding survives the renegotiation")
         h.send(Self.packet(ssrc: 0x7002, seq: 7, ts: 18000, pictureID: 7, []), from: p.publish)
         #expect(h.room.counters.drops[.unknownSSRC] == 0 && h.room.counters.drops[.srtpAuthFailed] == 0)

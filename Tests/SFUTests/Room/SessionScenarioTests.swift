@@ -155,8 +155,8 @@ import Testing
         let bPublish = b.member.publish.connection
         h.network = { dest, d in !(dest == bPublish && d.count > 1 && d[1] == 206) }  // B never sees a PLI
         h.run([m, a, b, c], from: 3, seconds: 3)
-        let slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
-        #expect(slot.pending != nil && slot.pending === h.room.participants.values.first { $0.id == "B" }?.videoTracks.first,
+        let slot = try #require(h.room.participants.lookup("C")?.subscriber?.videoSlots.first)
+        #expect(slot.pending != nil && slot.pending === h.room.participants.lookup("B")?.videoTracks.first,
                 "C's slot waits for B's keyframe")
         return (h, m, a, b, c)
     }
@@ -181,8 +181,8 @@ import Testing
         b.audioScript = { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([m, a, b, c], from: 6, seconds: 4)
         #expect(h.talkerEvents(for: "C").last?.2.first { $0.mid == "v0" }?.participant == "A")
-        let aTrack = h.room.participants.values.first { $0.id == "A" }?.videoTracks.first
-        var slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
+        let aTrack = h.room.participants.lookup("A")?.videoTracks.first
+        var slot = try #require(h.room.participants.lookup("C")?.subscriber?.videoSlots.first)
         #expect(slot.current === aTrack && slot.pending == nil, "nothing is waited for any more")
         // B's keyframe comes after all, and C asks for a keyframe on its slot: neither reaches B.
         h.network = nil
@@ -194,7 +194,7 @@ import Testing
         _ = pli.withUnsafeMutableBytes { PictureLossIndication.write(sender: 0xC, media: slotSSRC, into: $0) }
         h.send(pli, from: c.member.subscribe)
         h.run([m, a, b, c], from: 10.2, seconds: 0.5)
-        slot = try #require(h.room.participants.values.first { $0.id == "C" }?.subscriber?.videoSlots.first)
+        slot = try #require(h.room.participants.lookup("C")?.subscriber?.videoSlots.first)
         #expect(slot.current === aTrack, "B's late keyframe does not take the slot")
         #expect(b.plisReceived == plisToB, "the slot's PLI reaches A only")
     }

@@ -149,7 +149,7 @@ import Testing
         c.h.clearReceived()
         c.rtcpRead = 0
         run(&c, ms: 1000, lowBps: 400_000, highBps: 5_000_000)
-        let s = try #require(c.h.room.participants.values.first { $0.id == "low" }?.subscriber)
+        let s = try #require(c.h.room.participants.lookup("low")?.subscriber)
         #expect(s.videoCount.numberOfVideos == 1, "the lowest layer (~150 kbit/s) fits 400 kbit/s")
         let low = shown(c, c.low)
         #expect(low.layers.count >= 90 && Set(low.layers) == [0], "and the slot shows it: \(low.layers.count) packets")
@@ -173,7 +173,7 @@ import Testing
         c.h.clearReceived()
         c.rtcpRead = 0
         run(&c, ms: 1000, lowBps: 0, highBps: 5_000_000, audio: true)
-        let s = try #require(c.h.room.participants.values.first { $0.id == "low" }?.subscriber)
+        let s = try #require(c.h.room.participants.lookup("low")?.subscriber)
         let low = shown(c, c.low)
         #expect(low.layers.count >= 90 && Set(low.layers) == [2],
                 "10 s after the link went to 5 Mbit/s the slot shows the top layer (~1 Mbit/s): estimate \(s.estimator.estimate ?? 0)")
@@ -203,7 +203,7 @@ import Testing
         h.send(packet(ssrc: 0x5001, pt: 96, seq: 1, [mid, (10, Array("h".utf8))]), from: p.publish)
         h.send(packet(ssrc: 0x5002, pt: 96, seq: 1, [mid, (10, Array("l".utf8))]), from: p.publish)
         h.send(packet(ssrc: 0x5003, pt: 96, seq: 1, [mid, (10, Array("x".utf8))]), from: p.publish)
-        let video = h.room.participants.values.first { $0.id == "P" }!.videoTracks
+        let video = h.room.participants.lookup("P")!.videoTracks
         #expect(video.map(\.ssrc) == [0x5002, 0x5001], "each SSRC went to the layer its RID names")
         #expect(h.room.counters.drops[.unknownSSRC] == 1, "a RID the offer did not declare binds nothing")
         h.send(packet(ssrc: 0x5001, pt: 96, seq: 2, []), from: p.publish)

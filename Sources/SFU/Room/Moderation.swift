@@ -1,0 +1,95 @@
+/// What moderators decided for the whole room (EnableX semantics, `shared/seeds/000_*` and `002_*`): pins,
+/// the lock, the room-wide audio hard mute and the lecture floor. Pure state with the rules of each command:
+/// it throws the seeds' codes for a command that may not apply now, and otherwise changes and counts a new
+/// `version`. The room applies what follows (events, who may publish, slots).
+///
+/// Kept apart from the media so that it can be carried whole: a room that spans nodes (issue 25) has one
+/// moderation state, applied by every node of the room, the newest version winning.
+/// Per-participant hard mutes and roles stay on `Participant`, with the participant they belong to.
+struct Moderation: Equatable {
+    private(set) var pins: [Int] = []
+    private(set) var locked = false
+    private(set) var roomAudioMuted = false
+    private(set) var floor = FloorState()
+    /// Moves with every change.
+    private(set) var version: UInt64 = 0
+
+    func rules(mode: RoomConfiguration.Mode) -> PublishingRules {
+        PublishingRules(mode: mode, floorHolder: floor.holder, roomAudioMuted: roomAudioMuted)
+    }
+
+    static func requireModerator(_ p: Participant, _ code: ResultCode) throws(RoomError) {
+        guard p.role == .moderator else { throw RoomError(code, .unauthorized, "\(p.id) is not a moderator") }
+    }
+
+    mutating func setRoomAudioMuted(_ mute: Bool) throws(RoomError) {
+        if mute && roomAudioMuted { throw RoomError(.roomAlreadyMuted, .conflict, "room is already hard-muted") }
+        if !mute && !roomAudioMuted { throw RoomError(.roomAlreadyUnmuted, .conflict, "room is not hard-muted") }
+        roomAudioMuted = mute
+        version &+= 1
+    }
+
+    mutating func setLocked(_ lock: Bool) throws(RoomError) {
+        if lock && locked { throw RoomError(.roomAlreadyLocked, .conflict, "room is already locked") }
+        if !lock && !locked { throw RoomError(.roomAlreadyUnlocked, .conflict, "room is already unlocked") }
+        locked = lock
+        version &+= 1
+    }
+
+    /// Pins are always in every list (talkers first, then pinned non-talkers): at most K - 1 of them, so that
+    /// one place is left for whoever speaks.
+    mutating func pin(_ indices: [Int], maxActiveTalkers: Int) throws(RoomError) {
+        var next = pins
+        for i in indices where !next.contains(i) { next.append(i) }
+        guard next.count <= maxActiveTalkers - 1 else {
+            throw RoomError(.pinLimitReached, .conflict, "at most \(maxActiveTalkers - 1) users can be pinned (max_active_talkers - 1)")
+        }
+        pins = next
+        version &+= 1
+    }
+
+    mutating func unpin(_ indices: Set<Int>) {
+        pins.removeAll { indices.contains($0) }
+        version &+= 1
+    }
+
+    /// A lower max_active_talkers must still leave room for the pins.
+    func checkPins(fit maxActiveTalkers: Int) throws(RoomError) {
+        guard pins.count <= maxActiveTalkers - 1 else {
+            throw RoomError(.pinLimitReached, .conflict,
+                            "\(pins.count) users are pinned; unpin some before lowering max_active_talkers to \(maxActiveTalkers)")
+        }
+    }
+
+    /// The floor protocol (`FloorState.apply`). Returns the holders before and after: a change of holder
+    /// changes who may publish.
+    mutating func floor(_ action: FloorAction, caller: Participant, target: Participant?,
+                        targetID: String?) throws(RoomError) -> (before: Int?, after: Int?) {
+        let before = floor.holder
+        try floor.apply(action, caller: caller, target: target, targetID: targetID)
+        version &+= 1
+        return (before, floor.holder)
+    }
+
+    /// A participant left: its pin and its place on the floor go. Returns whether the pins changed.
+    mutating func forget(_ index: Int) -> Bool {
+        let pinned = pins.contains(index)
+        pins.removeAll { $0 == index }
+        floor.forget(index)
+        version &+= 1
+        return pinned
+    }
+
+    /// A moderator promoted to hand over the role leaves the floor protocol's participant side.
+    mutating func forgetFloor(_ index: Int) {
+        floor.forget(index)
+        version &+= 1
+    }
+
+    /// The room ended: pins and floor go; lock and room mute, settings of the room itself, stay.
+    mutating func endMembership() {
+        pins.removeAll()
+        floor = FloorState()
+        version &+= 1
+    }
+}

@@ -1,0 +1,83 @@
+/// Who is in a room: its participants by index (given at admission, never reused in the room's life: what the
+/// election, pins, the floor and slot plans name participants by) and by the client's id. It checks what
+/// admission may refuse and owns nothing else; the room wires what a participant sends and receives.
+struct Roster {
+    private(set) var byIndex: [Int: Participant] = [:]
+    private var indexByID: [String: Int] = [:]
+    private var nextIndex = 0
+    /// The room's `participants_per_room`.
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { byIndex.count }
+    var isEmpty: Bool { byIndex.isEmpty }
+    /// In no particular order: for work whose result does not depend on it.
+    var all: Dictionary<Int, Participant>.Values { byIndex.values }
+    /// In admission order: for work that emits events or datagrams, so that runs are reproducible.
+    var inOrder: [Participant] { byIndex.values.sorted { $0.index < $1.index } }
+
+    subscript(index: Int) -> Participant? { byIndex[index] }
+    func contains(_ id: String) -> Bool { indexByID[id] != nil }
+
+    func participant(_ id: String) throws(RoomError) -> Participant {
+        guard let i = indexByID[id], let p = byIndex[i] else {
+            throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(id)")
+        }
+        return p
+    }
+
+    /// The participant `id` names, nil when none (a moderator's target that may not exist).
+    func lookup(_ id: String) -> Participant? { indexByID[id].flatMap { byIndex[$0] } }
+
+    /// The indices of `ids`, all of which must be in the room (EnableX: 5011 undefined client IDs).
+    func resolve(_ ids: [String]) throws(RoomError) -> [Int] {
+        guard !ids.isEmpty else { throw RoomError(.undefinedClientIDs, .notFound, "no client IDs given") }
+        var indices: [Int] = []
+        var unknown: [String] = []
+        for id in ids {
+            if let i = indexByID[id] { indices.append(i) } else { unknown.append(id) }
+        }
+        guard unknown.isEmpty else {
+            throw RoomError(.undefinedClientIDs, .notFound, "undefined client IDs: \(unknown.joined(separator: ", "))")
+        }
+        return indices
+    }
+
+    /// Admits a participant: refused for an empty or taken id, while `locked`, when the room is full, or for a
+    /// talker count outside 1-12.
+    mutating func admit(_ id: String, name: String?, role: Role, talkerCount: Int?, locked: Bool,
+                        roomName: String) throws(RoomError) -> Participant {
+        guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
+        guard indexByID[id] == nil else {
+            throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
+        }
+        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(roomName) is locked") }
+        guard byIndex.count < capacity else {
+            throw RoomError(.limitReached, .conflict, "room \(roomName) is full (\(capacity) participants)", limit: "participants_per_room")
+        }
+        if let t = talkerCount { try Self.checkTalkerCount(t) }
+        let p = Participant(id: id, index: nextIndex, name: name ?? id, role: role, talkerCount: talkerCount)
+        nextIndex += 1
+        byIndex[p.index] = p
+        indexByID[id] = p.index
+        return p
+    }
+
+    static func checkTalkerCount(_ t: Int) throws(RoomError) {
+        guard RoomConfiguration.maxActiveTalkersRange.contains(t) else {
+            throw RoomError(.invalidSetting, .invalid, "talker_count must be 1-12, got \(t)")
+        }
+    }
+
+    mutating func remove(_ p: Participant) {
+        byIndex[p.index] = nil
+        indexByID[p.id] = nil
+    }
+
+    /// Empties the roster; indices still never repeat.
+    mutating func removeAll() {
+        byIndex.removeAll()
+        indexByID.removeAll()
+    }
+}

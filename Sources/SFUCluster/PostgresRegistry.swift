@@ -110,12 +110,17 @@ public final class PostgresRegistry: Registry {
             let decided = PlacementRule.place(room: standing.home == nil && standing.hosts.isEmpty ? nil : standing, nodes: nodes,
                                               limits: limits, random: { Int.random(in: 0..<$0) })
             guard case .success(let d) = decided else { throw RegistryError.noCapacity }
+            // The rule says the home changes (its epoch + 1); the epoch itself is the sequence's next number
+            // (schema version 2), which is larger than any this room had, also before it last ended.
+            var epoch = d.epoch
             if d.homeChanged {
-                var moved = false
-                for try await _ in try await c.query("""
-                    UPDATE sfu_rooms SET home = \(d.home), epoch = \(d.epoch) WHERE room = \(room) AND epoch = \(standing.epoch) RETURNING epoch
-                    """, logger: logger) { moved = true }
-                guard moved else { throw RegistryError.noCapacity }  // cannot happen under the row lock
+                var moved: Int64?
+                for try await e in try await c.query("""
+                    UPDATE sfu_rooms SET home = \(d.home), epoch = nextval('sfu_epochs') WHERE room = \(room) AND epoch = \(standing.epoch)
+                    RETURNING epoch
+                    """, logger: logger).decode(Int64.self) { moved = e }
+                guard let moved else { throw RegistryError.noCapacity }  // cannot happen under the row lock
+                epoch = moved
             }
             // The node's row before its hosts row: the order a heartbeat takes them in (node, then its hosts
             // rows), so the two never wait on each other in a cycle.
@@ -125,14 +130,15 @@ public final class PostgresRegistry: Registry {
                 ON CONFLICT (room, node) DO UPDATE SET participants = sfu_room_hosts.participants + 1
                 """, logger: logger)
             let url = nodes.first { $0.id == d.node }?.controlURL ?? ""
-            return Placement(room: room, node: d.node, controlURL: url, reason: d.reason, home: d.home, epoch: d.epoch)
+            return Placement(room: room, node: d.node, controlURL: url, reason: d.reason, home: d.home, epoch: epoch)
         }
     }
 
     public func claimHome(room: String, node: String, expectedEpoch: Int64) async throws -> Int64? {
         var epoch: Int64?
         for try await e in try await client.query("""
-            UPDATE sfu_rooms SET home = \(node), epoch = epoch + 1 WHERE room = \(room) AND epoch = \(expectedEpoch) RETURNING epoch
+            UPDATE sfu_rooms SET home = \(node), epoch = nextval('sfu_epochs') WHERE room = \(room) AND epoch = \(expectedEpoch)
+            RETURNING epoch
             """, logger: logger).decode(Int64.self) { epoch = e }
         return epoch
     }

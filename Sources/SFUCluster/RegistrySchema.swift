@@ -32,6 +32,14 @@ enum RegistrySchema {
             """,
             "CREATE INDEX sfu_room_hosts_node ON sfu_room_hosts (node)",
         ],
+        // 2: epochs from one sequence. A room's row goes when the room ends, and a room of the same name placed
+        // again restarted at epoch 1: a node still holding the old room's epoch 1 would take the new one for
+        // its own. Every home change now takes the next number of the sequence, so a room's epochs only grow,
+        // across ends and re-placements, and no two home changes anywhere share one.
+        [
+            "CREATE SEQUENCE sfu_epochs AS int8 MINVALUE 1",
+            "SELECT setval('sfu_epochs', COALESCE((SELECT max(epoch) FROM sfu_rooms), 0) + 1, false)",
+        ],
     ]
 
     /// Runs inside a transaction (the registry's `prepare`).

@@ -55,10 +55,10 @@ import Testing
                 let two = try #require(placed[room])
                 #expect(two.count == 2 && two[0].node == two[1].node && two[0].home == two[1].home,
                         "\(room): both signaling servers were sent to one node (\(two.map(\.node)))")
-                #expect(Set(two.map(\.reason)) == [.newRoom, .home] && two.allSatisfy { $0.epoch == 1 },
+                #expect(Set(two.map(\.reason)) == [.newRoom, .home] && two[0].epoch == two[1].epoch && two[0].epoch >= 1,
                         "one of them created the room, the other found it: \(two.map(\.reason))")
                 let home = try await rs[0].home(of: room)
-                #expect(home?.node == two[0].node && home?.epoch == 1)
+                #expect(home?.node == two[0].node && home?.epoch == two[0].epoch)
             }
             #expect(Set(placed.values.map { $0[0].node }).count > 1, "the rooms were spread over the nodes")
         }
@@ -139,6 +139,42 @@ import Testing
             #expect(spill.reason == .spillToNewNode && spill.node != home && spill.home == home && spill.epoch == 1)
             let next = try await r.place(room: "big", limits: limits)
             #expect(next.reason == .spillToHost && next.node == spill.node, "the node already in the room, no third node")
+        }
+    }
+
+    @Test func aRoomEndedAndPlacedAgainNeverReusesAnEpoch() async throws {
+        // A room's row goes when it ends; placed again, it restarted at epoch 1, the epoch a node that still
+        // held the old room would take for its own. Epochs come from one sequence: they only grow.
+        try await withRegistries { rs, url in
+            let r = rs[0]
+            try await register(r, ["a"])
+            let first = try await r.place(room: "weekly", limits: Self.limits)
+            let other = try await r.place(room: "daily", limits: Self.limits)
+            #expect(first.epoch >= 1 && other.epoch > first.epoch, "no two home changes share an epoch")
+            // Nobody hosts it any more, its last placement is old: a's heartbeat ends it.
+            try PostgresServer.shared.get().psql(url, "DELETE FROM sfu_room_hosts; UPDATE sfu_rooms SET placed_at = now() - interval '5 minutes'")
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad()))
+            #expect(try await r.home(of: "weekly") == nil, "the room ended")
+            let again = try await r.place(room: "weekly", limits: Self.limits)
+            #expect(again.reason == .newRoom && again.epoch > other.epoch, "epoch \(again.epoch) after \(first.epoch) and \(other.epoch)")
+            let claimed = try #require(try await r.claimHome(room: "weekly", node: "a", expectedEpoch: again.epoch))
+            #expect(claimed > again.epoch)
+        }
+    }
+
+    @Test func aRegistryOfSchemaVersionOneStartsItsEpochsPastTheRoomsItHolds() async throws {
+        // A registry written by a node of schema version 1 (epochs counted per room) is migrated: the sequence
+        // starts past every epoch it holds, so a room's next home change still increases its epoch.
+        try await withRegistries { rs, url in
+            let server = try PostgresServer.shared.get()
+            try server.psql(url, """
+                DROP SEQUENCE sfu_epochs; UPDATE sfu_schema SET version = 1;
+                INSERT INTO sfu_nodes (id, control_url, capacity, heartbeat_at, registered_at) VALUES ('a', 'http://a', 100, now(), now());
+                INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES ('old', NULL, 41, now())
+                """)
+            try await rs[0].prepare()
+            let placed = try await rs[0].place(room: "old", limits: Self.limits)
+            #expect(placed.reason == .newRoom && placed.epoch == 42)
         }
     }
 

@@ -125,7 +125,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "SFUClusterTests", dependencies: [
-            "SFUCluster", "SFUNode",
+            "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),

@@ -33,6 +33,8 @@ import SFUClient
 ///   {"type": "roster", "room": <the node's room state, names included>}
 ///   {"type": "event", "event": <a node event>}   (active_talkers and bandwidth_alert only to their subscriber)
 ///   {"type": "left", "reason"}                    (dropped by a moderator, or the room was destroyed)
+///   {"type": "rejoin", "reason": "node_lost"}     (cluster: the room's node died; the browser joins again and
+///                                                  is placed on a live node)
 ///   {"type": "error", "msg"}
 public actor SignalingServer {
     public struct Configuration: Sendable {
@@ -59,6 +61,8 @@ public actor SignalingServer {
     /// The node each room is on, as the placement answered for its first participant. Every participant of a
     /// room goes to that node: until nodes relay to each other, a room split over two nodes would be two rooms.
     var roomNodes: [String: ControlClient] = [:]
+    /// The id of that node (the placement's `node`), which a cluster's `node_lost` event names.
+    var roomNodeIDs: [String: String] = [:]
     /// Nodes other than `api` whose events are relayed (one event stream each).
     var followed: Set<URL> = []
     let logger: Logger
@@ -209,6 +213,7 @@ public actor SignalingServer {
         if !browsers.values.contains(where: { $0.room == b.room }) {
             _ = try? await api.call("DELETE", "v1/rooms/\(b.room)")
             roomNodes[b.room] = nil
+            roomNodeIDs[b.room] = nil
         } else {
             await sendRoster(b.room)
         }
@@ -239,7 +244,10 @@ public actor SignalingServer {
             if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
             logger.info("room placed", metadata: ["room": "\(room)", "node": "\(placed.node)", "reason": "\(placed.reason)"])
         }
-        roomNodes[room] = roomNodes[room] ?? client
+        if roomNodes[room] == nil {
+            roomNodes[room] = client
+            roomNodeIDs[room] = placed.node
+        }
         return roomNodes[room]!
     }
 
@@ -251,6 +259,9 @@ public actor SignalingServer {
             dominantSpeakers.removeAll()
         }
         guard let room = event.room else { return }
+        if event.type == "node_lost" {
+            return nodeLost(room: room, node: event["node"] as? String)
+        }
         switch event.type {
         case "dominant_speaker": dominantSpeakers[room] = DominantSpeaker(participant: event["participant"] as? String)
         case "room_destroyed": dominantSpeakers[room] = nil
@@ -271,6 +282,22 @@ public actor SignalingServer {
             for b in browsers.values where b.room == room { b.outbox.yield(message) }
             if ["hard_mute", "pins", "floor", "lock", "role"].contains(event.type) { await sendRoster(room) }
         }
+    }
+
+    /// Cluster: the node `room` was on died (another node reported it). Its browsers there are told to rejoin
+    /// and forgotten; their next `join` asks for a placement again, which puts the room on a live node (the
+    /// registry gives the room a new home when the dead node was it).
+    func nodeLost(room: String, node: String?) {
+        guard let node, roomNodeIDs[room] == node else { return }
+        roomNodes[room] = nil
+        roomNodeIDs[room] = nil
+        dominantSpeakers[room] = nil
+        let message = Self.text(["type": "rejoin", "reason": "node_lost"])
+        for b in browsers.values where b.room == room {
+            browsers[b.participant] = nil
+            b.outbox.yield(message)
+        }
+        logger.warning("room's node lost: its browsers rejoin", metadata: ["room": "\(room)", "node": "\(node)"])
     }
 
     /// The node's view of the room (roles, mute states, pins, floor) to every browser in it.

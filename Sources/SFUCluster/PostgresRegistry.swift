@@ -48,7 +48,8 @@ public final class PostgresRegistry: Registry {
             VALUES (\(node.id), \(node.controlURL), \(node.mediaAddress), \(node.relayAddress), \(node.region), \(node.capacity), 'serving', now(), now())
             ON CONFLICT (id) DO UPDATE SET control_url = EXCLUDED.control_url, media_address = EXCLUDED.media_address,
                 relay_address = EXCLUDED.relay_address, region = EXCLUDED.region, capacity = EXCLUDED.capacity,
-                state = 'serving', heartbeat_at = now(), registered_at = now(), joins_since_heartbeat = 0
+                state = 'serving', heartbeat_at = now(), registered_at = now(), joins_since_heartbeat = 0,
+                failure_reported_at = NULL, failure_reported_by = NULL
             """, logger: logger)
     }
 
@@ -59,7 +60,7 @@ public final class PostgresRegistry: Registry {
             let rows = try await c.query("""
                 UPDATE sfu_nodes SET heartbeat_at = now(), rooms = \(load.rooms), participants = \(load.participants),
                     packets_in = \(load.packetsInPerSecond), packets_out = \(load.packetsOutPerSecond), cpu = \(load.cpu),
-                    joins_since_heartbeat = 0
+                    joins_since_heartbeat = 0, failure_reported_at = NULL, failure_reported_by = NULL
                 WHERE id = \(node) RETURNING id
                 """, logger: logger)
             var known = false
@@ -72,16 +73,46 @@ public final class PostgresRegistry: Registry {
                 SELECT r, \(node), p FROM unnest(\(rooms)::text[], \(counts)::int8[]) AS t(r, p)
                 ON CONFLICT (room, node) DO UPDATE SET participants = EXCLUDED.participants
                 """, logger: logger)
-            // A room this node is home of that no node hosts any more, placed over a minute ago (time enough
-            // for the placed participant to join), ends. A room a placement holds locked is skipped: waiting for
-            // it while holding this node's row would deadlock with that placement, which wants the row next.
+            // A room this node is home of - or whose home failed and was reported, or was removed - that no node
+            // hosts any more, placed over a minute ago (time enough for the placed participant to join), ends. A
+            // room a placement holds locked is skipped: waiting for it while holding this node's row would
+            // deadlock with that placement, which wants the row next.
             try await c.query("""
                 DELETE FROM sfu_rooms WHERE room IN (
-                    SELECT r.room FROM sfu_rooms r WHERE r.home = \(node) AND r.placed_at < now() - interval '60 seconds'
+                    SELECT r.room FROM sfu_rooms r
+                    WHERE (r.home = \(node) OR r.home IS NULL
+                           OR r.home IN (SELECT id FROM sfu_nodes WHERE failure_reported_at IS NOT NULL))
+                        AND r.placed_at < now() - interval '60 seconds'
                         AND NOT EXISTS (SELECT 1 FROM sfu_room_hosts h WHERE h.room = r.room)
                     FOR UPDATE SKIP LOCKED)
                 """, logger: logger)
             return true
+        }
+    }
+
+    public func reportFailures(by node: String) async throws -> [NodeFailure] {
+        let timeout = timeoutSeconds
+        return try await transaction { c in
+            // Marking the row is the election: of two nodes asking at once, the second waits for the first's row
+            // lock, then finds the row marked and skips it (READ COMMITTED re-checks the condition). The dead
+            // node's row, then its hosts rows: the order every other writer takes them in.
+            var dead: [String] = []
+            for try await id in try await c.query("""
+                UPDATE sfu_nodes SET failure_reported_at = now(), failure_reported_by = \(node)
+                WHERE id <> \(node) AND failure_reported_at IS NULL AND heartbeat_at <= now() - make_interval(secs => \(timeout))
+                RETURNING id
+                """, logger: logger).decode(String.self) { dead.append(id) }
+            var failures: [NodeFailure] = []
+            for id in dead.sorted() {
+                var failure = NodeFailure(node: id, rooms: [:], homeOf: [])
+                for try await (room, participants) in try await c.query(
+                    "DELETE FROM sfu_room_hosts WHERE node = \(id) RETURNING room, participants", logger: logger
+                ).decode((String, Int64).self) { failure.rooms[room] = Int(participants) }
+                for try await room in try await c.query("SELECT room FROM sfu_rooms WHERE home = \(id) ORDER BY room", logger: logger)
+                    .decode(String.self) { failure.homeOf.append(room) }
+                failures.append(failure)
+            }
+            return failures
         }
     }
 

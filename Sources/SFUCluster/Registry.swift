@@ -24,6 +24,25 @@ public protocol Registry: Sendable {
     func home(of room: String) async throws -> (node: String?, epoch: Int64)?
     /// Every registered node with its standing, alive or not.
     func nodes() async throws -> [NodeStanding]
+    /// Called by a live node after its heartbeat: the nodes that died (heartbeat older than the timeout) and
+    /// that nobody reported yet, each reported once cluster-wide (the first caller gets it, whoever else asks at
+    /// the same moment), with the rooms it hosted - whose participants there must rejoin elsewhere - and their
+    /// rows gone, so placements no longer count it. A node that heartbeats again can fail and be reported again.
+    func reportFailures(by node: String) async throws -> [NodeFailure]
+}
+
+/// A node found dead: the rooms it hosted (participants there at its last heartbeat) and those it was home of.
+public struct NodeFailure: Sendable, Equatable {
+    public var node: String
+    public var rooms: [String: Int]
+    /// Rooms whose home it was: the next placement of each makes a live node the home (a new epoch).
+    public var homeOf: [String]
+
+    public init(node: String, rooms: [String: Int], homeOf: [String]) {
+        self.node = node
+        self.rooms = rooms
+        self.homeOf = homeOf
+    }
 }
 
 /// A placement's answer: the node to use and why.

@@ -40,6 +40,10 @@ enum RegistrySchema {
             "CREATE SEQUENCE sfu_epochs AS int8 MINVALUE 1",
             "SELECT setval('sfu_epochs', COALESCE((SELECT max(epoch) FROM sfu_rooms), 0) + 1, false)",
         ],
+        // 3: a dead node is reported once (`reportFailures`): when, and by which live node.
+        [
+            "ALTER TABLE sfu_nodes ADD COLUMN failure_reported_at timestamptz, ADD COLUMN failure_reported_by text",
+        ],
     ]
 
     /// Runs inside a transaction (the registry's `prepare`).

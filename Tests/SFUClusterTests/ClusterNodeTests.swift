@@ -80,6 +80,7 @@ import WebRTCEdge
                 "either node sends the room's participants to its home")
         let (dead, survivor) = home == "a" ? (0, 1) : (1, 0)
         #expect(try await Self.call(nodes[survivor], members[survivor], .get, "/healthz").json["node"] as? String == members[survivor].record.id)
+        let events = nodes[survivor].events.subscribe(room: "r")
         tasks[dead].cancel()  // the home stops heartbeating, as a killed node would
         var moved: [String: Any] = [:]
         try await Self.eventually {
@@ -87,6 +88,32 @@ import WebRTCEdge
             return moved["reason"] as? String == "home_taken_over"
         }
         #expect(moved["node"] as? String == members[survivor].record.id && moved["epoch"] as? Int == 2)
+        // The survivor reported the dead node to the signaling server, for the room its participants were in.
+        // (`home` says whether it was still the room's home when reported: the placement above may have taken
+        // the home over first, or not - both race past the same timeout.)
+        let lost = try await Self.first(events) { $0["type"] as? String == "node_lost" }
+        #expect(lost?["room"] as? String == "r" && lost?["node"] as? String == members[dead].record.id && lost?["home"] is Bool
+                && lost?["participants"] is Int && lost?["reason"] as? String == "heartbeat_timeout", "\(lost ?? [:])")
+    }
+
+    /// The first event on `subscription` that `match` accepts, or nil when none comes within 10 s.
+    static func first(_ subscription: EventHub.Subscription, _ match: @escaping @Sendable ([String: Any]) -> Bool) async throws -> [String: Any]? {
+        let messages = subscription.messages
+        let found = try await withThrowingTaskGroup(of: String?.self) { g in
+            g.addTask {
+                for await m in messages {
+                    if let o = try? JSONSerialization.jsonObject(with: Data(m.text.utf8)) as? [String: Any], match(o) { return m.text }
+                }
+                return nil
+            }
+            g.addTask {
+                try await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            defer { g.cancelAll() }
+            return try await g.next() ?? nil
+        }
+        return found.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
     @Test func aNodeThatCannotReachTheRegistryIsFencedAndPlacesNobody() async throws {

@@ -168,13 +168,38 @@ import Testing
         try await withRegistries { rs, url in
             let server = try PostgresServer.shared.get()
             try server.psql(url, """
-                DROP SEQUENCE sfu_epochs; UPDATE sfu_schema SET version = 1;
+                DROP SEQUENCE sfu_epochs; ALTER TABLE sfu_nodes DROP COLUMN failure_reported_at, DROP COLUMN failure_reported_by;
+                UPDATE sfu_schema SET version = 1;
                 INSERT INTO sfu_nodes (id, control_url, capacity, heartbeat_at, registered_at) VALUES ('a', 'http://a', 100, now(), now());
                 INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES ('old', NULL, 41, now())
                 """)
             try await rs[0].prepare()
             let placed = try await rs[0].place(room: "old", limits: Self.limits)
             #expect(placed.reason == .newRoom && placed.epoch == 42)
+        }
+    }
+
+    @Test func aDeadNodeIsReportedOnceWithTheRoomsItHostedAndAgainAfterItCameBackAndDiedAgain() async throws {
+        try await withRegistries(2) { rs, url in
+            try await register(rs[0], ["a"])
+            for room in ["r1", "r2"] { _ = try await rs[0].place(room: room, limits: Self.limits) }
+            try await register(rs[0], ["b", "c"])
+            #expect(try await rs[0].heartbeat(node: "a", load: NodeLoad(rooms: 2, participants: 4, roomParticipants: ["r1": 3, "r2": 1])))
+            #expect(try await rs[0].reportFailures(by: "b").isEmpty, "nobody is dead yet")
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '60 seconds' WHERE id = 'a'")
+            // Two survivors ask at once: one reports a, the other learns nothing.
+            async let x = rs[0].reportFailures(by: "b")
+            async let y = rs[1].reportFailures(by: "c")
+            let (fx, fy) = try await (x, y)
+            #expect(fx + fy == [NodeFailure(node: "a", rooms: ["r1": 3, "r2": 1], homeOf: ["r1", "r2"])], "\(fx) \(fy)")
+            #expect(try await rs[0].reportFailures(by: "b").isEmpty, "reported once")
+            // Its rooms no longer count it: the next placement of r1 takes the home over on a live node.
+            let moved = try await rs[0].place(room: "r1", limits: Self.limits)
+            #expect(moved.reason == .homeTakenOver && ["b", "c"].contains(moved.node))
+            // a comes back, then dies again: reported again, now with no room of its own.
+            #expect(try await rs[0].heartbeat(node: "a", load: NodeLoad()))
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '60 seconds' WHERE id = 'a'")
+            #expect(try await rs[1].reportFailures(by: "c") == [NodeFailure(node: "a", rooms: [:], homeOf: ["r2"])])
         }
     }
 

@@ -26,6 +26,7 @@ const sinks = new Map();  // mid -> the <audio> element or the video tile that p
 function send(message) { ws.send(JSON.stringify(message)); }
 
 function connect(join) {
+  demo.joinRequest = join;
   ws = new WebSocket(`ws://${location.host}/ws`);
   ws.onopen = () => send({ type: "join", ...join });
   ws.onmessage = (m) => receive(JSON.parse(m.data));
@@ -48,6 +49,17 @@ async function receive(m) {
       if (resolve) { pendingCommands.delete(m.id); resolve(m); }
       return;
     }
+    case "rejoin":
+      // The node the room was on died (a cluster's `node_lost`): the server forgot this participant; join
+      // again, which places the room on a live node, with new connections.
+      demo.rejoins = (demo.rejoins || 0) + 1;
+      for (const pc of [publishPC, subscribePC]) pc && pc.close();
+      for (const mid of [...sinks.keys()]) { sinks.get(mid).remove(); sinks.delete(mid); }
+      Object.assign(demo, { joined: false, slots: {}, kinds: {}, talkers: [] });
+      ws.onclose = null;
+      ws.close();
+      connect(demo.joinRequest);
+      return;
     case "left":
       demo.left = m.reason;
       for (const pc of [publishPC, subscribePC]) pc && pc.close();

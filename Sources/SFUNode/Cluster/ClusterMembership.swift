@@ -5,7 +5,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// The node's membership of a cluster (`cluster.registry` set): it prepares the registry's schema, registers
-/// the node, heartbeats its load each second, and knows whether the registry still answers. A node whose
+/// the node, heartbeats its load each second, reports nodes that died (`node_lost` events), and knows whether
+/// the registry still answers. A node whose
 /// last successful heartbeat is older than the heartbeat timeout is fenced: by then the registry may have
 /// declared it dead and moved its rooms' homes, so it places nobody and says `registry_unreachable` in its
 /// health until a heartbeat gets through again.
@@ -72,6 +73,7 @@ public final class ClusterMembership: Service, Sendable {
                     succeeded()
                 } else if try await registry.heartbeat(node: record.id, load: await load()) {
                     succeeded()
+                    try await reportFailures()
                 } else {
                     registered = false
                     logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])
@@ -88,6 +90,23 @@ public final class ClusterMembership: Service, Sendable {
                 if first { logger.error("registry unreachable: this node places nobody until it answers", metadata: ["error": "\(error)"]) }
             }
             try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// Nodes that died since: each reported by one live node of the cluster, this one when it asked first. Each
+    /// room the dead node hosted becomes a `node_lost` event for the signaling server, whose clients there
+    /// rejoin through a new placement (a live node; a new home when the dead one was it).
+    func reportFailures() async throws {
+        for failure in try await registry.reportFailures(by: record.id) {
+            logger.error("node lost: no heartbeat within the timeout", metadata: [
+                "node": "\(failure.node)", "rooms": "\(failure.rooms.count)", "participants": "\(failure.rooms.values.reduce(0, +))",
+            ])
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let homeOf = Set(failure.homeOf)
+            for room in Set(failure.rooms.keys).union(homeOf).sorted() {
+                node.events.publish(.nodeLost(node: failure.node, participants: failure.rooms[room] ?? 0, home: homeOf.contains(room)),
+                                    room: room, now: now)
+            }
         }
     }
 

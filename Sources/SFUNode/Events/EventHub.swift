@@ -111,6 +111,11 @@ public final class EventHub: Sendable {
         }
     }
 
+    /// Numbers and delivers one of the node's own events (not a room's): `room` when it concerns one.
+    func publish(_ payload: EventPayload, room: String?, now: Int64) {
+        state.withLock { s in deliver(&s, room: room, time: now, payload) }
+    }
+
     private func deliver(_ s: inout State, room: String?, time: Int64, _ payload: EventPayload) {
         let seq = s.nextSeq
         s.nextSeq += 1  // counts events: 2^64 of them is not a reachable number

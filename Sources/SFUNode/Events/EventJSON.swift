@@ -11,12 +11,17 @@ enum EventPayload: Encodable, Sendable {
     case eventsReset(reason: String, since: UInt64, nextSeq: UInt64)
     /// A refused events request (the API's error shape, as a message before the close).
     case error(result: Int, msg: String)
+    /// Cluster: `node` stopped heartbeating and is dead; it hosted `participants` of the message's room (at its
+    /// last heartbeat), whom the signaling server should have rejoin through a new placement. `home`: it was the
+    /// room's home (the next placement gives the room a new one). From the one live node that reported it.
+    case nodeLost(node: String, participants: Int, home: Bool)
 
     var type: String {
         switch self {
         case .eventsLost: return "events_lost"
         case .eventsReset: return "events_reset"
         case .error: return "error"
+        case .nodeLost: return "node_lost"
         case .room(let e):
             switch e {
             case .activeTalkers: return "active_talkers"
@@ -41,6 +46,7 @@ enum EventPayload: Encodable, Sendable {
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
         case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
+        case node, participants, home
     }
 
     struct Talker: Encodable {
@@ -85,6 +91,11 @@ enum EventPayload: Encodable, Sendable {
         case .error(let result, let msg):
             try c.encode(result, forKey: .result)
             try c.encode(msg, forKey: .msg)
+        case .nodeLost(let node, let participants, let home):
+            try c.encode(node, forKey: .node)
+            try c.encode(participants, forKey: .participants)
+            try c.encode(home, forKey: .home)
+            try c.encode("heartbeat_timeout", forKey: .reason)
         case .room(let event):
             switch event {
             case .activeTalkers(let subscriber, let talkers, let slots):

@@ -86,6 +86,11 @@ let package = Package(
         ]),
         // The load generator: simulated WebRTC clients on real UDP, the soak, (then the benchmarks).
         .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUSimulation", "SFUMedia", "SFUClient"], path: "Tools/LoadGen"),
+        // Cluster tools: a private PostgreSQL server (tests, benchmarks) and the registry benchmark.
+        .target(name: "ClusterLab", dependencies: [
+            "SFUCluster",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ], path: "Tools/ClusterLab"),
         // The example signaling server: browsers over a WebSocket, the node over its control API; serves the
         // demo page. Read it as the reference integration.
         .target(name: "ExampleSignaling", dependencies: [
@@ -109,7 +114,7 @@ let package = Package(
         ]),
         // The tools: demo, example signaling, bench, soak, hostile, scenario (encoders, simulated clients).
         .executableTarget(name: "sfu-lab", dependencies: [
-            "SFU", "SFUNode", "NodeCommandLine", "SFUSimulation", "SFUMedia", "LoadGen", "SFUClient", "ExampleSignaling",
+            "SFU", "SFUNode", "NodeCommandLine", "SFUSimulation", "SFUMedia", "LoadGen", "SFUClient", "ExampleSignaling", "ClusterLab",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -125,7 +130,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "SFUClusterTests", dependencies: [
-            "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient",
+            "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient", "ClusterLab",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),

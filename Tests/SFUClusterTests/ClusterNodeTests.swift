@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import SFUCluster
 @testable import SFUNode
+import ClusterLab
 import Testing
 import WebRTCEdge
 

@@ -1,4 +1,5 @@
 import Foundation
+import ClusterLab
 import Testing
 @testable import SFUCluster
 

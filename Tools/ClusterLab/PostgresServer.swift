@@ -1,20 +1,20 @@
 import Foundation
 
-/// A private PostgreSQL server for the registry tests: Debian's binaries (`scripts/install-deps.sh --tests`
+/// A private PostgreSQL server for the registry tests and `sfu registry-bench`: Debian's binaries (`scripts/install-deps.sh --tests`
 /// installs them), a fresh cluster in a temporary directory, listening only on a Unix socket there (no TCP
 /// port to collide with), started once per test process and stopped when it exits. Each test makes its own
 /// database. As root (CI), the server runs as the `postgres` user: PostgreSQL refuses to run as root.
-final class PostgresServer: Sendable {
-    static let shared: Result<PostgresServer, PostgresServerError> = Result { try PostgresServer() }
+public final class PostgresServer: Sendable {
+    public static let shared: Result<PostgresServer, PostgresServerError> = Result { try PostgresServer() }
         .mapError { $0 as? PostgresServerError ?? PostgresServerError(why: "\($0)") }
 
     let directory: String
     let bin: String
     let asPostgres: Bool
 
-    struct PostgresServerError: Error, CustomStringConvertible {
+    public struct PostgresServerError: Error, CustomStringConvertible {
         var why: String
-        var description: String { "PostgreSQL for the registry tests: \(why)" }
+        public var description: String { "a private PostgreSQL server: \(why)" }
     }
 
     private init() throws {
@@ -43,14 +43,14 @@ final class PostgresServer: Sendable {
     nonisolated(unsafe) static var stopAtExit: (String, String, Bool)?
 
     /// A new, empty database and the registry URL that reaches it.
-    func database() throws -> String {
+    public func database() throws -> String {
         let name = "t\(UInt64.random(in: 0...UInt64.max))"
         try Self.run(bin + "/createdb", ["-h", directory, "-p", "5432", "-U", "postgres", name], asPostgres: asPostgres)
         return "postgres://postgres@/\(name)?host=\(directory)&port=5432"
     }
 
     /// Runs SQL in a database as the superuser (to age a heartbeat, as a test needs to).
-    func psql(_ url: String, _ sql: String) throws {
+    public func psql(_ url: String, _ sql: String) throws {
         let name = String(URLComponents(string: url)!.path.dropFirst())
         try Self.run(bin + "/psql", ["-h", directory, "-p", "5432", "-U", "postgres", "-d", name, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql],
                      asPostgres: asPostgres)

@@ -14,6 +14,9 @@ final class Participant {
     var subscriber: Subscriber?
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
+    /// The node a remote participant publishes on (its media comes over the relay from there); nil for a
+    /// participant of this node. A remote participant is never relayed onwards.
+    var origin: String?
 
     init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
         self.id = id

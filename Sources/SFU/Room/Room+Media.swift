@@ -30,10 +30,14 @@ extension Room {
             let estimated = conn.receiveRTCP(buffer, length: length, limits: limits, tracks: tracks, mayForward: { kind in
                 self.participants[conn.participant].map { rules.refusal($0, kind) == nil } ?? false
             }, now: now, into: out, effects: effects)
-            if estimated, let s = conn.subscriber { onEstimate(s, now: now, into: out) }
+            // A relay's estimate (its peer's reports) moves no video count: the relay carries what the plan says.
+            if estimated, let s = conn.subscriber, s.participant.index >= 0 { onEstimate(s, now: now, into: out) }
             return
         }
-        guard let publisher = conn.publisher else {
+        // A client's publishing transport, or a relay carrying remote participants' streams (by SSRC).
+        guard let publisher = conn.publisher
+            ?? (conn.remotePublishers.isEmpty ? nil : RTPHeader.peekSSRC(UnsafeRawBufferPointer(rebasing: buffer[0..<length])).flatMap { conn.remotePublishers[$0] })
+        else {
             // A subscribing transport that sends RTP, or a publisher not yet bound: nothing routes it.
             if length < 12 { return effects.drop(.truncated, conn) }
             return effects.drop(.unknownSSRC, conn)

@@ -59,9 +59,9 @@ extension Room {
     /// Installs the SRTP keys DTLS exported for a connection: `inbound` decrypts what the client sends,
     /// `outbound` protects what the node sends (RFC 5764 section 4.2). Throws when libsrtp refuses them.
     public func setSRTP(connection: ConnectionID, inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial) throws {
-        guard let c = connections[connection], let p = participants[c.participant] else {
-            throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)")
-        }
+        guard let c = connections[connection] else { throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)") }
+        let p = participants[c.participant]
+        guard p != nil || c.participant < 0 else { throw RoomError(.invalidSetting, .notFound, "unknown connection \(connection)") }
         c.inbound = try SRTPSession(keys: inbound, direction: .inbound)
         c.outbound = try SRTPSession(keys: outbound, direction: .outbound)
         // Nothing reaches a subscriber before its keys: a keyframe that came while its transport was coming up
@@ -70,7 +70,7 @@ extension Room {
             for t in s.videoSlots.compactMap(\.pending) { t.awaitKeyframe(now: .zero, effects: effects) }
             effects.wake(at: .zero)
         }
-        effects.events.append(.participantState(participant: p.id, state: .connected, reason: nil))
+        if let p { effects.events.append(.participantState(participant: p.id, state: .connected, reason: nil)) }
     }
 
     /// The connection's transport is gone (closed, replaced, consent expired, handshake timed out): its
@@ -78,6 +78,7 @@ extension Room {
     /// given, is reported as the participant's `disconnected` state.
     public func detachConnection(_ id: ConnectionID, reason: String?, now: MonoTime? = nil, into out: DatagramBatch? = nil) {
         guard let c = connections.removeValue(forKey: id) else { return }
+        if c.participant < 0 { return detachRelay(c) }
         guard let p = participants[c.participant] else { return c.release() }
         p.retiredDrops.add(c.drops)
         if p.publisher?.connection === c { unpublish(p) }
@@ -115,6 +116,7 @@ extension Room {
     func unpublish(_ p: Participant) {
         guard let publisher = p.publisher else { return }
         for t in publisher.allTracks { tracks[t.index] = nil }
+        if p.origin != nil { publisher.connection.remotePublishers = publisher.connection.remotePublishers.filter { $0.value !== publisher } }
         publisher.endAll()
         p.publisher = nil
         stopSpeaking(p)

@@ -24,6 +24,7 @@ extension Room {
         effects.listsDirty = false
         let ranking = ranking
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
+        refreshRelays(ranking, now: now, into: out)
     }
 
     func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) { refreshSubscriber(p, ranking, now: now, into: out) }

@@ -20,6 +20,9 @@ public final class Room {
     /// Every published track by index: what a slot's send log names its packets' sources by.
     var tracks: [Int: PublishedTrack] = [:]
     var connections: [ConnectionID: Connection] = [:]
+    /// Relays to the other nodes of the room, by peer node (`Room+Relays`).
+    var relays: [String: RelayLink] = [:]
+    var nextRelayIndex = 0
     var nextTrackIndex = 0
 
     var election: TalkerElection
@@ -50,6 +53,7 @@ public final class Room {
             p.publisher?.endAll()
             p.subscriber?.unbind()
         }
+        for r in relays.values { r.release() }
         for c in connections.values { c.release() }
     }
 
@@ -143,6 +147,8 @@ public final class Room {
         }
         participants.removeAll()
         tracks.removeAll()
+        for r in relays.values { r.release() }
+        relays.removeAll()
         for c in connections.values { c.release() }
         connections.removeAll()
         election = TalkerElection(detector: configuration.detector, now: now)

@@ -23,6 +23,8 @@ public struct RoomLimits: Sendable, Equatable {
     /// The least time between two moves of a MID- or RID-bound track to a new SSRC (a sender resolving an SSRC
     /// collision, RFC 3550 section 8.2): a client that changes SSRCs on every packet costs one stream a second.
     public var ssrcRebindInterval: MonoTime.Interval = .seconds(1)
+    /// Other nodes one room relays to at once (a room that spans nodes).
+    public var relays = 16
 
     public init() {}
 

@@ -42,7 +42,7 @@ extension Connection {
             case (.senderReport?, _):
                 guard spend(Int(pkt.countOrFormat)) else { return }
                 if case .success(let sr) = SenderReport.parse(p, pkt) {
-                    publisher?.onSenderReport(sr, now: now, mayForward: mayForward, into: out)
+                    (publisher ?? remotePublishers[sr.ssrc])?.onSenderReport(sr, now: now, mayForward: mayForward, into: out)
                 }
             case (.receiverReport?, _):
                 guard spend(Int(pkt.countOrFormat)) else { return }

@@ -18,6 +18,9 @@ public final class Connection: DepartureStamped {
     /// (`release`: the publisher and subscriber hold their connection too).
     var publisher: Publisher?
     var subscriber: Subscriber?
+    /// A relay's connection: the remote participants' publishers whose media it carries, by SSRC (one
+    /// connection carries many participants' streams; `publisher` is then nil).
+    var remotePublishers: [UInt32: Publisher] = [:]
     /// Subscribing with transport-cc: what the node sent, by transport-wide sequence number.
     var sendHistory: SendHistory?
     /// On the batch's list of connections whose stamped packets await their departure time.
@@ -38,6 +41,7 @@ public final class Connection: DepartureStamped {
         attached = false
         publisher = nil
         subscriber = nil
+        remotePublishers = [:]
     }
 
     /// The batch this connection's datagrams are written into: its egress's, or the room's own.

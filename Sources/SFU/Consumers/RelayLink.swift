@@ -1,0 +1,156 @@
+/// The room's relay to another node (issue 25; docs/cluster.md, Relays): what this node sends there. It is a
+/// subscriber that is never ranked, shown or listed, whose slots are bound one to one to participants: one
+/// audio slot per relayed participant, one video slot per relayed camera. Each slot is a `SlotSender` like a
+/// browser's, so the relayed stream stays continuous across layer changes and the peer's NACKs, key frame
+/// requests and reports are answered as a browser's are; hard mute and the floor apply before the relay (a
+/// slot only shows what `PublishingRules` lets through).
+///
+/// Which participants it carries is `RelayPlan`'s. A participant that drops out of the plan keeps its slot,
+/// empty, so that its stream to the peer continues where it left off when it comes back; past `maxSlots` slots
+/// of a kind the one empty longest goes.
+final class RelayLink {
+    let peer: String
+    let connection: Connection
+    /// The relay as its subscriber's participant: not in the room's roster.
+    let holder: Participant
+    let subscriber: Subscriber
+    let maxSlots: Int
+    /// The participant each slot is bound to, by mid, and when it was last in the plan.
+    private(set) var bound: [String: (participant: Int, lastWanted: MonoTime)] = [:]
+    private var descriptions: [SlotDescription] = []
+
+    init(peer: String, connection: Connection, holder: Participant, videoCount: VideoCountPolicy, resendPolicy: ResendPolicy,
+         maxSlots: Int, effects: RoomEffects) {
+        self.peer = peer
+        self.connection = connection
+        self.holder = holder
+        self.maxSlots = maxSlots
+        subscriber = Subscriber(participant: holder, connection: connection, videoCount: videoCount, resendPolicy: resendPolicy, effects: effects)
+        connection.subscriber = subscriber
+    }
+
+    /// The relay's SSRCs: one per participant and kind, the same whenever the participant is relayed again
+    /// (the peer binds them to that participant's tracks). Unique within the link.
+    static func ssrc(participant: Int, kind: MediaKind, rtx: Bool = false) -> UInt32 {
+        0x1000_0000 | UInt32(truncatingIfNeeded: participant & 0x03FF_FFFF) << 2 | (kind == .audio ? 0 : rtx ? 2 : 1)
+    }
+
+    static func mid(participant: Int, kind: MediaKind) -> String { "\(kind == .audio ? "a" : "v")\(participant)" }
+
+    /// The formats a relay slot takes: Opus, or every video codec the node forwards (the source keeps its
+    /// codec; H.264 under a format for the high profiles and one for Baseline).
+    static func description(participant: Int, kind: MediaKind) -> SlotDescription {
+        let mid = mid(participant: participant, kind: kind), ssrc = ssrc(participant: participant, kind: kind)
+        guard kind == .video else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
+        let level = H264ProfileLevelID.Level(levelIDC: 52, constraintSet3: false, profileIDC: 0x64)
+        return SlotDescription(codec: .vp8, mid: mid, ssrc: ssrc, payloadType: 96, rtxPayloadType: 97,
+                               rtxSSRC: Self.ssrc(participant: participant, kind: .video, rtx: true), otherFormats: [
+                                   PayloadFormat(codec: .vp9, payloadType: 98, rtxPayloadType: 99),
+                                   PayloadFormat(codec: .h264, payloadType: 102, rtxPayloadType: 103,
+                                                 h264: H264ProfileLevelID(profile: .high444, level: level)),
+                                   PayloadFormat(codec: .h264, payloadType: 104, rtxPayloadType: 105,
+                                                 h264: H264ProfileLevelID(profile: .baseline, level: level)),
+                               ])
+    }
+
+    /// Follows the plan: binds a slot to each wanted participant that has none, empties the slots of those no
+    /// longer wanted, and shows each wanted participant's track in its slot.
+    func follow(_ wanted: RelayPlan.Wanted, participants: Roster, configuration: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
+        var changed = false
+        for (kind, who) in [(MediaKind.audio, wanted.audio), (.video, wanted.video)] {
+            for p in who {
+                let mid = Self.mid(participant: p, kind: kind)
+                if bound[mid] == nil {
+                    descriptions.append(Self.description(participant: p, kind: kind))
+                    changed = true
+                }
+                bound[mid] = (p, now)
+            }
+            // Past the cap, the slots empty longest go (never one wanted now: at most K of them).
+            let ofKind = bound.filter { $0.key.hasPrefix(kind == .audio ? "a" : "v") }
+            if ofKind.count > maxSlots {
+                for (mid, _) in ofKind.filter({ $0.value.lastWanted < now }).sorted(by: { $0.value.lastWanted < $1.value.lastWanted })
+                    .prefix(ofKind.count - maxSlots) {
+                    bound[mid] = nil
+                    descriptions.removeAll { $0.mid == mid }
+                    changed = true
+                }
+            }
+        }
+        if changed { _ = subscriber.bind(descriptions, startBitrate: Double(configuration.startBitrateKbps) * 1000) }
+        for slot in subscriber.slots {
+            guard let b = bound[slot.description.mid] else { continue }
+            if b.lastWanted == now, let q = participants[b.participant] {
+                // Placed anew when it is someone else, or its track changed (re-published, another layer).
+                let shown = slot.pending ?? slot.current
+                if slot.assignee !== q {
+                    subscriber.place(q, in: slot, configuration: configuration, now: now, into: out)
+                } else if let t = subscriber.chooseTrack(of: q, for: slot, current: shown, configuration: configuration, now: now),
+                          t !== shown, slot.undecodable !== t {
+                    subscriber.place(q, in: slot, configuration: configuration, now: now, into: out)
+                }
+            } else if slot.assigned != nil {
+                slot.clear()
+            }
+        }
+    }
+
+    /// What the relay carries now (the participants its non-empty slots show), as its peer binds it: each
+    /// stream's SSRC and the format the slot sends its source in.
+    var carried: [RelayedStream] {
+        subscriber.slots.compactMap { slot in
+            guard let who = slot.assignee, let track = slot.pending ?? slot.current,
+                  let f = slot.kind == .audio ? slot.description.formats.first : slot.description.format(for: track.description)
+            else { return nil }
+            return RelayedStream(participant: who.id, name: who.name, kind: slot.kind, codec: f.codec, ssrc: slot.description.ssrc,
+                                 payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC, rtxPayloadType: f.rtxPayloadType,
+                                 h264: track.description.h264)
+        }
+    }
+
+    /// What the peer relays here, by remote participant: the tracks last announced for each (a stream the
+    /// peer stops carrying keeps its binding, so that it goes on where it left off when it comes back).
+    var remoteTracks: [String: [MediaKind: TrackDescription]] = [:]
+
+    func release() {
+        subscriber.unbind()
+        connection.release()
+    }
+}
+
+/// One stream a relay carries, as the sending node describes it to the receiving one (over the control
+/// channel): whose it is, and the SSRC, codec and payload types it goes under.
+public struct RelayedStream: Sendable, Equatable {
+    public var participant: String
+    public var name: String
+    public var kind: MediaKind
+    public var codec: Codec
+    public var ssrc: UInt32
+    public var payloadType: UInt8
+    public var rtxSSRC: UInt32?
+    public var rtxPayloadType: UInt8?
+    public var h264: H264ProfileLevelID?
+
+    public init(participant: String, name: String, kind: MediaKind, codec: Codec, ssrc: UInt32, payloadType: UInt8,
+                rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil) {
+        self.participant = participant
+        self.name = name
+        self.kind = kind
+        self.codec = codec
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.rtxSSRC = rtxSSRC
+        self.rtxPayloadType = rtxPayloadType
+        self.h264 = h264
+    }
+
+    /// The track the receiving node binds it to: Opus with the level extension (id 1, what the relay slot
+    /// writes), or the video with its RTX and NACK.
+    var track: TrackDescription {
+        if kind == .audio { return TrackDescription(codec: .opus, ssrc: ssrc, payloadType: payloadType, audioLevelExtensionID: 1) }
+        var t = TrackDescription(codec: codec, ssrc: ssrc, rtxSSRC: rtxPayloadType == nil ? nil : rtxSSRC, payloadType: payloadType,
+                                 rtxPayloadType: rtxPayloadType, nack: true)
+        t.h264 = h264
+        return t
+    }
+}

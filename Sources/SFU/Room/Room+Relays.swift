@@ -1,0 +1,92 @@
+/// Relays to the other nodes of a room that spans nodes (issue 25; docs/cluster.md, Relays): what this node
+/// sends each of them. The relay's connection is a transport like a client's (its SRTP keys come with
+/// `setSRTP`; the peer's NACKs, key frame requests and reports arrive on it as a subscriber's do).
+extension Room {
+    /// Starts relaying this room to node `peer` through `connection`: the audio and video of the room's local
+    /// top K (`RelayPlan`), from the next refresh on.
+    public func attachRelay(peer: String, connection id: ConnectionID, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
+        guard !peer.isEmpty else { throw RoomError(.invalidSetting, .invalid, "relay peer must not be empty") }
+        guard relays[peer] == nil else { throw RoomError(.participantExists, .conflict, "room \(name) already relays to \(peer)") }
+        guard relays.count < limits.relays else {
+            throw RoomError(.limitReached, .conflict, "room \(name) relays to \(limits.relays) nodes, its limit", limit: "relays_per_room")
+        }
+        guard connections[id] == nil else { throw RoomError(.invalidSetting, .conflict, "connection \(id) is in use") }
+        // The relay is no participant: an index below every participant's, never in the roster or a list.
+        let index = -1 - nextRelayIndex
+        nextRelayIndex += 1
+        let holder = Participant(id: "relay:\(peer)", index: index, name: peer, role: .participant, talkerCount: nil)
+        let conn = Connection(id: id, participant: index)
+        connections[id] = conn
+        let k = configuration.maxActiveTalkers
+        relays[peer] = RelayLink(peer: peer, connection: conn, holder: holder,
+                                 videoCount: VideoCountPolicy(parameters: configuration.videoCount, initial: k), resendPolicy: limits.resendPolicy,
+                                 maxSlots: 2 * k, effects: effects)
+        refreshRelays(ranking, now: now, into: out)
+    }
+
+    /// What the relay to `peer` carries now: each relayed participant's audio or camera, the SSRC and format it
+    /// goes under (what the peer binds to that participant's tracks: `receiveRelayed` there). Nil when the
+    /// room has no relay to `peer`.
+    public func relayed(to peer: String) -> [RelayedStream]? { relays[peer]?.carried }
+
+    /// What the relay from `peer` carries, as the peer described it (its `relayed(to:)`): a participant not in
+    /// the room yet is admitted as a remote participant of `peer`, and each stream is bound to its track on the
+    /// relay's connection, from which its media then comes like a publisher's. Streams described before stay
+    /// bound. The room's lists and slots follow at the next tick.
+    public func receiveRelayed(_ streams: [RelayedStream], from peer: String, now: MonoTime) throws(RoomError) {
+        guard let link = relays[peer] else { throw RoomError(.invalidSetting, .notFound, "room \(name) has no relay with \(peer)") }
+        var changed: Set<String> = []
+        for s in streams where link.remoteTracks[s.participant]?[s.kind] != s.track {
+            link.remoteTracks[s.participant, default: [:]][s.kind] = s.track
+            changed.insert(s.participant)
+        }
+        for id in changed.sorted() {
+            let p: Participant
+            if let known = participants.lookup(id) {
+                guard known.origin == peer else { throw RoomError(.participantExists, .conflict, "\(id) is not a participant of \(peer)") }
+                p = known
+            } else {
+                p = try participants.admit(id, name: streams.first { $0.participant == id }?.name, role: .participant, talkerCount: nil,
+                                           locked: false, roomName: name)
+                p.origin = peer
+                election.join(p.index)
+                effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+            }
+            let publisher = p.publisher ?? {
+                let made = Publisher(participant: p, connection: link.connection, effects: effects)
+                made.feedback.receiverReportInterval = configuration.receiverReportInterval
+                p.publisher = made
+                return made
+            }()
+            let described = (link.remoteTracks[id] ?? [:]).sorted { $0.key == .audio && $1.key != .audio }.map(\.value)
+            let (ended, _) = publisher.bind(described) { d in
+                let t = PublishedTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
+                nextTrackIndex += 1
+                tracks[t.index] = t
+                return t
+            }
+            for t in ended { tracks[t.index] = nil }
+            link.connection.remotePublishers = link.connection.remotePublishers.filter { $0.value !== publisher }
+            for ssrc in publisher.tracksBySSRC.keys { link.connection.remotePublishers[ssrc] = publisher }
+            if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) }
+            updateCandidacy(p)
+        }
+        if !changed.isEmpty { listsChanged() }
+    }
+
+    func refreshRelays(_ ranking: RoomRanking, now: MonoTime, into out: DatagramBatch) {
+        guard !relays.isEmpty else { return }
+        let k = configuration.maxActiveTalkers
+        // What came from another node is never relayed onwards.
+        let remote = Set(participants.all.lazy.filter { $0.origin != nil }.map(\.index))
+        let wanted = RelayPlan.wanted(ranking, k: k, videos: k, exclude: remote)
+        for link in relays.values { link.follow(wanted, participants: participants, configuration: configuration, now: now, into: out) }
+    }
+
+    /// The relay whose connection this is, let go (the node closes the transport).
+    func detachRelay(_ conn: Connection) {
+        guard let link = relays.values.first(where: { $0.connection === conn }) else { return }
+        relays[link.peer] = nil
+        link.release()
+    }
+}

@@ -1,0 +1,189 @@
+import SFUSimulation
+import Testing
+@testable import SFU
+@testable import SFUBase
+
+/// A room's relay to another node on virtual time (issue 25; docs/cluster.md, Relays): what crosses to the
+/// peer is the local top K, however many talk in turn, and nothing the room does not forward.
+@Suite struct RelayScenarioTests {
+    /// `count` publishers of Opus (level extension id 1; the room trusts it, so no decoding), each loud during
+    /// its own turn and silent otherwise, every 20 ms of virtual time.
+    struct TurnTaking {
+        let h: RoomHarness
+        var members: [RoomHarness.Member]
+        let turn: (Int) -> Range<Double>
+
+        init(_ h: RoomHarness, count: Int, turn: @escaping (Int) -> Range<Double>) throws {
+            self.h = h
+            self.turn = turn
+            members = try (0..<count).map { try h.join("p\($0)", audioSlots: 0) }
+        }
+
+        mutating func run(seconds: Double, every check: (Double) -> Void) {
+            let frames = Int(seconds * 50)
+            for f in 0..<frames {
+                let t = Double(f) * 0.02
+                for i in members.indices {
+                    let loud = turn(i).contains(t)
+                    let packet = members[i].audio.packet([0xF8, 0xFF, 0xFE], marker: false, level: loud ? 10 : 127)
+                    members[i].audio.timestamp &+= 960
+                    h.send(packet, from: members[i].publish)
+                }
+                h.advance(by: 20)
+                if f % 5 == 4 { check(t) }
+            }
+        }
+    }
+
+    static func configuration(k: Int) -> RoomConfiguration {
+        var c = RoomConfiguration()
+        c.maxActiveTalkers = k
+        c.levelSource = .extension
+        return c
+    }
+
+    @Test func aRelayCarriesTheLocalTopKWhoeverTalksAndEachTalkerOnItsOwnContinuousStream() throws {
+        let k = 3
+        let h = try RoomHarness(configuration: Self.configuration(k: k))
+        // Forty publishers, each talking 1.5 s in turn, a new one every 0.5 s: three at once at most.
+        var room = try TurnTaking(h, count: 40, turn: { Double($0) * 0.5 + 0.2 ..< Double($0) * 0.5 + 1.7 })
+        let peer = try h.relay(to: "node-b")
+        var most = 0
+        var everRelayed = Set<String>()
+        room.run(seconds: 22) { _ in
+            let carried = h.room.relayed(to: "node-b") ?? []
+            most = max(most, carried.count)
+            everRelayed.formUnion(carried.map(\.participant))
+            let link = h.room.relays["node-b"]!
+            #expect(link.subscriber.audioSlots.count <= 2 * k, "the relay's slots are bounded: \(link.subscriber.audioSlots.count)")
+        }
+        #expect(most == k, "at most K audio streams at any time, and K when K talk")
+        #expect(everRelayed.count == 40, "every talker was relayed in its turn: \(everRelayed.count)")
+        // What the peer received: each participant under the SSRC the relay gives it, sequence numbers without
+        // a gap or a repeat across the times it left the relay and came back.
+        let packets = h.rtp(to: peer.connection)
+        for i in [0, 17, 39] {
+            let index = try #require(h.room.participants.lookup("p\(i)")).index
+            let seqs = packets.filter { $0.header.ssrc == RelayLink.ssrc(participant: index, kind: .audio) }.map(\.header.sequenceNumber)
+            #expect(seqs.count > 50, "p\(i): \(seqs.count) packets relayed")
+            #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "p\(i)'s relayed stream is continuous")
+        }
+        #expect(h.room.counters.drops.total == 0, "\(h.room.counters.drops.nonZero)")
+    }
+
+    @Test func aRelayCarriesTheTalkersCamerasEachFromAKeyFrame() throws {
+        let k = 2
+        let h = try RoomHarness(configuration: Self.configuration(k: k))
+        var members = try (0..<4).map { try h.join("v\($0)", video: PayloadFormat(codec: .vp9, payloadType: 98), audioSlots: 0) }
+        let cameras = members.map { CraftedVideoSender($0, codec: .vp9, payloadType: 98, pictureID: 100) }
+        let peer = try h.relay(to: "node-b")
+        var mostVideos = 0
+        for f in 0..<400 {  // 8 s: v0 and v1 talk first, then v2 and v3
+            let t = Double(f) * 0.02
+            for i in members.indices {
+                let loud = (i < 2 ? 0.2..<4.0 : 4.2..<8.0).contains(t)
+                let packet = members[i].audio.packet([0xF8, 0xFF, 0xFE], level: loud ? 10 : 127)
+                members[i].audio.timestamp &+= 960
+                h.send(packet, from: members[i].publish)
+            }
+            if f % 2 == 0 { for c in cameras { c.sendFrame(h) } }
+            h.advance(by: 20)
+            mostVideos = max(mostVideos, (h.room.relayed(to: "node-b") ?? []).count { $0.kind == .video })
+        }
+        #expect(mostVideos == k, "K cameras at most, K while K talk")
+        let packets = h.rtp(to: peer.connection)
+        for i in 0..<4 {
+            let index = try #require(h.room.participants.lookup("v\(i)")).index
+            let video = packets.filter { $0.header.ssrc == RelayLink.ssrc(participant: index, kind: .video) }
+            let first = try #require(video.first, "v\(i)'s camera was relayed")
+            let descriptor = first.packet.withUnsafeBytes { VideoDescriptor.parse(.vp9, payload: UnsafeRawBufferPointer(rebasing: $0[first.header.payloadRange])) }
+            #expect((try? descriptor.get())?.isKeyframeStart == true, "v\(i)'s relayed video starts at a key frame")
+            #expect(video.allSatisfy { $0.header.payloadType == 98 }, "VP9 under the relay's VP9 format")
+        }
+        #expect(cameras.allSatisfy { $0.plisReceived >= 1 }, "each camera was asked for a key frame when the relay took it")
+    }
+
+    /// Two nodes' rooms joined by their relays, on one virtual clock: what each relay sends crosses to the other
+    /// room's relay connection (its end of the link protects it), and each side binds what the other describes.
+    struct TwoNodes {
+        let a: RoomHarness, b: RoomHarness
+        let ab: SimulatedClient, ba: SimulatedClient
+        var crossed = (toB: 0, toA: 0)
+
+        init(k: Int) throws {
+            a = try RoomHarness(configuration: RelayScenarioTests.configuration(k: k), name: "standup")
+            b = try RoomHarness(configuration: RelayScenarioTests.configuration(k: k), name: "standup")
+            ab = try a.relay(to: "node-b")  // the relay A sends on; the client is B's end of it
+            ba = try b.relay(to: "node-a")
+        }
+
+        mutating func step() throws {
+            a.advance(by: 20)
+            b.advance(by: 20)
+            let toB = a.received[ab.connection] ?? [], toA = b.received[ba.connection] ?? []
+            for p in toB[crossed.toB...] { b.send(p, from: ba) }
+            for p in toA[crossed.toA...] { a.send(p, from: ab) }
+            crossed = (toB.count, toA.count)
+            try b.room.receiveRelayed(a.room.relayed(to: "node-b") ?? [], from: "node-a", now: b.now)
+            try a.room.receiveRelayed(b.room.relayed(to: "node-a") ?? [], from: "node-b", now: a.now)
+        }
+    }
+
+    @Test func aTalkerOnAnotherNodeTakesTheSlotALocalTalkerHadAndIsHeard() throws {
+        var nodes = try TwoNodes(k: 1)
+        let (a, b) = (nodes.a, nodes.b)
+        var remote = try a.join("far", audioSlots: 0)
+        var local = try b.join("near", audioSlots: 0)
+        let listener = try b.join("L", publishAudio: false, audioSlots: 1)
+        for f in 0..<350 {  // 7 s: "near" talks first, then "far" on the other node
+            let t = Double(f) * 0.02
+            let far = remote.audio.packet([0xF8, 0xFF, 0xFE], level: (3.0..<7.0).contains(t) ? 10 : 127)
+            remote.audio.timestamp &+= 960
+            a.send(far, from: remote.publish)
+            let near = local.audio.packet([0xF8, 0xFF, 0xFE], level: (0.2..<2.5).contains(t) ? 10 : 127)
+            local.audio.timestamp &+= 960
+            b.send(near, from: local.publish)
+            try nodes.step()
+        }
+        let shown = b.talkerEvents(for: "L").compactMap { $0.2.first { $0.mid == "a0" }?.participant }
+        #expect(shown.first == "near" && shown.last == "far", "L's one audio slot: \(shown)")
+        // The remote talker's audio reached the listener, in its slot, rewritten to the slot's stream.
+        let slot = b.rtp(to: listener.subscribe.connection).filter { $0.header.ssrc == listener.audio.ssrc - 1 + 0x100 }
+        #expect(slot.count > 150, "L received \(slot.count) packets")
+        let seqs = slot.map(\.header.sequenceNumber)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "one continuous stream across the local and the remote talker")
+        // Each node knows the other's talker as a remote participant, and never relays it back.
+        #expect(b.room.participants.lookup("far")?.origin == "node-a" && a.room.participants.lookup("near")?.origin == "node-b")
+        #expect(!(a.room.relayed(to: "node-b") ?? []).contains { $0.participant == "near" })
+        #expect(!(b.room.relayed(to: "node-a") ?? []).contains { $0.participant == "far" })
+        #expect(a.room.counters.drops.total == 0 && b.room.counters.drops.total == 0,
+                "\(a.room.counters.drops.nonZero) \(b.room.counters.drops.nonZero)")
+    }
+
+    @Test func aHardMutedTalkerIsNeverRelayed() throws {
+        let h = try RoomHarness(configuration: Self.configuration(k: 2))
+        _ = try h.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
+        var room = try TurnTaking(h, count: 4, turn: { $0 == 2 ? 0.0 ..< 6.0 : Double($0) ..< Double($0) + 0.8 })
+        try h.room.hardMute(by: "M", target: "p2", audio: true, video: nil, now: h.now, into: h.batch)
+        let peer = try h.relay(to: "node-b")
+        var relayedMuted = false
+        room.run(seconds: 6) { _ in relayedMuted = relayedMuted || (h.room.relayed(to: "node-b") ?? []).contains { $0.participant == "p2" } }
+        let muted = try #require(h.room.participants.lookup("p2")).index
+        #expect(!relayedMuted)
+        #expect(!h.rtp(to: peer.connection).contains { $0.header.ssrc == RelayLink.ssrc(participant: muted, kind: .audio) },
+                "not one packet of the muted talker crossed")
+        #expect(h.rtp(to: peer.connection).count > 100, "the others were relayed")
+    }
+
+    @Test func aRelayToTheSamePeerTwiceOrOverTheLimitIsRefusedAndOneThatGoesLeavesTheRoomAsItWas() throws {
+        let h = try RoomHarness(configuration: Self.configuration(k: 2))
+        _ = try h.relay(to: "node-b")
+        #expect(throws: RoomError.self) { try h.room.attachRelay(peer: "node-b", connection: ConnectionID(999), now: h.now, into: h.batch) }
+        #expect(throws: RoomError.self) { try h.room.attachRelay(peer: "", connection: ConnectionID(998), now: h.now, into: h.batch) }
+        let conn = try #require(h.room.relays["node-b"]?.connection.id)
+        h.room.detachConnection(conn, reason: nil, now: h.now, into: h.batch)
+        #expect(h.room.relays.isEmpty && h.room.relayed(to: "node-b") == nil && h.room.connection(conn) == nil)
+        _ = try h.relay(to: "node-b")  // again, on a new connection
+        #expect(h.room.relays.count == 1)
+    }
+}

@@ -35,6 +35,17 @@ extension Room {
     /// bound. The room's lists and slots follow at the next tick.
     public func receiveRelayed(_ streams: [RelayedStream], from peer: String, now: MonoTime) throws(RoomError) {
         guard let link = relays[peer] else { throw RoomError(.invalidSetting, .notFound, "room \(name) has no relay with \(peer)") }
+        // One SSRC is one stream: the peer may not give two streams the same one (nothing is bound then).
+        var owners: [UInt32: String] = [:]
+        for (ssrc, publisher) in link.connection.remotePublishers { owners[ssrc] = publisher.participant.id }
+        for s in streams {
+            for ssrc in [s.ssrc] + (s.rtxSSRC.map { [$0] } ?? []) {
+                if let other = owners[ssrc], other != s.participant {
+                    throw RoomError(.invalidSetting, .conflict, "\(peer) relays SSRC \(ssrc) for both \(other) and \(s.participant)")
+                }
+                owners[ssrc] = s.participant
+            }
+        }
         var changed: Set<String> = []
         for s in streams where link.remoteTracks[s.participant]?[s.kind] != s.track {
             link.remoteTracks[s.participant, default: [:]][s.kind] = s.track
@@ -83,10 +94,19 @@ extension Room {
         for link in relays.values { link.follow(wanted, participants: participants, configuration: configuration, now: now, into: out) }
     }
 
-    /// The relay whose connection this is, let go (the node closes the transport).
+    /// The relay whose connection this is, let go (the node closes the transport): the remote participants
+    /// whose media came over it leave the room.
     func detachRelay(_ conn: Connection) {
         guard let link = relays.values.first(where: { $0.connection === conn }) else { return }
         relays[link.peer] = nil
+        for p in participants.inOrder where p.origin == link.peer {
+            unpublish(p)
+            participants.remove(p)
+            election.leave(p.index)
+            if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
+            effects.events.append(.participantState(participant: p.id, state: .left, reason: "relay from \(link.peer) closed"))
+        }
         link.release()
+        listsChanged()
     }
 }

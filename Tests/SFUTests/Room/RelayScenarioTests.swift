@@ -158,6 +158,14 @@ import Testing
         #expect(!(b.room.relayed(to: "node-a") ?? []).contains { $0.participant == "far" })
         #expect(a.room.counters.drops.total == 0 && b.room.counters.drops.total == 0,
                 "\(a.room.counters.drops.nonZero) \(b.room.counters.drops.nonZero)")
+        // A peer that describes one SSRC for two participants binds nothing; a relay that closes takes its
+        // remote participants out of the room.
+        let farSSRC = try #require(b.room.relays["node-a"]?.connection.remotePublishers.keys.first)
+        let clash = RelayedStream(participant: "other", name: "other", kind: .audio, codec: .opus, ssrc: farSSRC, payloadType: 111)
+        #expect(throws: RoomError.self) { try b.room.receiveRelayed([clash], from: "node-a", now: b.now) }
+        #expect(!b.room.contains(participant: "other"))
+        b.room.detachConnection(nodes.ba.connection, reason: nil, now: b.now, into: b.batch)
+        #expect(!b.room.contains(participant: "far") && b.room.contains(participant: "near"))
     }
 
     @Test func aHardMutedTalkerIsNeverRelayed() throws {

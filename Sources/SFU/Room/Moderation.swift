@@ -93,3 +93,52 @@ struct Moderation: Equatable {
         version &+= 1
     }
 }
+
+/// A room's moderation as the nodes of a room that spans nodes exchange it (issue 25; docs/cluster.md): the
+/// home's `Moderation` with participants named by id (indices are each node's own), and the per-participant
+/// hard mutes, which each node enforces for its own participants at ingress. A node applies a state newer than
+/// the one it has (`Room.applyModeration`).
+public struct ModerationState: Sendable, Equatable {
+    public struct HardMute: Sendable, Equatable {
+        public var audio: Bool
+        public var video: Bool
+        public init(audio: Bool, video: Bool) {
+            self.audio = audio
+            self.video = video
+        }
+    }
+
+    public var version: UInt64
+    public var pinned: [String]
+    public var locked: Bool
+    public var roomAudioMuted: Bool
+    public var raisedHands: [String]
+    public var floorHolder: String?
+    public var invited: [String]
+    /// Participants a moderator hard-muted (one kind or both), by id.
+    public var hardMuted: [String: HardMute]
+
+    public init(version: UInt64, pinned: [String] = [], locked: Bool = false, roomAudioMuted: Bool = false, raisedHands: [String] = [],
+                floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:]) {
+        self.version = version
+        self.pinned = pinned
+        self.locked = locked
+        self.roomAudioMuted = roomAudioMuted
+        self.raisedHands = raisedHands
+        self.floorHolder = floorHolder
+        self.invited = invited
+        self.hardMuted = hardMuted
+    }
+}
+
+extension Moderation {
+    /// The state another node sent, in this node's indices (`index` maps an id to a participant here; one it
+    /// does not know is left out: it is not in this node's room, or not yet).
+    init(_ s: ModerationState, index: (String) -> Int?) {
+        pins = s.pinned.compactMap(index)
+        locked = s.locked
+        roomAudioMuted = s.roomAudioMuted
+        floor = FloorState(raised: s.raisedHands.compactMap(index), holder: s.floorHolder.flatMap(index), invited: s.invited.compactMap(index))
+        version = s.version
+    }
+}

@@ -13,7 +13,7 @@ extension Room {
         try requireModerator(by, mute ? .roomMuteUnauthorized : .roomUnmuteUnauthorized)
         try moderation.setRoomAudioMuted(mute)
         effects.events.append(.roomHardMute(audio: mute, by: by))
-        for p in participants.inOrder { publishingChanged(p, now: now, into: out) }
+        publishingChanged(participants.inOrder, now: now, into: out)
     }
 
     /// Per-participant hard mute of audio and/or video; `nil` leaves that kind as it is.

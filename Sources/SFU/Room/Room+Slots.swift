@@ -41,19 +41,25 @@ extension Room {
 
     /// Applies a change of what a participant may publish (hard mute, floor, role): candidacy at once, slots
     /// fed by what it may no longer send stop (audio after a few silence frames), then every list is rebuilt.
-    func publishingChanged(_ p: Participant, now: MonoTime, into out: DatagramBatch) {
-        updateCandidacy(p)
+    func publishingChanged(_ p: Participant, now: MonoTime, into out: DatagramBatch) { publishingChanged([p], now: now, into: out) }
+
+    /// The same for several participants at once (a room-wide mute, a moderation state from the home): the
+    /// lists are rebuilt once.
+    func publishingChanged(_ changed: [Participant], now: MonoTime, into out: DatagramBatch) {
         let rules = rules
-        var stopped: [PublishedTrack] = []
-        if let t = p.audioTrack, !rules.audioAllowed(p) { stopped.append(t) }
-        if !rules.videoAllowed(p) { stopped += p.videoTracks }
-        for track in stopped {
-            for case let slot as SlotSender in track.consumers {
-                Subscriber.stop(slot, showing: track, silenceFrames: configuration.silenceFramesOnMute, now: now)
+        for p in changed {
+            updateCandidacy(p)
+            var stopped: [PublishedTrack] = []
+            if let t = p.audioTrack, !rules.audioAllowed(p) { stopped.append(t) }
+            if !rules.videoAllowed(p) { stopped += p.videoTracks }
+            for track in stopped {
+                for case let slot as SlotSender in track.consumers {
+                    Subscriber.stop(slot, showing: track, silenceFrames: configuration.silenceFramesOnMute, now: now)
+                }
+                let others = track.consumers.filter { !($0 is SlotSender) }
+                track.consumers.removeAll()
+                for c in others { c.trackEnded(track) }
             }
-            let others = track.consumers.filter { !($0 is SlotSender) }
-            track.consumers.removeAll()
-            for c in others { c.trackEnded(track) }
         }
         for q in participants.all { q.subscriber?.audioSlots.forEach { $0.sendDueSilence(now: now, into: out) } }
         refreshAllSubscribers(now: now, into: out)

@@ -168,6 +168,41 @@ import Testing
         #expect(!b.room.contains(participant: "far") && b.room.contains(participant: "near"))
     }
 
+    @Test func theHomesModerationAppliesOnTheOtherNodeAndAHardMutedTalkerStopsAtItsOwn() throws {
+        var nodes = try TwoNodes(k: 2)
+        let (a, b) = (nodes.a, nodes.b)
+        _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
+        var far = try a.join("far", audioSlots: 0)
+        var near = try b.join("near", audioSlots: 0)
+        let nearsOwn: [UInt8] = [0xF8, 0xFF, 0xFE, 0x4E, 0x45]  // what only "near" sends
+        func talk(_ seconds: Double) throws {
+            for _ in 0..<Int(seconds * 50) {
+                a.send(far.audio.packet([0xF8, 0xFF, 0xFE], level: 10), from: far.publish)
+                far.audio.timestamp &+= 960
+                b.send(near.audio.packet(nearsOwn, level: 10), from: near.publish)
+                near.audio.timestamp &+= 960
+                try nodes.step()
+            }
+        }
+        func nearsPacketsOnTheLink() -> Int {
+            (b.received[nodes.ba.connection] ?? []).count { $0.count >= nearsOwn.count && Array($0.suffix(nearsOwn.count)) == nearsOwn }
+        }
+        try talk(2)
+        #expect(nearsPacketsOnTheLink() > 50, "near is relayed while it may talk")
+        // The moderator, on node A (the home), pins far and hard-mutes near, who is on node B.
+        try a.room.pin(by: "M", ["far"], now: a.now, into: a.batch)
+        try a.room.hardMute(by: "M", target: "near", audio: true, video: nil, now: a.now, into: a.batch)
+        let state = a.room.moderationState
+        #expect(state.pinned == ["far"] && state.hardMuted["near"] == .init(audio: true, video: false))
+        #expect(b.room.applyModeration(state, now: b.now, into: b.batch))
+        #expect(!b.room.applyModeration(state, now: b.now, into: b.batch), "a state no newer than the room's is ignored")
+        #expect(b.room.pinned == ["far"] && b.room.snapshot().participants.first { $0.id == "near" }?.hardMutedAudio == true)
+        let before = nearsPacketsOnTheLink()
+        try talk(2)
+        #expect(nearsPacketsOnTheLink() == before, "not one of near's packets crossed after its node applied the mute")
+        #expect(b.room.counters.drops[.hardMuted] > 0, "near's node dropped them at ingress")
+    }
+
     @Test func aHardMutedTalkerIsNeverRelayed() throws {
         let h = try RoomHarness(configuration: Self.configuration(k: 2))
         _ = try h.join("M", role: .moderator, publishAudio: false, audioSlots: 0)

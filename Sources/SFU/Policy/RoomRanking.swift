@@ -8,23 +8,63 @@ struct RoomRanking {
     var talkers: TalkerListBuilder.Prepared
     var screenShares: [SlotPolicy.ScreenShare]
 
+    /// Who talks, in what order: this node's own election, or the home's ranking a node of a room that spans
+    /// nodes follows (`Room.followRanking`).
+    struct TalkerOrder {
+        var recency: [Int]
+        var speaking: Set<Int>
+        var young: Set<Int>
+        var dominant: Int?
+
+        init(recency: [Int], speaking: Set<Int>, young: Set<Int>, dominant: Int?) {
+            self.recency = recency
+            self.speaking = speaking
+            self.young = young
+            self.dominant = dominant
+        }
+
+        init(_ election: TalkerElection) {
+            recency = election.recency
+            speaking = Set(election.recency.filter { election.isSpeaking($0) })
+            young = Set(speaking.filter { election.isYoung($0) })
+            dominant = election.dominant
+        }
+
+        /// The home's order in this node's indices (`index`: an id to a participant here). Participants the
+        /// home does not rank yet (this node's own, not relayed there yet) follow in this node's own order,
+        /// with this node's flags, until the home ranks them.
+        init(_ shared: SharedRanking, index: (String) -> Int?, local election: TalkerElection) {
+            let ranked = shared.recency.compactMap(index)
+            let known = Set(ranked)
+            let own = election.recency.filter { !known.contains($0) }
+            recency = ranked + own
+            speaking = Set(shared.speaking.compactMap(index) + own.filter { election.isSpeaking($0) })
+            young = Set(shared.young.compactMap(index) + own.filter { election.isYoung($0) })
+            dominant = shared.dominant.flatMap(index)
+        }
+    }
+
     init(participants: some Sequence<Participant>, rules: PublishingRules, election: TalkerElection, pins: [Int]) {
+        self.init(participants: participants, rules: rules, order: TalkerOrder(election), pins: pins)
+    }
+
+    init(participants: some Sequence<Participant>, rules: PublishingRules, order: TalkerOrder, pins: [Int]) {
         var candidates: [Int: TalkerCandidate] = [:]
         var shares: [SlotPolicy.ScreenShare] = []
         for p in participants {
             let hasAudio = p.audioTrack != nil && rules.audioAllowed(p)
             let hasVideo = (p.publisher?.videoLive() ?? false) && rules.videoAllowed(p) && !p.videoMuted
             if hasAudio || hasVideo {
-                let speaking = hasAudio && election.isSpeaking(p.index)
+                let speaking = hasAudio && order.speaking.contains(p.index)
                 candidates[p.index] = TalkerCandidate(speaking: speaking, hasAudio: hasAudio, hasVideo: hasVideo,
-                                                      young: speaking && election.isYoung(p.index))
+                                                      young: speaking && order.young.contains(p.index))
             }
             // A screen share is shown while live and its presenter may send video (not its camera's soft mute).
             if let publisher = p.publisher, publisher.videoLive(.screen), rules.videoAllowed(p) {
                 shares.append(SlotPolicy.ScreenShare(presenter: p.index, pinOrder: pins.firstIndex(of: p.index), since: publisher.screenSharedSince))
             }
         }
-        talkers = TalkerListBuilder.prepare(recency: election.recency, candidates: candidates, pins: pins, dominant: election.dominant)
+        talkers = TalkerListBuilder.prepare(recency: order.recency, candidates: candidates, pins: pins, dominant: order.dominant)
         screenShares = shares
     }
 }

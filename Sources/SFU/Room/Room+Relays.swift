@@ -21,7 +21,7 @@ extension Room {
         relays[peer] = RelayLink(peer: peer, connection: conn, holder: holder,
                                  videoCount: VideoCountPolicy(parameters: configuration.videoCount, initial: k), resendPolicy: limits.resendPolicy,
                                  maxSlots: 2 * k, effects: effects)
-        refreshRelays(ranking, now: now, into: out)
+        refreshRelays(localRanking, now: now, into: out)
     }
 
     /// What the relay to `peer` carries now: each relayed participant's audio or camera, the SSRC and format it

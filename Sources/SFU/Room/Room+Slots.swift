@@ -3,7 +3,8 @@
 extension Room {
     /// A decision of the talker election: a new dominant speaker is counted and reported; lists follow.
     func apply(_ outcome: TalkerElection.Outcome) {
-        if let d = outcome.newDominant {
+        // A room that follows the home's ranking reports the home's dominant speaker (`followRanking`).
+        if let d = outcome.newDominant, followed == nil {
             effects.counters.dominantSpeakerChanges += 1
             effects.events.append(.dominantSpeaker(participant: participants[d]?.id))
         }
@@ -15,16 +16,24 @@ extension Room {
         guard p.audioTrack != nil else { return }
         let wasDominant = election.dominant == p.index
         election.detector.setPaused(p.index, !rules.audioAllowed(p))
-        if wasDominant, election.dominant == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
+        if wasDominant, election.dominant == nil, followed == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
     }
 
-    var ranking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, election: election, pins: moderation.pins) }
+    /// What subscribers' slots are planned from: the home's ranking when the room follows one, else its own.
+    var ranking: RoomRanking {
+        guard let followed else { return localRanking }
+        let order = RoomRanking.TalkerOrder(followed, index: { self.participants.lookup($0)?.index }, local: election)
+        return RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
+    }
+
+    /// This node's own election: what it relays (its local top K), whoever ranks the room.
+    var localRanking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, election: election, pins: moderation.pins) }
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         effects.listsDirty = false
         let ranking = ranking
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
-        refreshRelays(ranking, now: now, into: out)
+        refreshRelays(followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
     }
 
     func refreshSubscriber(_ p: Participant, now: MonoTime, into out: DatagramBatch) { refreshSubscriber(p, ranking, now: now, into: out) }

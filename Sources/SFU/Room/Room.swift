@@ -26,6 +26,10 @@ public final class Room {
     var nextTrackIndex = 0
 
     var election: TalkerElection
+    /// The home's ranking this room follows (a room that spans nodes, not its home); nil: its own election.
+    var followed: SharedRanking?
+    /// The ranking last handed to the other nodes, for its version.
+    var lastShared: SharedRanking?
     var moderation = Moderation()
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }

@@ -203,6 +203,64 @@ import Testing
         #expect(b.room.counters.drops[.hardMuted] > 0, "near's node dropped them at ingress")
     }
 
+    /// Listeners on two nodes hear four talkers, two on each node, speaking in overlapping turns; node B follows
+    /// the home's (A's) ranking or ranks on its own. Returns the share of 100 ms samples at which both
+    /// listeners' talker lists were the same, in the same order.
+    func agreement(following: Bool) throws -> (share: Double, lists: ([[String]], [[String]])) {
+        var nodes = try TwoNodes(k: 2)
+        let (a, b) = (nodes.a, nodes.b)
+        var talkers = [try a.join("a0", audioSlots: 0), try a.join("a1", audioSlots: 0), try b.join("b0", audioSlots: 0), try b.join("b1", audioSlots: 0)]
+        _ = try a.join("LA", publishAudio: false, audioSlots: 2)
+        _ = try b.join("LB", publishAudio: false, audioSlots: 2)
+        let turns: [Range<Double>] = [0.2..<3, 4..<8, 1.5..<5, 6..<10]
+        var same = 0, samples = 0
+        for f in 0..<600 {
+            let t = Double(f) * 0.02
+            for i in talkers.indices {
+                let packet = talkers[i].audio.packet([0xF8, 0xFF, 0xFE], level: turns[i].contains(t) || (i == 0 && t >= 9) ? 10 : 127)
+                talkers[i].audio.timestamp &+= 960
+                (i < 2 ? a : b).send(packet, from: talkers[i].publish)
+            }
+            try nodes.step()
+            if following { b.room.followRanking(a.room.sharedRanking) }
+            if f % 5 == 4, t > 1 {
+                let la = a.talkerEvents(for: "LA").last?.1.map(\.participant), lb = b.talkerEvents(for: "LB").last?.1.map(\.participant)
+                samples += 1
+                if la == lb { same += 1 }
+            }
+        }
+        // The lists each listener was shown, in order (a list reported again unchanged, or with only its slot
+        // map changed, counted once).
+        func shown(_ h: RoomHarness, _ who: String) -> [[String]] {
+            h.talkerEvents(for: who).map { $0.1.map(\.participant) }.reduce(into: []) { acc, l in if acc.last != l { acc.append(l) } }
+        }
+        return (Double(same) / Double(samples), (shown(a, "LA"), shown(b, "LB")))
+    }
+
+    @Test func aNodeFollowingTheHomesRankingShowsItsListenersTheSameTalkersInTheSameOrder() throws {
+        let followed = try agreement(following: true)
+        let own = try agreement(following: false)
+        // The follower applies a new order one step (20 ms) after the home: the lists differ only then.
+        #expect(followed.share >= 0.9, "lists agreed at \(Int(followed.share * 100)) % of samples (each node on its own: \(Int(own.share * 100)) %)")
+        // From the first list both were shown (before the home's first ranking arrived B listed its own), the
+        // same lists in the same order.
+        let home = followed.lists.0, follower = Array(followed.lists.1.drop { $0 != followed.lists.0.first })
+        #expect(home == follower, "both listeners were shown the same lists in the same order: \(followed.lists)")
+        #expect(followed.lists.0.count >= 6 && followed.lists.0.last?.first == "a0", "\(followed.lists.0)")
+    }
+
+    @Test func aFollowedRankingOlderThanTheOneHeldIsIgnoredAndTheHomesDominantSpeakerIsReported() throws {
+        let h = try RoomHarness(configuration: Self.configuration(k: 2))
+        _ = try h.join("x", audioSlots: 0)
+        let r = SharedRanking(epoch: 3, version: 5, recency: ["x"], speaking: ["x"], young: [], dominant: "x")
+        #expect(h.room.followRanking(r))
+        #expect(!h.room.followRanking(SharedRanking(epoch: 3, version: 4, recency: [], speaking: [], young: [], dominant: nil)))
+        #expect(!h.room.followRanking(SharedRanking(epoch: 2, version: 9, recency: [], speaking: [], young: [], dominant: nil)))
+        #expect(h.room.followRanking(SharedRanking(epoch: 4, version: 1, recency: ["x"], speaking: [], young: [], dominant: nil)), "a new home's epoch")
+        h.flush()
+        #expect(h.dominantSpeakers.map(\.1) == ["x", nil])
+    }
+
     @Test func aHardMutedTalkerIsNeverRelayed() throws {
         let h = try RoomHarness(configuration: Self.configuration(k: 2))
         _ = try h.join("M", role: .moderator, publishAudio: false, audioSlots: 0)

@@ -70,13 +70,7 @@ extension Room {
                 return made
             }()
             let described = (link.remoteTracks[id] ?? [:]).sorted { $0.key == .audio && $1.key != .audio }.map(\.value)
-            let (ended, _) = publisher.bind(described) { d in
-                let t = PublishedTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
-                nextTrackIndex += 1
-                tracks[t.index] = t
-                return t
-            }
-            for t in ended { tracks[t.index] = nil }
+            bind(publisher, to: described)
             link.connection.remotePublishers = link.connection.remotePublishers.filter { $0.value !== publisher }
             for ssrc in publisher.tracksBySSRC.keys { link.connection.remotePublishers[ssrc] = publisher }
             if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) }

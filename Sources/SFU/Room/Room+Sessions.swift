@@ -22,13 +22,7 @@ extension Room {
             p.publisher = publisher
             conn.publisher = publisher
         }
-        let (ended, _) = publisher.bind(published) { d in
-            let t = PublishedTrack(index: nextTrackIndex, owner: p.index, description: d, levelSource: configuration.levelSource)
-            nextTrackIndex += 1
-            tracks[t.index] = t
-            return t
-        }
-        for t in ended { tracks[t.index] = nil }
+        bind(publisher, to: published)
         if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
         updateCandidacy(p)
         listsChanged()
@@ -103,6 +97,18 @@ extension Room {
     }
 
     // MARK: Pieces
+
+    /// Binds a publisher's tracks to what it now publishes (`Publisher.bind`), keeping the room's track table.
+    func bind(_ publisher: Publisher, to published: [TrackDescription]) {
+        let owner = publisher.participant.index
+        let (ended, _) = publisher.bind(published) { d in
+            let t = PublishedTrack(index: nextTrackIndex, owner: owner, description: d, levelSource: configuration.levelSource)
+            nextTrackIndex += 1
+            tracks[t.index] = t
+            return t
+        }
+        for t in ended { tracks[t.index] = nil }
+    }
 
     private func connectionFor(_ id: ConnectionID, participant p: Participant) -> Connection {
         if let c = connections[id], c.participant == p.index { return c }

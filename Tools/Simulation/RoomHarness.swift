@@ -319,6 +319,8 @@ public final class RoomHarness {
 
     public func clearReceived() { received.removeAll() }
     public func clearEvents() { events.removeAll() }
+    /// Keeps only the newest `count` events (a long run that reads back only the latest).
+    public func trimEvents(keeping count: Int) { events.removeFirst(max(0, events.count - count)) }
 
     /// RTP packets (not RTCP) a connection received, with their parsed headers.
     public func rtp(to connection: ConnectionID) -> [(header: RTPHeader, packet: [UInt8])] {

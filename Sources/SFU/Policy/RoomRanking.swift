@@ -31,15 +31,15 @@ struct RoomRanking {
         }
 
         /// The home's order in this node's indices (`index`: an id to a participant here). Participants the
-        /// home does not rank yet (this node's own, not relayed there yet) follow in this node's own order,
-        /// with this node's flags, until the home ranks them.
+        /// home does not rank yet (this node's own, not relayed there yet) follow in this node's own order, as
+        /// silent: one of them who talks is listed as talking when the home, which its relayed audio reaches,
+        /// says so - later for this node's listeners, but the same for everyone in the room.
         init(_ shared: SharedRanking, index: (String) -> Int?, local election: TalkerElection) {
             let ranked = shared.recency.compactMap(index)
             let known = Set(ranked)
-            let own = election.recency.filter { !known.contains($0) }
-            recency = ranked + own
-            speaking = Set(shared.speaking.compactMap(index) + own.filter { election.isSpeaking($0) })
-            young = Set(shared.young.compactMap(index) + own.filter { election.isYoung($0) })
+            recency = ranked + election.recency.filter { !known.contains($0) }
+            speaking = Set(shared.speaking.compactMap(index))
+            young = Set(shared.young.compactMap(index))
             dominant = shared.dominant.flatMap(index)
         }
     }

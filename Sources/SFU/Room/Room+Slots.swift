@@ -20,10 +20,11 @@ extension Room {
     }
 
     /// What subscribers' slots are planned from: the home's ranking when the room follows one, else its own.
-    var ranking: RoomRanking {
-        guard let followed else { return localRanking }
-        let order = RoomRanking.TalkerOrder(followed, index: { self.participants.lookup($0)?.index }, local: election)
-        return RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
+    var ranking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, order: talkerOrder, pins: moderation.pins) }
+
+    var talkerOrder: RoomRanking.TalkerOrder {
+        guard let followed else { return RoomRanking.TalkerOrder(election) }
+        return RoomRanking.TalkerOrder(followed, index: { self.participants.lookup($0)?.index }, local: election)
     }
 
     /// This node's own election: what it relays (its local top K), whoever ranks the room.
@@ -31,7 +32,11 @@ extension Room {
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         effects.listsDirty = false
-        let ranking = ranking
+        let order = talkerOrder
+        // What the lists were built from is what the other nodes of the room get (`sharedRanking`): the
+        // election may have moved since without changing a list.
+        if followed == nil { listedOrder = order }
+        let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
         refreshRelays(followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
     }

@@ -30,6 +30,8 @@ public final class Room {
     var followed: SharedRanking?
     /// The ranking last handed to the other nodes, for its version.
     var lastShared: SharedRanking?
+    /// The talker order the lists were last built from.
+    var listedOrder: RoomRanking.TalkerOrder?
     var moderation = Moderation()
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }

@@ -138,6 +138,7 @@ public struct NodeConfiguration: Sendable, Equatable {
         .int("limits.slots_per_subscription", 1...256, \.workerLimits.room.slotsPerSubscription,
              "slots (recvonly m-lines) one subscription may ask for"),
         .int("limits.tracks_per_publish", 1...64, \.workerLimits.room.tracksPerPublish, "audio and video m-lines one publish offer may send"),
+        .int("limits.relays_per_room", 1...256, \.workerLimits.room.relays, "other nodes one room relays to at once (a room that spans nodes)"),
         .int("limits.ssrcs_per_connection", 8...4096, \.workerLimits.room.ssrcsPerConnection,
              "SSRCs libsrtp keeps streams for on one connection; new ones past it are dropped"),
         .int("limits.pending_handshakes", 1...100_000, \.workerLimits.pendingHandshakes,

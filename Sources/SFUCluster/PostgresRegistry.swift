@@ -112,6 +112,11 @@ public final class PostgresRegistry: Registry {
                     .decode(String.self) { failure.homeOf.append(room) }
                 failures.append(failure)
             }
+            // A placement that chose a node in the moment before it was reported can add a hosts row after the
+            // report: the rows of reported nodes go here, on every call, so none keeps a room from ending.
+            try await c.query("""
+                DELETE FROM sfu_room_hosts WHERE node IN (SELECT id FROM sfu_nodes WHERE failure_reported_at IS NOT NULL)
+                """, logger: logger)
             return failures
         }
     }

@@ -58,8 +58,8 @@ public final class RelayedRooms {
             if !p.withUnsafeBytes({ isRTCP($0) }) { rtpToA += 1 }
             a.send(p, from: ab)
         }
-        try b.room.receiveRelayed(a.room.relayed(to: "node-b") ?? [], from: "node-a", now: b.now)
-        try a.room.receiveRelayed(b.room.relayed(to: "node-a") ?? [], from: "node-b", now: a.now)
+        try b.room.receiveRelayed(a.room.relayed(to: "node-b") ?? [], from: "node-a", now: b.now, into: b.batch)
+        try a.room.receiveRelayed(b.room.relayed(to: "node-a") ?? [], from: "node-b", now: a.now, into: a.batch)
         if following {
             // The control channel between nodes of one data centre takes a millisecond, not a 20 ms step: B
             // applies the home's ranking and moderation at once.

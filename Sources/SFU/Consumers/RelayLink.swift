@@ -80,7 +80,8 @@ final class RelayLink {
         if changed { _ = subscriber.bind(descriptions, startBitrate: Double(configuration.startBitrateKbps) * 1000) }
         for slot in subscriber.slots {
             guard let b = bound[slot.description.mid] else { continue }
-            if b.lastWanted == now, let q = participants[b.participant] {
+            let isWanted = (slot.kind == .audio ? wanted.audio : wanted.video).contains(b.participant)
+            if isWanted, let q = participants[b.participant] {
                 // Placed anew when it is someone else, or its track changed (re-published, another layer).
                 let shown = slot.pending ?? slot.current
                 if slot.assignee !== q {
@@ -102,9 +103,9 @@ final class RelayLink {
             guard let who = slot.assignee, let track = slot.pending ?? slot.current,
                   let f = slot.kind == .audio ? slot.description.formats.first : slot.description.format(for: track.description)
             else { return nil }
-            return RelayedStream(participant: who.id, name: who.name, kind: slot.kind, codec: f.codec, ssrc: slot.description.ssrc,
-                                 payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC, rtxPayloadType: f.rtxPayloadType,
-                                 h264: track.description.h264)
+            return RelayedStream(participant: who.id, name: who.name, role: who.role, kind: slot.kind, codec: f.codec,
+                                 ssrc: slot.description.ssrc, payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC,
+                                 rtxPayloadType: f.rtxPayloadType, h264: track.description.h264)
         }
     }
 
@@ -123,6 +124,8 @@ final class RelayLink {
 public struct RelayedStream: Sendable, Equatable {
     public var participant: String
     public var name: String
+    /// Its role on its own node: a moderator publishes under the floor and a room mute everywhere.
+    public var role: Role
     public var kind: MediaKind
     public var codec: Codec
     public var ssrc: UInt32
@@ -131,10 +134,11 @@ public struct RelayedStream: Sendable, Equatable {
     public var rtxPayloadType: UInt8?
     public var h264: H264ProfileLevelID?
 
-    public init(participant: String, name: String, kind: MediaKind, codec: Codec, ssrc: UInt32, payloadType: UInt8,
-                rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil) {
+    public init(participant: String, name: String, role: Role = .participant, kind: MediaKind, codec: Codec, ssrc: UInt32,
+                payloadType: UInt8, rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil) {
         self.participant = participant
         self.name = name
+        self.role = role
         self.kind = kind
         self.codec = codec
         self.ssrc = ssrc

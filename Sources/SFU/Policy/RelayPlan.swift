@@ -14,8 +14,11 @@ enum RelayPlan {
     /// `exclude`: participants never relayed (those that came from another node: a relay never forwards
     /// what it received from one).
     static func wanted(_ ranking: RoomRanking, k: Int, videos: Int, exclude: Set<Int> = []) -> Wanted {
-        let list = ranking.talkers.list(for: Int.min, length: k, videos: videos).filter { !exclude.contains($0.participant) }
+        // Longer by the excluded candidates, so that K of this node's own remain once they are left out.
+        let extra = exclude.count { ranking.talkers.candidates[$0] != nil }
+        let list = ranking.talkers.list(for: Int.min, length: k + extra, videos: videos + extra)
+            .filter { !exclude.contains($0.participant) }.prefix(k)
         return Wanted(audio: list.filter { ranking.talkers.candidates[$0.participant]?.hasAudio == true }.map(\.participant),
-                      video: list.filter(\.video).map(\.participant))
+                      video: Array(list.filter(\.video).map(\.participant).prefix(videos)))
     }
 }

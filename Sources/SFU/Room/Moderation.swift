@@ -71,6 +71,10 @@ struct Moderation: Equatable {
         return (before, floor.holder)
     }
 
+    /// A moderator changed a participant's hard mute or role (kept on the participant): the state the other
+    /// nodes get changed all the same.
+    mutating func participantChanged() { version &+= 1 }
+
     /// A participant left: its pin and its place on the floor go. Returns whether the pins changed.
     mutating func forget(_ index: Int) -> Bool {
         let pinned = pins.contains(index)

@@ -28,7 +28,8 @@ extension Room {
         if isRTCP(UnsafeRawBufferPointer(rebasing: buffer[0..<length])) {
             let rules = rules
             let estimated = conn.receiveRTCP(buffer, length: length, limits: limits, tracks: tracks, mayForward: { kind in
-                self.participants[conn.participant].map { rules.refusal($0, kind) == nil } ?? false
+                // A relay's sender reports are of remote participants' streams: only slots showing them get them.
+                conn.participant < 0 || self.participants[conn.participant].map { rules.refusal($0, kind) == nil } ?? false
             }, now: now, into: out, effects: effects)
             // A relay's estimate (its peer's reports) moves no video count: the relay carries what the plan says.
             if estimated, let s = conn.subscriber, s.participant.index >= 0 { onEstimate(s, now: now, into: out) }

@@ -27,6 +27,7 @@ extension Room {
         let p = try participant(target)
         if let a = audio { p.hardMutedAudio = a }
         if let v = video { p.hardMutedVideo = v }
+        moderation.participantChanged()
         effects.events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
         publishingChanged(p, now: now, into: out)
     }
@@ -62,6 +63,7 @@ extension Room {
         let p = try participant(target)
         guard p.role != role else { return }
         p.role = role
+        moderation.participantChanged()
         effects.events.append(.role(participant: p.id, role: role, by: by))
         if role == .moderator, caller.index != p.index {
             caller.role = .participant

@@ -33,35 +33,57 @@ extension Room {
     /// the room yet is admitted as a remote participant of `peer`, and each stream is bound to its track on the
     /// relay's connection, from which its media then comes like a publisher's. Streams described before stay
     /// bound. The room's lists and slots follow at the next tick.
-    public func receiveRelayed(_ streams: [RelayedStream], from peer: String, now: MonoTime) throws(RoomError) {
+    public func receiveRelayed(_ streams: [RelayedStream], from peer: String, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         guard let link = relays[peer] else { throw RoomError(.invalidSetting, .notFound, "room \(name) has no relay with \(peer)") }
-        // One SSRC is one stream: the peer may not give two streams the same one (nothing is bound then).
+        // Everything is checked before anything is bound: a description refused is refused whole.
+        // One SSRC is one stream: the peer may not give two streams the same one.
         var owners: [UInt32: String] = [:]
         for (ssrc, publisher) in link.connection.remotePublishers { owners[ssrc] = publisher.participant.id }
+        var newcomers: Set<String> = []
         for s in streams {
+            // Audio is Opus, video is not: a stream of one kind under the other's codec would be a second track.
+            guard (s.kind == .audio) == (s.codec == .opus), !s.participant.isEmpty else {
+                throw RoomError(.invalidSetting, .invalid, "\(peer) relays a \(s.kind) stream of \(s.participant) as \(s.codec)")
+            }
             for ssrc in [s.ssrc] + (s.rtxSSRC.map { [$0] } ?? []) {
                 if let other = owners[ssrc], other != s.participant {
                     throw RoomError(.invalidSetting, .conflict, "\(peer) relays SSRC \(ssrc) for both \(other) and \(s.participant)")
                 }
                 owners[ssrc] = s.participant
             }
+            if let known = participants.lookup(s.participant) {
+                guard known.origin == peer else { throw RoomError(.participantExists, .conflict, "\(s.participant) is not a participant of \(peer)") }
+            } else {
+                newcomers.insert(s.participant)
+            }
+        }
+        guard participants.count + newcomers.count <= participants.capacity else {
+            throw RoomError(.limitReached, .conflict, "room \(name) is full (\(participants.capacity) participants)", limit: "participants_per_room")
         }
         var changed: Set<String> = []
         for s in streams where link.remoteTracks[s.participant]?[s.kind] != s.track {
             link.remoteTracks[s.participant, default: [:]][s.kind] = s.track
             changed.insert(s.participant)
         }
+        // A role the origin changed (a moderator publishes under the floor and a room mute) follows at once.
+        var roleChanged: [Participant] = []
+        for s in streams {
+            if let p = participants.lookup(s.participant), p.role != s.role {
+                p.role = s.role
+                roleChanged.append(p)
+            }
+        }
         for id in changed.sorted() {
             let p: Participant
             if let known = participants.lookup(id) {
-                guard known.origin == peer else { throw RoomError(.participantExists, .conflict, "\(id) is not a participant of \(peer)") }
                 p = known
             } else {
-                p = try participants.admit(id, name: streams.first { $0.participant == id }?.name, role: .participant, talkerCount: nil,
-                                           locked: false, roomName: name)
+                let first = streams.first { $0.participant == id }
+                p = try participants.admit(id, name: first?.name, role: first?.role ?? .participant, talkerCount: nil, locked: false, roomName: name)
                 p.origin = peer
                 election.join(p.index)
                 effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+                reapplySharedModeration(for: p)
             }
             let publisher = p.publisher ?? {
                 let made = Publisher(participant: p, connection: link.connection, effects: effects)
@@ -76,7 +98,8 @@ extension Room {
             if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) }
             updateCandidacy(p)
         }
-        if !changed.isEmpty { listsChanged() }
+        if !roleChanged.isEmpty { publishingChanged(roleChanged, now: now, into: out) }
+        if !changed.isEmpty || !roleChanged.isEmpty { listsChanged() }
     }
 
     func refreshRelays(_ ranking: RoomRanking, now: MonoTime, into out: DatagramBatch) {

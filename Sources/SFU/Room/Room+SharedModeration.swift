@@ -18,9 +18,13 @@ extension Room {
     /// Applies the home's state when it is newer than this room's (an older or equal version is ignored:
     /// states may cross). Who may publish changes at once - a participant hard-muted on another node stops
     /// here at ingress - and lists follow. Returns whether it applied.
+    ///
+    /// Versions are the home's: what this room changes itself (a participant leaving takes its pin along) does
+    /// not count, so the home's next state is never taken for an old one.
     @discardableResult
     public func applyModeration(_ state: ModerationState, now: MonoTime, into out: DatagramBatch) -> Bool {
-        guard state.version > moderation.version else { return false }
+        guard state.version > (appliedModeration?.version ?? 0) else { return false }
+        appliedModeration = state
         let pinsBefore = moderation.pins
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
         for p in participants.all {
@@ -31,5 +35,14 @@ extension Room {
         if moderation.pins != pinsBefore { effects.events.append(.pins(pinnedIDs)) }
         publishingChanged(participants.inOrder, now: now, into: out)
         return true
+    }
+
+    /// A participant joined a room that follows the home's moderation: the state last applied holds for it too
+    /// (a pin the home set before it was here, a hard mute it had before it left and came back).
+    func reapplySharedModeration(for p: Participant) {
+        guard let state = appliedModeration else { return }
+        moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
+        p.hardMutedAudio = state.hardMuted[p.id]?.audio ?? false
+        p.hardMutedVideo = state.hardMuted[p.id]?.video ?? false
     }
 }

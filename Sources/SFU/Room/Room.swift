@@ -32,6 +32,8 @@ public final class Room {
     var lastShared: SharedRanking?
     /// The talker order the lists were last built from.
     var listedOrder: RoomRanking.TalkerOrder?
+    /// The home's moderation state this room last applied (a room that follows one).
+    var appliedModeration: ModerationState?
     var moderation = Moderation()
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
@@ -122,6 +124,7 @@ public final class Room {
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
         let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked, roomName: self.name)
+        reapplySharedModeration(for: p)
         election.join(p.index)
         effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
         listsChanged()
@@ -137,6 +140,7 @@ public final class Room {
         unsubscribe(p)
         for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
         participants.remove(p)
+        if let origin = p.origin { relays[origin]?.remoteTracks[p.id] = nil }  // bound anew if the peer relays it again
         election.leave(p.index)
         if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
         effects.events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))

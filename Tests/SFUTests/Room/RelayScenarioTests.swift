@@ -136,7 +136,7 @@ import Testing
         // remote participants out of the room.
         let farSSRC = try #require(b.room.relays["node-a"]?.connection.remotePublishers.keys.first)
         let clash = RelayedStream(participant: "other", name: "other", kind: .audio, codec: .opus, ssrc: farSSRC, payloadType: 111)
-        #expect(throws: RoomError.self) { try b.room.receiveRelayed([clash], from: "node-a", now: b.now) }
+        #expect(throws: RoomError.self) { try b.room.receiveRelayed([clash], from: "node-a", now: b.now, into: b.batch) }
         #expect(!b.room.contains(participant: "other"))
         b.room.detachConnection(nodes.ba.connection, reason: nil, now: b.now, into: b.batch)
         #expect(!b.room.contains(participant: "far") && b.room.contains(participant: "near"))
@@ -163,18 +163,26 @@ import Testing
         }
         try talk(2)
         #expect(nearsPacketsOnTheLink() > 50, "near is relayed while it may talk")
-        // The moderator, on node A (the home), pins far and hard-mutes near, who is on node B.
-        try a.room.pin(by: "M", ["far"], now: a.now, into: a.batch)
+        // The moderator, on node A (the home), hard-mutes near, who is on node B: a hard mute alone is a new state.
         try a.room.hardMute(by: "M", target: "near", audio: true, video: nil, now: a.now, into: a.batch)
-        let state = a.room.moderationState
-        #expect(state.pinned == ["far"] && state.hardMuted["near"] == .init(audio: true, video: false))
-        #expect(b.room.applyModeration(state, now: b.now, into: b.batch))
-        #expect(!b.room.applyModeration(state, now: b.now, into: b.batch), "a state no newer than the room's is ignored")
+        let muted = a.room.moderationState
+        #expect(muted.hardMuted["near"] == .init(audio: true, video: false))
+        #expect(b.room.applyModeration(muted, now: b.now, into: b.batch))
+        #expect(!b.room.applyModeration(muted, now: b.now, into: b.batch), "a state no newer than the one applied is ignored")
+        // B changes its own copy (someone leaves, taking a pin along): the home's next state still applies.
+        _ = try b.join("passer", audioSlots: 0)
+        try b.room.remove("passer", now: b.now, into: b.batch)
+        try a.room.pin(by: "M", ["far"], now: a.now, into: a.batch)
+        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
         #expect(b.room.pinned == ["far"] && b.room.snapshot().participants.first { $0.id == "near" }?.hardMutedAudio == true)
         let before = nearsPacketsOnTheLink()
         try talk(2)
         #expect(nearsPacketsOnTheLink() == before, "not one of near's packets crossed after its node applied the mute")
         #expect(b.room.counters.drops[.hardMuted] > 0, "near's node dropped them at ingress")
+        // near leaves its node and comes back: still muted, as the home's state says.
+        try b.room.remove("near", now: b.now, into: b.batch)
+        _ = try b.join("near", audioSlots: 0)
+        #expect(b.room.snapshot().participants.first { $0.id == "near" }?.hardMutedAudio == true, "back, and still muted")
     }
 
     /// Listeners on two nodes hear four talkers, two on each node, speaking in overlapping turns; node B follows
@@ -232,6 +240,43 @@ import Testing
         #expect(h.room.followRanking(SharedRanking(epoch: 4, version: 1, recency: ["x"], speaking: [], young: [], dominant: nil)), "a new home's epoch")
         h.flush()
         #expect(h.dominantSpeakers.map(\.1) == ["x", nil])
+    }
+
+    @Test func aModeratorOnAnotherNodeIsHeardInALecture() throws {
+        var config = Self.configuration(k: 2)
+        config.mode = .lecture
+        let nodes = try RelayedRooms(configuration: config, following: true)
+        let (a, b) = (nodes.a, nodes.b)
+        var lecturer = try a.join("lecturer", role: .moderator, audioSlots: 0)
+        let listener = try b.join("L", publishAudio: false, audioSlots: 1)
+        for _ in 0..<150 {
+            a.send(lecturer.audio.packet([0xF8, 0xFF, 0xFE], level: 10), from: lecturer.publish)
+            lecturer.audio.timestamp &+= 960
+            try nodes.step()
+        }
+        #expect(b.room.participants.lookup("lecturer")?.role == .moderator, "the role crossed with the stream")
+        let slot = b.rtp(to: listener.subscribe.connection).filter { $0.header.ssrc == listener.audio.ssrc - 1 + 0x100 }
+        #expect(slot.count > 100, "the lecturer, a moderator on node A, is heard on node B: \(slot.count)")
+    }
+
+    @Test func aRelayDescriptionThatDoesNotHoldTogetherIsRefusedWholeAndBindsNothing() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration(k: 2))
+        let b = nodes.b
+        _ = try b.join("local", audioSlots: 0)
+        let own = b.room.tracks.count
+        let fine = RelayedStream(participant: "newcomer", name: "n", kind: .audio, codec: .opus, ssrc: 0x1000_0000, payloadType: 111)
+        let opusAsVideo = RelayedStream(participant: "x", name: "x", kind: .video, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
+        let notTheirs = RelayedStream(participant: "local", name: "l", kind: .audio, codec: .opus, ssrc: 0x1000_0004, payloadType: 111)
+        for bad in [opusAsVideo, notTheirs] {
+            #expect(throws: RoomError.self) { try b.room.receiveRelayed([fine, bad], from: "node-a", now: b.now, into: b.batch) }
+            #expect(!b.room.contains(participant: "newcomer") && b.room.tracks.count == own, "nothing of the description was bound")
+        }
+        try b.room.receiveRelayed([fine], from: "node-a", now: b.now, into: b.batch)
+        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1)
+        // A remote participant removed here is bound again when the peer describes it again.
+        try b.room.remove("newcomer", now: b.now, into: b.batch)
+        try b.room.receiveRelayed([fine], from: "node-a", now: b.now, into: b.batch)
+        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1)
     }
 
     @Test func aHardMutedTalkerIsNeverRelayed() throws {

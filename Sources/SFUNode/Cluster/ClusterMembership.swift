@@ -73,7 +73,11 @@ public final class ClusterMembership: Service, Sendable {
                     succeeded()
                 } else if try await registry.heartbeat(node: record.id, load: await load()) {
                     succeeded()
-                    try await reportFailures()
+                    // Apart from the heartbeat: its failing says nothing about this node's standing (no fencing,
+                    // no "unreachable" log); the next heartbeat asks again.
+                    do { try await reportFailures() } catch is CancellationError { return } catch {
+                        logger.warning("could not ask the registry for failed nodes", metadata: ["error": "\(error)"])
+                    }
                 } else {
                     registered = false
                     logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])

@@ -63,7 +63,7 @@ public final class RelayedRooms {
         if following {
             // The control channel between nodes of one data centre takes a millisecond, not a 20 ms step: B
             // applies the home's ranking and moderation at once.
-            b.room.followRanking(a.room.sharedRanking)
+            b.room.followRanking(a.room.shareRanking())
             b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch)
             b.advance(to: b.now)
         }

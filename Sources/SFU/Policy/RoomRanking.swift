@@ -16,13 +16,6 @@ struct RoomRanking {
         var young: Set<Int>
         var dominant: Int?
 
-        init(recency: [Int], speaking: Set<Int>, young: Set<Int>, dominant: Int?) {
-            self.recency = recency
-            self.speaking = speaking
-            self.young = young
-            self.dominant = dominant
-        }
-
         init(_ election: TalkerElection) {
             recency = election.recency
             speaking = Set(election.recency.filter { election.isSpeaking($0) })

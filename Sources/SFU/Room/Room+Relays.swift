@@ -116,13 +116,7 @@ extension Room {
     func detachRelay(_ conn: Connection) {
         guard let link = relays.values.first(where: { $0.connection === conn }) else { return }
         relays[link.peer] = nil
-        for p in participants.inOrder where p.origin == link.peer {
-            unpublish(p)
-            participants.remove(p)
-            election.leave(p.index)
-            if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
-            effects.events.append(.participantState(participant: p.id, state: .left, reason: "relay from \(link.peer) closed"))
-        }
+        for p in participants.inOrder where p.origin == link.peer { leave(p, reason: "relay from \(link.peer) closed") }
         link.release()
         listsChanged()
     }

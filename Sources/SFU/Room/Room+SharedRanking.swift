@@ -3,10 +3,11 @@
 /// from it, so every subscriber in the room sees the same talkers in the same order. What a node relays stays
 /// its own election's local top K: a talker of its own must reach the home before the home can rank it.
 extension Room {
-    /// This room's talker order - the one its lists were last built from - participants by id, for the other
-    /// nodes of the room. `version` moves when the order or a flag changes (`epoch` is the shell's: the
-    /// registry's epoch of the room's home).
-    public var sharedRanking: SharedRanking {
+    /// This room's talker order - the one its lists were last built from - participants by id, to hand to the
+    /// other nodes of the room. A method, not a property: it numbers what it hands out, so `version` moves
+    /// when the order or a flag changed since the last call (`epoch` is the shell's: the registry's epoch of
+    /// the room's home).
+    public func shareRanking() -> SharedRanking {
         let order = listedOrder ?? RoomRanking.TalkerOrder(election)
         let id = { (i: Int) in self.participants[i]?.id }
         var r = SharedRanking(epoch: 0, version: 0, recency: order.recency.compactMap(id),

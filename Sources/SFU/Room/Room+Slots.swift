@@ -33,7 +33,7 @@ extension Room {
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         effects.listsDirty = false
         let order = talkerOrder
-        // What the lists were built from is what the other nodes of the room get (`sharedRanking`): the
+        // What the lists were built from is what the other nodes of the room get (`shareRanking`): the
         // election may have moved since without changing a list.
         if followed == nil { listedOrder = order }
         let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)

@@ -136,6 +136,13 @@ public final class Room {
                        into out: DatagramBatch) throws(RoomError) {
         if let by { try requireModerator(by, .dropUnauthorized) }
         let p = try participant(id)
+        leave(p, reason: reason ?? (by.map { "dropped by \($0)" }))
+        refreshAllSubscribers(now: now, into: out)
+    }
+
+    /// A participant goes (removed, or its relay closed): its media stops, its connections are let go, pins and
+    /// floor places referring to it are cleared, and it is reported `left`. The caller rebuilds the lists.
+    func leave(_ p: Participant, reason: String?) {
         unpublish(p)
         unsubscribe(p)
         for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
@@ -143,8 +150,7 @@ public final class Room {
         if let origin = p.origin { relays[origin]?.remoteTracks[p.id] = nil }  // bound anew if the peer relays it again
         election.leave(p.index)
         if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
-        effects.events.append(.participantState(participant: id, state: .left, reason: reason ?? (by.map { "dropped by \($0)" })))
-        refreshAllSubscribers(now: now, into: out)
+        effects.events.append(.participantState(participant: p.id, state: .left, reason: reason))
     }
 
     /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes

@@ -37,8 +37,9 @@ final class SlotSender: MediaConsumer {
     /// Video: the size the subscriber renders this slot at, at most (its hint): a simulcast source is sent no
     /// larger a layer than the smallest that covers it.
     var renderLimit: RenderLimit?
-    /// When the slot last moved between layers of one source (`Subscriber.reviewLayers`' up hold).
-    var layerChangedAt: MonoTime = .zero
+    /// When the slot may move up a layer of the source it shows (`Subscriber.reviewLayers`' and
+    /// `reviewLayerCaps`' up hold, longer after moves up that did not hold).
+    var climb = LayerClimb()
     /// Sender report forwarded last: NTP middle 32 bits and when, for the RTT in the receiver's reports.
     var lastSRMiddle: UInt32 = 0
     var lastSRSentAt: MonoTime?

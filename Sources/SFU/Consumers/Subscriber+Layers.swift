@@ -8,11 +8,11 @@ extension Subscriber {
     /// A higher layer is taken only when its rate fits this many times over: an estimate hovering at a
     /// layer's rate must not switch layers (and ask for keyframes) back and forth.
     static let layerUpMargin = 1.15
-    /// A layer too dear for the share is left at once (measured with Chromium under a 500 kbit/s cap: waiting
-    /// even 1 s for a GCC estimate that wobbles around the layer let the estimate collapse, and ABWD took the
-    /// video away); a higher one is taken no sooner than `layerUpHold` after the last change, which is what
-    /// keeps a marginal fit from flapping. ABWD's own video count waits 3 s up for the same reason.
-    static let layerUpHold: MonoTime.Interval = .seconds(3)
+    // A layer too dear for the share is left at once (measured with Chromium under a 500 kbit/s cap: waiting
+    // even 1 s for a GCC estimate that wobbles around the layer let the estimate collapse, and ABWD took the
+    // video away); a higher one is taken when the slot's `LayerClimb` allows (3 s after the last change, longer
+    // after moves up that did not hold, at once on a decisive rise), which is what keeps a marginal fit from
+    // flapping. ABWD's own video count waits 3 s up for the same reason.
 
     /// What the subscriber can spend on one video: its estimate less its audio, over the videos it is shown
     /// (slots with a source, at most its number_of_videos); nil before it has an estimate.
@@ -27,9 +27,10 @@ extension Subscriber {
     /// live layers: `LayerAllocator` shares the estimate, less audio, among them, screen shares first, then
     /// cameras in the order of the talker list (the dominant speaker's slot gets the best layer that fits).
     /// `placing` counts a source about to take a slot. Nil before an estimate.
-    func layerPlan(placing: (slot: Int, who: Participant, shown: PublishedTrack?)? = nil, configuration c: RoomConfiguration,
+    /// `budget`: an estimate to plan for instead of the current one (the floor an up move must fit).
+    func layerPlan(placing: (slot: Int, who: Participant, shown: PublishedTrack?)? = nil, budget: Double? = nil, configuration c: RoomConfiguration,
                    now: MonoTime) -> [Int: LadderStep]? {
-        guard let estimate = estimator.estimate else { return nil }
+        guard let estimate = budget ?? estimator.estimate.map({ Double($0) }) else { return nil }
         let audio = Double(c.audioReserveKbps * 1000 * audioSlotsInUse)
         var entries: [(slot: Int, priority: Int, steps: [LadderStep], source: LayerAllocator.Source)] = []
         for slot in videoSlots {
@@ -43,10 +44,12 @@ extension Subscriber {
             let temporal = placed != nil ? nil : slot.layers.wantedTemporal
             let shown = steps.firstIndex { $0.track === shownTrack && $0.temporal == temporal } ?? steps.lastIndex { $0.track === shownTrack }
             let priority = slot.description.source == .screen ? -1 : talkers.firstIndex { $0.participant == q.index } ?? Int.max
-            entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown)))
+            // A step of the track it shows (another temporal layer) needs no key frame.
+            let keyframes = steps.map { $0.track === shownTrack ? 0 : $0.track.keyframeSize.lastBits }
+            entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown, keyframeBits: keyframes)))
         }
         entries.sort { ($0.priority, $0.slot) < ($1.priority, $1.slot) }
-        let choice = LayerAllocator.allocate(entries.map(\.source), budget: Double(estimate) - audio, upMargin: Self.layerUpMargin)
+        let choice = LayerAllocator.allocate(entries.map(\.source), budget: estimate - audio, upMargin: Self.layerUpMargin)
         var plan: [Int: LadderStep] = [:]
         for (e, c) in zip(entries, choice) { plan[e.slot] = e.steps[c] }
         return plan
@@ -54,25 +57,47 @@ extension Subscriber {
 
     /// After the estimate or render limits changed: each video slot showing a source of several steps
     /// (simulcast layers, temporal layers) moves to the step `layerPlan` gives it, if another - a new spatial
-    /// layer at its next keyframe, a temporal one at the next frame that allows it: down at once, up no sooner
-    /// than `layerUpHold` after the last change. Without an estimate: the top step its render limit allows.
+    /// layer at its next keyframe, a temporal one at the next frame that allows it: down at once, up when the
+    /// slot's `LayerClimb` allows. Without an estimate: the top step its render limit allows.
     /// Returns whether a slot moved (its slot map reports the new layer).
     func reviewLayers(configuration c: RoomConfiguration, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard videoSlots.contains(where: \.showsSeveralSteps) else { return false }
         let plan = layerPlan(configuration: c, now: now)
+        let estimate = estimator.estimate.map { Double($0) }
         var moved = false
         for slot in videoSlots {
             guard let q = slot.assignee, let publisher = q.publisher else { continue }
             let steps = publisher.ladder(slot.description.source, render: slot.renderLimit, minTemporalFrameRate: c.minTemporalFrameRate, now: now)
-            guard steps.count > 1, let want = plan.map({ $0[slot.position] }) ?? steps.last else { continue }
+            guard steps.count > 1, var want = plan.map({ $0[slot.position] }) ?? steps.last else { continue }
             let shown = slot.pending ?? slot.current
             guard want.track !== shown || want.temporal != slot.layers.wantedTemporal,
                   let wantAt = steps.firstIndex(where: { $0.track === want.track && $0.temporal == want.temporal }) else { continue }
-            if let shownAt = steps.firstIndex(where: { $0.track === shown && $0.temporal == slot.layers.wantedTemporal }), wantAt > shownAt,
-               now - slot.layerChangedAt < Self.layerUpHold { continue }
+            let shownAt = steps.firstIndex { $0.track === shown && $0.temporal == slot.layers.wantedTemporal }
+            let up = shownAt.map { wantAt > $0 } ?? false
+            if up, let shownAt {
+                // Up: at once on a decisive rise; otherwise after the slot's wait, and only as far as the lowest
+                // estimate of the last `LayerClimb.hold` fits (a layer that fits the sawtooth's tops is left at its
+                // next cut). Over the whole wait after a failed try (6 s), the floor kept a slot whose link was
+                // freed at the lowest layer past 10 s in one of five Chromium runs.
+                let floor = estimateFloor.floor(over: LayerClimb.hold, now: now)
+                if !slot.climb.isDecisive(estimate, floor: floor) {
+                    guard slot.climb.mayClimb(estimate: estimate, floor: floor, now: now), let floor,
+                          let sustained = layerPlan(budget: floor, configuration: c, now: now)?[slot.position],
+                          let sustainedAt = steps.firstIndex(where: { $0.track === sustained.track && $0.temporal == sustained.temporal }),
+                          sustainedAt > shownAt else { continue }
+                    if sustainedAt < wantAt { want = steps[sustainedAt] }
+                }
+            }
             if want.track !== shown { place(q, in: slot, layer: want.track, configuration: c, now: now, into: out) }
             slot.layers.wantedTemporal = want.temporal
-            slot.layerChangedAt = now
+            // A layer the slot showed that is gone is no evidence about the link.
+            if shownAt == nil {
+                slot.climb.moved(now: now)
+            } else if up {
+                slot.climb.movedUp(estimate: estimate, now: now)
+            } else {
+                slot.climb.movedDown(estimate: estimate, now: now)
+            }
             moved = true
         }
         return moved
@@ -118,7 +143,7 @@ extension Subscriber {
     /// both - fits the share, in this order: every spatial layer from the top down with its temporal layers
     /// from the top down to 1, then every spatial layer with its base temporal layer alone. The frame rate is
     /// halved (3 temporal layers: TL2 gone) before the size goes down, but the size goes down before the frame
-    /// rate falls to a quarter. Going up needs `layerUpMargin` to spare and `layerUpHold` since the last change,
+    /// rate falls to a quarter. Going up needs `layerUpMargin` to spare and the slot's `LayerClimb` to allow it,
     /// as simulcast layers do; going down is at once.
     func reviewLayerCaps(audioReserveKbps: Int, now: MonoTime, into out: DatagramBatch) {
         let share = videoShare(audioReserveKbps: audioReserveKbps)
@@ -130,10 +155,11 @@ extension Subscriber {
                   let caps = Self.layerCaps(track, share: share, current: before, now: now) else { continue }
             guard caps != before else { continue }
             let up = (caps.0 ?? .max) > (before.0 ?? .max) || (caps.1 ?? .max) > (before.1 ?? .max)
-            if up, now - slot.layerChangedAt < Self.layerUpHold { continue }
+            let estimate = estimator.estimate.map { Double($0) }
+            if up, !slot.climb.mayClimb(estimate: estimate, now: now) { continue }
             slot.layers.wantedSpatial = caps.0
             slot.layers.wantedTemporal = caps.1
-            slot.layerChangedAt = now
+            if up { slot.climb.movedUp(estimate: estimate, now: now) } else { slot.climb.movedDown(estimate: estimate, now: now) }
             // An upper spatial layer can come back only at a key frame, asked for until it comes.
             if slot.layers.awaitsKeyframe(top: track.topLayers.spatial) {
                 track.awaitKeyframe(now: now, effects: effects)

@@ -16,7 +16,7 @@ extension Subscriber {
             // flowing keeps what its filter passes until the new one's key frame (`LayerFilter.reset`).
             slot.layers.wantedSpatial = nil
             slot.layers.wantedTemporal = nil
-            slot.layerChangedAt = .zero
+            slot.climb.reset()
         }
         slot.assignee = who
         slot.undecodable = nil
@@ -35,7 +35,7 @@ extension Subscriber {
         track.attach(slot)
         // A move between layers of the same source starts the up hold; a new source may climb as soon as its
         // layers are measured.
-        if slot.kind == .video, let shown, track !== shown { slot.layerChangedAt = now }
+        if slot.kind == .video, let shown, track !== shown { slot.climb.moved(now: now) }
         if slot.kind == .video, slot.pending === track {
             track.awaitKeyframe(now: now, effects: effects)
             track.requestKeyframe(now: now, into: out, effects: effects)

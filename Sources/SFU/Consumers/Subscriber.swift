@@ -24,6 +24,8 @@ final class Subscriber {
     let resendPolicy: ResendPolicy
     /// Probe clusters that let a transport-cc estimate climb to what the downlink carries.
     var probe = ProbePlanner()
+    /// The lowest its estimate has been lately: what a layer must fit to be climbed to (`reviewLayers`).
+    var estimateFloor = EstimateFloor()
 
     init(participant: Participant, connection: Connection, videoCount: VideoCountPolicy, resendPolicy: ResendPolicy, effects: RoomEffects) {
         self.participant = participant

@@ -9,7 +9,7 @@ extension Publisher {
     func videoLive(_ source: VideoSource = .camera) -> Bool { tracks(source).contains { $0.live } }
 
     /// The source's live layers, lowest first (by key frame size once every one has sent one, else in the
-    /// offer's order), with their trusted rates; cached for 250 ms.
+    /// offer's order), with their trusted rates (sustained: key frame bursts aside); cached for 250 ms.
     func layerRanking(_ source: VideoSource, now: MonoTime) -> (layers: [PublishedTrack], rates: [Double?]) {
         if let r = layerRankings[source], now - r.at < .milliseconds(250) { return (r.layers, r.rates) }
         var layers = tracks(source).filter(\.live)
@@ -19,7 +19,7 @@ extension Publisher {
         }
         let rates: [Double?] = layers.map { track in
             guard let since = track.liveSince, now - since >= Self.layerRateWindow else { return nil }
-            return track.rate.bitsPerSecond(now: now)
+            return track.rate.sustainedBitsPerSecond(now: now)
         }
         layerRankings[source] = LayerRanking(at: now, layers: layers, rates: rates)
         return (layers, rates)

@@ -59,6 +59,7 @@ extension Room {
     /// A new downlink estimate for a subscriber: the video count may change (and be reported), then its layers
     /// and caps are reviewed.
     func onEstimate(_ s: Subscriber, now: MonoTime, into out: DatagramBatch) {
+        if let e = s.estimator.estimate { s.estimateFloor.note(Double(e), now: now) }
         let costs = videoCosts.measure(participants.all.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
         if let alert = s.updateVideoCount(costs: costs, configuration: configuration, now: now) {
             effects.events.append(.bandwidthAlert(participant: s.participant.id, bandwidthKbps: alert.bandwidthKbps,

@@ -228,7 +228,7 @@ public final class Room {
         if let h = limit?.maxHeight, !(1...16_384).contains(h) { throw RoomError(.invalidSetting, .invalid, "max_height must be 1-16384") }
         slot.renderLimit = limit?.maxWidth == nil && limit?.maxHeight == nil ? nil : limit
         // The subscriber asked: no hold times for this move.
-        slot.layerChangedAt = .zero
+        slot.climb.reset()
         if s.reviewLayers(configuration: configuration, now: now, into: out) { refreshSubscriber(p, now: now, into: out) }
     }
 }

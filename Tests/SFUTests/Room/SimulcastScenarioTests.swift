@@ -121,21 +121,75 @@ import Testing
         run(&c, ms: 3000, lowBps: 5_000_000, highBps: 5_000_000, keyframesFirst: true)
         c.h.clearReceived()
         c.rtcpRead = 0
-        run(&c, ms: 2000, lowBps: 700_000, highBps: 5_000_000)
+        run(&c, ms: 2000, lowBps: 850_000, highBps: 5_000_000)
         let low = shown(c, c.low)
-        #expect(low.layers.first == 2 && low.layers.last == 1, "700 kbit/s less audio fits the middle layer")
+        #expect(low.layers.first == 2 && low.layers.last == 1, "850 kbit/s less audio fits the middle layer")
         let reported = c.h.events.compactMap { e -> Int?? in
             if case .activeTalkers("low", _, let slots) = e.1 { return slots.first { $0.kind == .video }?.layer } else { return nil }
         }
         #expect(reported.last == 1, "the slot map says the slot now carries the middle layer")
         c.h.clearReceived()
         c.rtcpRead = 0
-        run(&c, ms: 8000, lowBps: 5_000_000, highBps: 5_000_000)
+        // 1.22 Mbit/s fits the top layer (~990 kbit/s with headers) with the margin and audio, and is no decisive rise
+        // over the 850 kbit/s the slot went down at (`aDecisiveRiseTakesTheSlotUpWithoutTheWait`).
+        run(&c, ms: 8000, lowBps: 1_220_000, highBps: 5_000_000)
         let back = shown(c, c.low)
         #expect(back.layers.first == 1 && back.layers.last == 2, "back up once the estimate allows, after the up hold")
         // The middle layer was taken at ~3 s (at once): the top one not before 3 s later (~6 s: 1 s into this run).
         #expect(back.layers.firstIndex(of: 2).map { $0 >= 80 } == true, "not before the up hold")
         #expect(Set(shown(c, c.high).layers) == [2], "the other subscriber keeps the highest")
+    }
+
+    /// The first sample of `layer` in what the slot carried, in seconds from the start of the run (one packet
+    /// per 10 ms).
+    func firstSecond(of layer: UInt8, _ c: Call) -> Double? { shown(c, c.low).layers.firstIndex(of: layer).map { Double($0) / 100 } }
+
+    /// A move up that the link did not hold (Chromium under a 500 kbit/s cap: the middle layer taken after a
+    /// probe got through the shaper's burst, left a second later) makes the next try wait twice as long, 6 s,
+    /// not the plain 3 s; every try costs key frames and often a freeze.
+    @Test func aLayerThatDidNotHoldIsTriedAgainOnlyAfterALongerWait() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 400_000, highBps: 5_000_000, keyframesFirst: true)
+        run(&c, ms: 4000, lowBps: 650_000, highBps: 5_000_000)  // the middle layer fits: up after the 3 s wait
+        run(&c, ms: 1000, lowBps: 460_000, highBps: 5_000_000)  // and it did not hold, the estimate 30 % lower
+        c.h.clearReceived()
+        run(&c, ms: 8000, lowBps: 650_000, highBps: 5_000_000)
+        let back = try #require(firstSecond(of: 1, c), "the middle layer again")
+        #expect(back >= 4.9 && back < 6, "6 s after the fall a second ago, not 3: \(back) s")
+        #expect(Set(shown(c, c.low).layers) == [0, 1])
+    }
+
+    /// A delay-based estimate saws under a cap: it climbs until the bottleneck queues, then cuts. A layer that
+    /// fits only the tops is left at the next cut (Chromium under a 500 kbit/s cap: every trip to the middle
+    /// layer two key frames and often a freeze); a slot climbs only as far as the lowest estimate of its wait
+    /// fits.
+    @Test func aLayerThatFitsOnlyTheTopsOfASawingEstimateIsNotClimbedTo() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 480_000, highBps: 5_000_000, keyframesFirst: true)
+        c.h.clearReceived()
+        // The middle layer (~510 kbit/s) fits 700k with the margin, not the 480k cuts between; 700k is no
+        // decisive rise over 480k.
+        for _ in 0..<5 {
+            run(&c, ms: 1500, lowBps: 700_000, highBps: 5_000_000)
+            run(&c, ms: 500, lowBps: 480_000, highBps: 5_000_000)
+        }
+        #expect(Set(shown(c, c.low).layers) == [0], "the lowest layer throughout")
+        run(&c, ms: 4000, lowBps: 700_000, highBps: 5_000_000)
+        #expect(shown(c, c.low).layers.last == 1, "and the middle one once 700k held for the wait")
+    }
+
+    /// An estimate 1.5 times the one the slot went down at is news, not a wobble around a layer's rate: a link
+    /// whose cap was lifted, or the first feedback correcting an estimate's start value, takes the slot up at
+    /// once (the next key frame) instead of 3 s later.
+    @Test func aDecisiveRiseTakesTheSlotUpWithoutTheWait() throws {
+        var c = try call()
+        run(&c, ms: 3000, lowBps: 5_000_000, highBps: 5_000_000, keyframesFirst: true)
+        run(&c, ms: 500, lowBps: 400_000, highBps: 5_000_000)
+        #expect(shown(c, c.low).layers.last == 0, "down to the lowest layer at once")
+        c.h.clearReceived()
+        run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
+        let top = try #require(firstSecond(of: 2, c), "the top layer again: \(shown(c, c.low).layers)")
+        #expect(top < 0.5, "at its next key frame: \(top) s")
     }
 
     /// ABWD counts a simulcast video at what its lowest layer costs, the least the node can show of it. Counted

@@ -121,6 +121,49 @@ public final class PostgresRegistry: Registry {
         }
     }
 
+    public func spans(of node: String) async throws -> [RoomSpan] {
+        try await client.withConnection { c in
+            var spans: [String: RoomSpan] = [:]
+            for try await (room, home, epoch) in try await c.query("""
+                SELECT r.room, r.home, r.epoch FROM sfu_rooms r JOIN sfu_room_hosts h ON h.room = r.room AND h.node = \(node)
+                """, logger: logger).decode((String, String?, Int64).self) {
+                spans[room] = RoomSpan(room: room, home: home, epoch: epoch)
+            }
+            for try await (room, peer, relay) in try await c.query("""
+                SELECT h.room, h.node, n.relay_address FROM sfu_room_hosts h JOIN sfu_nodes n ON n.id = h.node
+                WHERE h.node <> \(node) AND n.failure_reported_at IS NULL
+                    AND n.heartbeat_at > now() - make_interval(secs => \(timeoutSeconds))
+                    AND h.room IN (SELECT room FROM sfu_room_hosts WHERE node = \(node))
+                """, logger: logger).decode((String, String, String).self) {
+                spans[room]?.peers[peer] = relay
+            }
+            return spans.values.sorted { $0.room < $1.room }
+        }
+    }
+
+    public func saveModeration(room: String, epoch: Int64, version: Int64, state: String) async throws -> Bool {
+        var written = false
+        // One statement: the epoch check and the write see the same room row (a take-over that committed
+        // before it is seen; one after it orders after it, and the new home's saves carry the newer epoch).
+        for try await _ in try await client.query("""
+            INSERT INTO sfu_room_moderation (room, epoch, version, state, saved_at)
+            SELECT room, \(epoch), \(version), \(state)::jsonb, now() FROM sfu_rooms WHERE room = \(room) AND epoch = \(epoch)
+            ON CONFLICT (room) DO UPDATE SET epoch = EXCLUDED.epoch, version = EXCLUDED.version, state = EXCLUDED.state,
+                saved_at = EXCLUDED.saved_at
+            WHERE (sfu_room_moderation.epoch, sfu_room_moderation.version) < (EXCLUDED.epoch, EXCLUDED.version)
+            RETURNING room
+            """, logger: logger) { written = true }
+        return written
+    }
+
+    public func moderation(of room: String) async throws -> SavedModeration? {
+        var found: SavedModeration?
+        for try await (epoch, version, state) in try await client.query(
+            "SELECT epoch, version, state::text FROM sfu_room_moderation WHERE room = \(room)", logger: logger
+        ).decode((Int64, Int64, String).self) { found = SavedModeration(epoch: epoch, version: version, state: state) }
+        return found
+    }
+
     public func setState(node: String, _ state: NodeState) async throws {
         try await client.query("UPDATE sfu_nodes SET state = \(state.rawValue) WHERE id = \(node)", logger: logger)
     }

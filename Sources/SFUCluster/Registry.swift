@@ -29,6 +29,45 @@ public protocol Registry: Sendable {
     /// the same moment), with the rooms it hosted - whose participants there must rejoin elsewhere - and their
     /// rows gone, so placements no longer count it. A node that heartbeats again can fail and be reported again.
     func reportFailures(by node: String) async throws -> [NodeFailure]
+    /// The rooms `node` hosts, each with its home, epoch and the other live nodes hosting it (their relay
+    /// addresses): what a node needs to know which of its rooms it is home of, and whom to relay to.
+    func spans(of node: String) async throws -> [RoomSpan]
+    /// Saves the room's moderation (`state`, JSON) as its home at `epoch` holds it, if the room's epoch is still
+    /// `epoch` and nothing newer is saved ((epoch, version) orders them); whether it was written. A home that
+    /// lost the room (a new epoch) can no longer overwrite what the new home saves.
+    func saveModeration(room: String, epoch: Int64, version: Int64, state: String) async throws -> Bool
+    /// The room's moderation as last saved, if any.
+    func moderation(of room: String) async throws -> SavedModeration?
+}
+
+/// A room one node hosts, as the registry holds it.
+public struct RoomSpan: Sendable, Equatable {
+    public var room: String
+    public var home: String?
+    public var epoch: Int64
+    /// The other live nodes that host it, by id: their relay addresses.
+    public var peers: [String: String]
+
+    public init(room: String, home: String?, epoch: Int64, peers: [String: String] = [:]) {
+        self.room = room
+        self.home = home
+        self.epoch = epoch
+        self.peers = peers
+    }
+}
+
+/// A room's moderation as its home saved it.
+public struct SavedModeration: Sendable, Equatable {
+    public var epoch: Int64
+    public var version: Int64
+    /// JSON (the node's `ModerationState`).
+    public var state: String
+
+    public init(epoch: Int64, version: Int64, state: String) {
+        self.epoch = epoch
+        self.version = version
+        self.state = state
+    }
 }
 
 /// A node found dead: the rooms it hosted (participants there at its last heartbeat) and those it was home of.

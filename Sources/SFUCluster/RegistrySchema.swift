@@ -44,6 +44,15 @@ enum RegistrySchema {
         [
             "ALTER TABLE sfu_nodes ADD COLUMN failure_reported_at timestamptz, ADD COLUMN failure_reported_by text",
         ],
+        // 4: a room's moderation as its home last saved it (`saveModeration`), so that a new home after a
+        // take-over goes on from it; it ends with the room.
+        [
+            """
+            CREATE TABLE sfu_room_moderation (
+                room text PRIMARY KEY REFERENCES sfu_rooms(room) ON DELETE CASCADE,
+                epoch int8 NOT NULL, version int8 NOT NULL, state jsonb NOT NULL, saved_at timestamptz NOT NULL)
+            """,
+        ],
     ]
 
     /// Runs inside a transaction (the registry's `prepare`).

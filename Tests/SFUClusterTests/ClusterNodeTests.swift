@@ -97,6 +97,54 @@ import WebRTCEdge
                 && lost?["participants"] is Int && lost?["reason"] as? String == "heartbeat_timeout", "\(lost ?? [:])")
     }
 
+    /// A room's home saves its moderation in the registry; the node that takes the room over when the home
+    /// dies applies it: the room stays locked to newcomers, its participants get back in with their pins.
+    @Test func aRoomTakenOverFromADeadHomeKeepsItsModeration() async throws {
+        let url = try PostgresServer.shared.get().database()
+        var nodes: [Node] = [], members: [ClusterMembership] = [], tasks: [Task<Void, Never>] = []
+        for id in ["a", "b"] {
+            let n = try Self.node {
+                $0.clusterRegistry = url
+                $0.clusterNodeID = id
+                $0.clusterHeartbeatTimeoutSeconds = 4
+            }
+            let m = try ClusterMembership(node: n, logger: Logger(label: "test"))
+            nodes.append(n)
+            members.append(m)
+            tasks.append(Task { await m.runUntilCancelled() })
+        }
+        defer {
+            for t in tasks { t.cancel() }
+            for n in nodes { n.stop() }
+        }
+        try await Self.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        let placed = try await Self.call(nodes[0], members[0], .post, "/v1/placements", ["room": "r"])
+        let (dead, survivor) = placed.json["node"] as? String == "a" ? (0, 1) : (1, 0)
+        try await nodes[dead].createRoom("r", configuration: .init())
+        try await nodes[dead].withRoom("r") { room, core, now in
+            try room.admit("M", role: .moderator, now: now)
+            try room.admit("X", now: now)
+            try room.pin(by: "M", ["X"], now: now, into: core.batch)
+            try room.lock(by: "M", locked: true)
+        }
+        try await Self.eventually { try await members[dead].registry.moderation(of: "r")?.state.contains(#""locked": true"#) == true }
+        tasks[dead].cancel()  // the home stops heartbeating, as a killed node would
+        try await Self.eventually {
+            try await Self.call(nodes[survivor], members[survivor], .post, "/v1/placements", ["room": "r"]).json["reason"] as? String == "home_taken_over"
+        }
+        try await nodes[survivor].createRoom("r", configuration: .init())
+        try await Self.eventually { try await nodes[survivor].withRoom("r") { room, _, _ in room.locked } }
+        let back = try await nodes[survivor].withRoom("r") { room, _, now in
+            try room.admit("M", role: .moderator, now: now)
+            try room.admit("X", now: now)
+            return room.pinned
+        }
+        #expect(back == ["X"], "X rejoined, pinned as before")
+        await #expect(throws: Error.self, "a newcomer: the room is still locked") {
+            try await nodes[survivor].withRoom("r") { room, _, now in try room.admit("W", now: now) }
+        }
+    }
+
     /// The first event on `subscription` that `match` accepts, or nil when none comes within 10 s.
     static func first(_ subscription: EventHub.Subscription, _ match: @escaping @Sendable ([String: Any]) -> Bool) async throws -> [String: Any]? {
         let messages = subscription.messages

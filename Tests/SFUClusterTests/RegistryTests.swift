@@ -101,6 +101,49 @@ import Testing
         }
     }
 
+    /// The home saves the room's moderation as it changes; a home that lost the room (an older epoch) and an
+    /// older version never overwrite a newer one; the row ends with the room.
+    @Test func aRoomsModerationIsSavedByItsHomeOnlyForwardAndEndsWithTheRoom() async throws {
+        try await withRegistries(2) { rs, url in
+            try await register(rs[0], ["a", "b"])
+            let p = try await rs[0].place(room: "r", limits: Self.limits)
+            #expect(try await rs[0].moderation(of: "r") == nil)
+            #expect(try await rs[0].saveModeration(room: "r", epoch: p.epoch, version: 3, state: #"{"version":3,"locked":true}"#))
+            #expect(try await !rs[1].saveModeration(room: "r", epoch: p.epoch, version: 2, state: #"{"version":2}"#), "an older version")
+            let other = p.node == "a" ? "b" : "a"
+            let taken = try #require(try await rs[1].claimHome(room: "r", node: other, expectedEpoch: p.epoch))
+            let saved = try #require(try await rs[1].moderation(of: "r"))
+            #expect(saved.epoch == p.epoch && saved.version == 3 && saved.state.contains(#""locked": true"#), "what the new home loads: \(saved)")
+            #expect(try await !rs[0].saveModeration(room: "r", epoch: p.epoch, version: 9, state: #"{"version":9}"#),
+                    "the old home, fenced by the new epoch")
+            #expect(try await rs[1].saveModeration(room: "r", epoch: taken, version: 1, state: #"{"version":1}"#),
+                    "the new home's first version is newer: its epoch is")
+            #expect(try await !rs[1].saveModeration(room: "gone", epoch: taken, version: 1, state: "{}"), "no such room")
+            try PostgresServer.shared.get().psql(url, "DELETE FROM sfu_rooms WHERE room = 'r'")
+            #expect(try await rs[0].moderation(of: "r") == nil, "it ended with the room")
+        }
+    }
+
+    /// A node learns, for each room it hosts, the home, the epoch and the other live nodes hosting it.
+    @Test func aNodesSpansNameEachRoomsHomeEpochAndLivePeers() async throws {
+        try await withRegistries { rs, url in
+            for id in ["a", "b", "c"] {
+                try await rs[0].register(NodeRecord(id: id, controlURL: "http://\(id):8080", relayAddress: "10.0.0.\(id.unicodeScalars.first!.value - 96):7000",
+                                                    capacity: 100))
+            }
+            let first = try await rs[0].place(room: "r", limits: Self.limits)
+            for id in ["a", "b", "c"] {
+                _ = try await rs[0].heartbeat(node: id, load: NodeLoad(roomParticipants: id == "c" ? [:] : ["r": 1]))
+            }
+            let spans = try await rs[0].spans(of: "a")
+            #expect(spans.map(\.room) == ["r"] && spans[0].home == first.home && spans[0].epoch == first.epoch)
+            #expect(spans[0].peers == ["b": "10.0.0.2:7000"], "b hosts it too; c does not")
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_nodes SET heartbeat_at = now() - interval '1 hour' WHERE id = 'b'")
+            #expect(try await rs[0].spans(of: "a").first?.peers == [:], "a dead node is no peer")
+            #expect(try await rs[0].spans(of: "c") == [])
+        }
+    }
+
     @Test func aDrainingNodeKeepsItsRoomsAndTakesNoNewOnes() async throws {
         try await withRegistries { rs, _ in
             let r = rs[0]
@@ -169,7 +212,8 @@ import Testing
         try await withRegistries { rs, url in
             let server = try PostgresServer.shared.get()
             try server.psql(url, """
-                DROP SEQUENCE sfu_epochs; ALTER TABLE sfu_nodes DROP COLUMN failure_reported_at, DROP COLUMN failure_reported_by;
+                DROP TABLE sfu_room_moderation; DROP SEQUENCE sfu_epochs;
+                ALTER TABLE sfu_nodes DROP COLUMN failure_reported_at, DROP COLUMN failure_reported_by;
                 UPDATE sfu_schema SET version = 1;
                 INSERT INTO sfu_nodes (id, control_url, capacity, heartbeat_at, registered_at) VALUES ('a', 'http://a', 100, now(), now());
                 INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES ('old', NULL, 41, now())

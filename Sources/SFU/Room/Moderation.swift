@@ -102,8 +102,11 @@ struct Moderation: Equatable {
 /// home's `Moderation` with participants named by id (indices are each node's own), and the per-participant
 /// hard mutes, which each node enforces for its own participants at ingress. A node applies a state newer than
 /// the one it has (`Room.applyModeration`).
-public struct ModerationState: Sendable, Equatable {
-    public struct HardMute: Sendable, Equatable {
+///
+/// JSON (Codable, snake_case keys) is how it is saved in the registry (`sfu_room_moderation`), so a new home
+/// goes on from it after a take-over.
+public struct ModerationState: Sendable, Equatable, Codable {
+    public struct HardMute: Sendable, Equatable, Codable {
         public var audio: Bool
         public var video: Bool
         public init(audio: Bool, video: Bool) {
@@ -121,9 +124,33 @@ public struct ModerationState: Sendable, Equatable {
     public var invited: [String]
     /// Participants a moderator hard-muted (one kind or both), by id.
     public var hardMuted: [String: HardMute]
+    /// Who was in the room (a locked room taken over by a new home lets them back in).
+    public var members: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case version, pinned, locked, invited
+        case roomAudioMuted = "room_audio_muted"
+        case raisedHands = "raised_hands"
+        case floorHolder = "floor_holder"
+        case hardMuted = "hard_muted"
+        case members
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decode(UInt64.self, forKey: .version)
+        pinned = try c.decodeIfPresent([String].self, forKey: .pinned) ?? []
+        locked = try c.decodeIfPresent(Bool.self, forKey: .locked) ?? false
+        roomAudioMuted = try c.decodeIfPresent(Bool.self, forKey: .roomAudioMuted) ?? false
+        raisedHands = try c.decodeIfPresent([String].self, forKey: .raisedHands) ?? []
+        floorHolder = try c.decodeIfPresent(String.self, forKey: .floorHolder)
+        invited = try c.decodeIfPresent([String].self, forKey: .invited) ?? []
+        hardMuted = try c.decodeIfPresent([String: HardMute].self, forKey: .hardMuted) ?? [:]
+        members = try c.decodeIfPresent([String].self, forKey: .members) ?? []
+    }
 
     public init(version: UInt64, pinned: [String] = [], locked: Bool = false, roomAudioMuted: Bool = false, raisedHands: [String] = [],
-                floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:]) {
+                floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:], members: [String] = []) {
         self.version = version
         self.pinned = pinned
         self.locked = locked
@@ -132,6 +159,7 @@ public struct ModerationState: Sendable, Equatable {
         self.floorHolder = floorHolder
         self.invited = invited
         self.hardMuted = hardMuted
+        self.members = members
     }
 }
 

@@ -34,6 +34,8 @@ public final class Room {
     var listedOrder: RoomRanking.TalkerOrder?
     /// The home's moderation state this room last applied (a room that follows one).
     var appliedModeration: ModerationState?
+    /// What a state taken over from a dead home says of participants not back yet (`takeOverModeration`).
+    var takenOverModeration: ModerationState?
     var moderation = Moderation()
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
@@ -123,8 +125,10 @@ public final class Room {
     /// Admits a participant. Refused while the room is locked, or when the ID is taken (`Roster.admit`).
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
-        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked, roomName: self.name)
+        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked && !rejoins(id),
+                                       roomName: self.name)
         reapplySharedModeration(for: p)
+        restoreTakenOverModeration(for: p)
         election.join(p.index)
         effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
         listsChanged()

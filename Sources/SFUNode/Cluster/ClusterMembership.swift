@@ -5,7 +5,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// The node's membership of a cluster (`cluster.registry` set): it prepares the registry's schema, registers
-/// the node, heartbeats its load each second, reports nodes that died (`node_lost` events), and knows whether
+/// the node, heartbeats its load each second, reports nodes that died (`node_lost` events), saves the
+/// moderation of the rooms it is home of and takes it over with a room (`HomeModeration`), and knows whether
 /// the registry still answers. A node whose
 /// last successful heartbeat is older than the heartbeat timeout is fenced: by then the registry may have
 /// declared it dead and moved its rooms' homes, so it places nobody and says `registry_unreachable` in its
@@ -20,6 +21,7 @@ public final class ClusterMembership: Service, Sendable {
     let timeout: Duration
     let logger: Logger
     private let state = Mutex(Standing())
+    let homeModeration: HomeModeration
 
     struct Standing {
         var lastHeartbeat: ContinuousClock.Instant?
@@ -37,6 +39,7 @@ public final class ClusterMembership: Service, Sendable {
         let url = c.clusterControlURL.isEmpty ? "http://\(c.apiListen)" : c.clusterControlURL
         let media = c.mediaAnnounced.first ?? "\(c.mediaListen)"
         record = NodeRecord(id: id, controlURL: url, mediaAddress: media, region: c.clusterRegion, capacity: c.clusterCapacity)
+        homeModeration = HomeModeration(registry: registry, nodeID: id, node: node, logger: logger)
     }
 
     /// Whether the registry answered a heartbeat within the timeout.
@@ -77,6 +80,9 @@ public final class ClusterMembership: Service, Sendable {
                     // no "unreachable" log); the next heartbeat asks again.
                     do { try await reportFailures() } catch is CancellationError { return } catch {
                         logger.warning("could not ask the registry for failed nodes", metadata: ["error": "\(error)"])
+                    }
+                    do { try await homeModeration.sync() } catch is CancellationError { return } catch {
+                        logger.warning("could not save or load the moderation of rooms this node is home of", metadata: ["error": "\(error)"])
                     }
                 } else {
                     registered = false

@@ -1,0 +1,53 @@
+import Foundation
+import SFUSimulation
+import Testing
+@testable import SFU
+@testable import SFUBase
+
+/// A node that takes a room over from a home that died (issue 25) goes on from the moderation that home
+/// saved in the registry, as JSON (`Room.takeOverModeration`): the lock, pins and hard mutes hold for the
+/// participants who rejoin here, one by one; the new home's own commands are not undone by later arrivals.
+@Suite struct ModerationTakeOverTests {
+    func code(_ body: () throws -> Void) -> Int? {
+        do { try body(); return nil } catch let e as RoomError { return e.code.rawValue } catch { return -1 }
+    }
+
+    /// The dead home's state: M moderates, X pinned, Y hard-muted (audio), the room locked; X, Y, M and Z in it.
+    func savedByTheDeadHome() throws -> String {
+        let h = try RoomHarness()
+        for (id, role) in [("M", Role.moderator), ("X", .participant), ("Y", .participant), ("Z", .participant)] { _ = try h.join(id, role: role) }
+        try h.room.pin(by: "M", ["X"], now: h.now, into: h.batch)
+        try h.room.hardMute(by: "M", target: "Y", audio: true, video: nil, now: h.now, into: h.batch)
+        try h.room.lock(by: "M", locked: true)
+        return String(decoding: try JSONEncoder().encode(h.room.moderationState), as: UTF8.self)
+    }
+
+    @Test func theSavedStateReadsBackAsItWasWrittenWithSnakeCaseKeys() throws {
+        let json = try savedByTheDeadHome()
+        #expect(json.contains(#""hard_muted""#) && json.contains(#""room_audio_muted""#) && json.contains(#""members""#))
+        let state = try JSONDecoder().decode(ModerationState.self, from: Data(json.utf8))
+        #expect(state.locked && state.pinned == ["X"] && state.hardMuted["Y"] == .init(audio: true, video: false))
+        #expect(Set(state.members) == ["M", "X", "Y", "Z"])
+        let minimal = try JSONDecoder().decode(ModerationState.self, from: Data(#"{"version": 7}"#.utf8))
+        #expect(minimal == ModerationState(version: 7), "keys a state does not carry read as their defaults")
+    }
+
+    @Test func theNewHomeLetsTheRoomsParticipantsBackIntoTheLockedRoomWithTheirPinsAndMutes() throws {
+        let state = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
+        let h = try RoomHarness()  // the new home's room, created as the first participant is placed there
+        #expect(h.room.takeOverModeration(state, now: h.now, into: h.batch))
+        #expect(h.room.locked)
+        #expect(code { _ = try h.join("W") } == ResultCode.roomLocked.rawValue, "a newcomer: the room is locked")
+        _ = try h.join("M", role: .moderator)
+        _ = try h.join("X")
+        #expect(h.room.pinned == ["X"], "X is pinned again as it rejoins")
+        _ = try h.join("Y")
+        #expect(try h.room.participant("Y").hardMutedAudio, "Y is hard-muted again as it rejoins")
+        try h.room.unpin(by: "M", ["X"], now: h.now, into: h.batch)
+        _ = try h.join("Z")
+        #expect(h.room.pinned.isEmpty, "the new home's own unpin holds when others rejoin after it")
+        _ = try h.room.remove("Z", now: h.now, into: h.batch)
+        #expect(code { _ = try h.join("Z") } == ResultCode.roomLocked.rawValue, "back once: a second return is a newcomer's")
+        #expect(!h.room.takeOverModeration(ModerationState(version: 1), now: h.now, into: h.batch), "not over a newer state of its own")
+    }
+}

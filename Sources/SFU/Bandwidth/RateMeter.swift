@@ -38,13 +38,17 @@ public struct RateMeter: Sendable {
     /// The median of the complete buckets' rates (nil before one is complete): what a stream carries when
     /// it is not bursting. A video layer's key frames - three or four at once when subscribers join or switch,
     /// each several times a delta frame - doubled the mean of a 1280x720 layer for two seconds in a Chromium
-    /// run, and every subscriber left that layer although its link fit it (scripts/shaped-test.sh).
+    /// run. A stream with fewer frames than buckets (a screen share at a few frames a second) leaves buckets
+    /// empty, and its median would be 0: when a third of them are empty, the mean.
     public mutating func sustainedBitsPerSecond(now: MonoTime) -> Double? {
         roll(to: now)
         guard filled > 0 else { return nil }
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: Self.buckets) { xs in
             for k in 1...filled { xs[k - 1] = counts[Int((current - Int64(k) + Int64(Self.buckets)) % Int64(Self.buckets))] }
             var sorted = UnsafeMutableBufferPointer(rebasing: xs[0..<filled])
+            if sorted.count(where: { $0 == 0 }) * 3 >= filled {
+                return Double(sorted.reduce(0, +)) * 8 / (Double(filled) * Double(Self.bucketNanos) / 1e9)
+            }
             sorted.sort()
             let middle = filled % 2 == 1 ? Double(sorted[filled / 2]) : Double(sorted[filled / 2 - 1] + sorted[filled / 2]) / 2
             return middle * 8 / (Double(Self.bucketNanos) / 1e9)

@@ -44,9 +44,7 @@ extension Subscriber {
             let temporal = placed != nil ? nil : slot.layers.wantedTemporal
             let shown = steps.firstIndex { $0.track === shownTrack && $0.temporal == temporal } ?? steps.lastIndex { $0.track === shownTrack }
             let priority = slot.description.source == .screen ? -1 : talkers.firstIndex { $0.participant == q.index } ?? Int.max
-            // A step of the track it shows (another temporal layer) needs no key frame.
-            let keyframes = steps.map { $0.track === shownTrack ? 0 : $0.track.keyframeSize.lastBits }
-            entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown, keyframeBits: keyframes)))
+            entries.append((i, priority, steps, LayerAllocator.Source(rates: steps.map(\.rate), shown: shown)))
         }
         entries.sort { ($0.priority, $0.slot) < ($1.priority, $1.slot) }
         let choice = LayerAllocator.allocate(entries.map(\.source), budget: estimate - audio, upMargin: Self.layerUpMargin)
@@ -64,6 +62,10 @@ extension Subscriber {
         guard videoSlots.contains(where: \.showsSeveralSteps) else { return false }
         let plan = layerPlan(configuration: c, now: now)
         let estimate = estimator.estimate.map { Double($0) }
+        // What the lowest estimate of the last `LayerClimb.hold` fits: the most a slot climbs to (planned once,
+        // when a slot first needs it).
+        let floor = estimateFloor.floor(over: LayerClimb.hold, now: now) ?? estimate
+        var floorPlan: [Int: LadderStep]??
         var moved = false
         for slot in videoSlots {
             guard let q = slot.assignee, let publisher = q.publisher else { continue }
@@ -74,15 +76,18 @@ extension Subscriber {
                   let wantAt = steps.firstIndex(where: { $0.track === want.track && $0.temporal == want.temporal }) else { continue }
             let shownAt = steps.firstIndex { $0.track === shown && $0.temporal == slot.layers.wantedTemporal }
             let up = shownAt.map { wantAt > $0 } ?? false
+            // Up: at once on a decisive rise; otherwise after the slot's wait, and only as far as the lowest
+            // estimate of the last `LayerClimb.hold` fits (a layer that fits the sawtooth's tops is left at its
+            // next cut). Over the whole wait after a failed try (6 s), the floor kept a slot whose link was freed
+            // at the lowest layer past 10 s in one of five Chromium runs. Without an estimate, after the wait, to
+            // the top step its render limit allows.
             if up, let shownAt {
-                // Up: at once on a decisive rise; otherwise after the slot's wait, and only as far as the lowest
-                // estimate of the last `LayerClimb.hold` fits (a layer that fits the sawtooth's tops is left at its
-                // next cut). Over the whole wait after a failed try (6 s), the floor kept a slot whose link was
-                // freed at the lowest layer past 10 s in one of five Chromium runs.
-                let floor = estimateFloor.floor(over: LayerClimb.hold, now: now)
-                if !slot.climb.isDecisive(estimate, floor: floor) {
-                    guard slot.climb.mayClimb(estimate: estimate, floor: floor, now: now), let floor,
-                          let sustained = layerPlan(budget: floor, configuration: c, now: now)?[slot.position],
+                if estimate == nil {
+                    guard slot.climb.mayClimb(estimate: nil, now: now) else { continue }
+                } else if !slot.climb.isDecisive(estimate, floor: floor) {
+                    if floorPlan == nil { floorPlan = .some(floor.flatMap { layerPlan(budget: $0, configuration: c, now: now) }) }
+                    guard slot.climb.mayClimb(estimate: estimate, floor: floor, now: now),
+                          let sustained = floorPlan??[slot.position],
                           let sustainedAt = steps.firstIndex(where: { $0.track === sustained.track && $0.temporal == sustained.temporal }),
                           sustainedAt > shownAt else { continue }
                     if sustainedAt < wantAt { want = steps[sustainedAt] }

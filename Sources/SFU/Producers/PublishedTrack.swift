@@ -33,8 +33,6 @@ final class PublishedTrack {
     var live = false
     /// The frame size its last key frame said (a simulcast layer's resolution, for subscribers' render sizes).
     var frameSize: (width: Int, height: Int)?
-    /// How large its key frames are (what a slot switching to it must pass besides its rate).
-    var keyframeSize = KeyframeMeter()
     /// Since when it has been arriving without a gap (`videoStaleAfter`): a layer's rate means something only
     /// once its whole measuring window (2 s) is behind it.
     var liveSince: MonoTime?

@@ -58,9 +58,6 @@ extension Publisher {
         // repair, RFC 4588, or one reordered on the way) begins a picture whose other packets have gone by, and
         // what follows it refers to that picture: a slot switched there would show a broken picture, and with
         // the request cancelled it would wait for the publisher's next periodic key frame.
-        if !a.repaired, a.inOrder {
-            track.keyframeSize.packet(timestamp: header.timestamp, bytes: header.payloadLength, keyframeStart: video.isKeyframeStart)
-        }
         if video.isKeyframeStart, a.inOrder {
             track.keyframes.keyframeArrived()
             if let size = video.keyframeSize(in: payload) { track.frameSize = size }

@@ -42,18 +42,4 @@ import Testing
         let simulcast = LayerAllocator.Source(rates: Self.three, shown: nil)
         #expect(allocate([camera, simulcast], 1_300_000) == [0, 1], "600k left after the camera: the middle layer")
     }
-    /// A slot moving down (its link is full) goes to a layer whose key frame passes within half a second on top
-    /// of its rate; a temporal step of the layer it shows (key frame 0) and the one it keeps need none.
-    @Test func aLayerMovedDownToMustAlsoPassItsKeyFrame() {
-        let keyframes: [Double?] = [40_000, 140_000, 300_000]
-        // 600k: the middle layer's 500k fits, not with its 140 kbit key frame in 0.5 s (780k).
-        #expect(allocate([.init(rates: Self.three, shown: 2, keyframeBits: keyframes)], 600_000) == [0])
-        #expect(allocate([.init(rates: Self.three, shown: 2, keyframeBits: keyframes)], 780_000) == [1])
-        #expect(allocate([.init(rates: Self.three, shown: 2)], 600_000) == [1], "no key frame seen: its rate alone")
-        #expect(allocate([.init(rates: Self.three, shown: 2, keyframeBits: [40_000, 0, 300_000])], 600_000) == [1],
-                "no key frame needed")
-        #expect(allocate([.init(rates: Self.three, shown: 1, keyframeBits: keyframes)], 600_000) == [1], "the layer shown is kept")
-        #expect(allocate([.init(rates: Self.three, shown: 0, keyframeBits: keyframes)], 600_000) == [1],
-                "up: the margin (575k), not the key frame")
-    }
 }

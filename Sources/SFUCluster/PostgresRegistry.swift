@@ -164,6 +164,14 @@ public final class PostgresRegistry: Registry {
         return found
     }
 
+    public func forgetModeration(room: String, epoch: Int64) async throws -> Bool {
+        var gone = false
+        for try await _ in try await client.query(
+            "DELETE FROM sfu_room_moderation WHERE room = \(room) AND epoch = \(epoch) RETURNING room", logger: logger
+        ) { gone = true }
+        return gone
+    }
+
     public func setState(node: String, _ state: NodeState) async throws {
         try await client.query("UPDATE sfu_nodes SET state = \(state.rawValue) WHERE id = \(node)", logger: logger)
     }

@@ -38,6 +38,8 @@ public protocol Registry: Sendable {
     func saveModeration(room: String, epoch: Int64, version: Int64, state: String) async throws -> Bool
     /// The room's moderation as last saved, if any.
     func moderation(of room: String) async throws -> SavedModeration?
+    /// The room ended at its home: its saved moderation goes, if it is still that epoch's.
+    func forgetModeration(room: String, epoch: Int64) async throws -> Bool
 }
 
 /// A room one node hosts, as the registry holds it.

@@ -119,6 +119,10 @@ import Testing
             #expect(try await rs[1].saveModeration(room: "r", epoch: taken, version: 1, state: #"{"version":1}"#),
                     "the new home's first version is newer: its epoch is")
             #expect(try await !rs[1].saveModeration(room: "gone", epoch: taken, version: 1, state: "{}"), "no such room")
+            #expect(try await !rs[0].forgetModeration(room: "r", epoch: p.epoch), "the old home's room ending forgets nothing of the new one's")
+            #expect(try await rs[1].forgetModeration(room: "r", epoch: taken))
+            #expect(try await rs[1].moderation(of: "r") == nil)
+            #expect(try await rs[1].saveModeration(room: "r", epoch: taken, version: 1, state: #"{"version":1}"#), "a room created again starts afresh")
             try PostgresServer.shared.get().psql(url, "DELETE FROM sfu_rooms WHERE room = 'r'")
             #expect(try await rs[0].moderation(of: "r") == nil, "it ended with the room")
         }

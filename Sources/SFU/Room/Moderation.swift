@@ -115,6 +115,9 @@ public struct ModerationState: Sendable, Equatable, Codable {
         }
     }
 
+    /// The epoch of the home that issued it (the registry's; 0 outside a cluster): a new home's states are
+    /// newer than any of its predecessor's, whatever their versions.
+    public var epoch: Int64
     public var version: UInt64
     public var pinned: [String]
     public var locked: Bool
@@ -128,7 +131,7 @@ public struct ModerationState: Sendable, Equatable, Codable {
     public var members: [String]
 
     enum CodingKeys: String, CodingKey {
-        case version, pinned, locked, invited
+        case epoch, version, pinned, locked, invited
         case roomAudioMuted = "room_audio_muted"
         case raisedHands = "raised_hands"
         case floorHolder = "floor_holder"
@@ -138,6 +141,7 @@ public struct ModerationState: Sendable, Equatable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        epoch = try c.decodeIfPresent(Int64.self, forKey: .epoch) ?? 0
         version = try c.decode(UInt64.self, forKey: .version)
         pinned = try c.decodeIfPresent([String].self, forKey: .pinned) ?? []
         locked = try c.decodeIfPresent(Bool.self, forKey: .locked) ?? false
@@ -149,8 +153,9 @@ public struct ModerationState: Sendable, Equatable, Codable {
         members = try c.decodeIfPresent([String].self, forKey: .members) ?? []
     }
 
-    public init(version: UInt64, pinned: [String] = [], locked: Bool = false, roomAudioMuted: Bool = false, raisedHands: [String] = [],
+    public init(epoch: Int64 = 0, version: UInt64, pinned: [String] = [], locked: Bool = false, roomAudioMuted: Bool = false, raisedHands: [String] = [],
                 floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:], members: [String] = []) {
+        self.epoch = epoch
         self.version = version
         self.pinned = pinned
         self.locked = locked
@@ -160,6 +165,12 @@ public struct ModerationState: Sendable, Equatable, Codable {
         self.invited = invited
         self.hardMuted = hardMuted
         self.members = members
+    }
+
+    /// Whether it is newer than `other`: a later home's, or the same home's later version.
+    public func isNewer(than other: ModerationState?) -> Bool {
+        guard let other else { return true }
+        return (epoch, version) > (other.epoch, other.version)
     }
 }
 

@@ -9,7 +9,7 @@ extension Room {
         for p in participants.all where p.hardMutedAudio || p.hardMutedVideo {
             muted[p.id] = .init(audio: p.hardMutedAudio, video: p.hardMutedVideo)
         }
-        return ModerationState(version: moderation.version, pinned: moderation.pins.compactMap(id), locked: moderation.locked,
+        return ModerationState(epoch: homeEpoch, version: moderation.version, pinned: moderation.pins.compactMap(id), locked: moderation.locked,
                                roomAudioMuted: moderation.roomAudioMuted, raisedHands: moderation.floor.raised.compactMap(id),
                                floorHolder: moderation.floor.holder.flatMap(id), invited: moderation.floor.invited.compactMap(id),
                                hardMuted: muted, members: participants.inOrder.map(\.id))
@@ -23,7 +23,7 @@ extension Room {
     /// not count, so the home's next state is never taken for an old one.
     @discardableResult
     public func applyModeration(_ state: ModerationState, now: MonoTime, into out: DatagramBatch) -> Bool {
-        guard state.version > (appliedModeration?.version ?? 0) else { return false }
+        guard state.isNewer(than: appliedModeration) else { return false }
         appliedModeration = state
         let pinsBefore = moderation.pins
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
@@ -47,35 +47,47 @@ extension Room {
     }
 
     /// A node that became the room's home by taking it over (its last home died) goes on from the state that home
-    /// saved in the registry (`HomeModeration` in the node loads it): the lock, room mute and floor now, and
-    /// what the state says of each participant - a pin, a hard mute - as that participant rejoins here (the
-    /// dead home's participants come back one by one). From then on the state is this room's own: its version
-    /// goes on from the saved one, and its next command moves it. Unlike `applyModeration` nothing is re-applied
-    /// over the room's own later changes. Returns whether it applied (not over a newer state of its own).
-    @discardableResult
-    public func takeOverModeration(_ state: ModerationState, now: MonoTime, into out: DatagramBatch) -> Bool {
-        guard state.version >= moderation.version else { return false }
+    /// saved in the registry (`HomeModeration` in the node loads it), or from the newer one that home relayed
+    /// here if this node followed it: the lock, room mute and floor now, and what the state says of each
+    /// participant - a pin, a hard mute - as that participant rejoins here (the dead home's participants come
+    /// back one by one). From then on the state is this room's own: nothing of it is re-applied over the room's
+    /// later commands (`appliedModeration` goes), its version goes on from the state's. A locked room lets back
+    /// in those the state lists as members for `rejoinWindow`, each once, and nobody else; locking it again ends
+    /// that.
+    public func takeOverModeration(_ saved: ModerationState, epoch: Int64, now: MonoTime, into out: DatagramBatch) {
+        let state = saved.isNewer(than: appliedModeration) ? saved : appliedModeration ?? saved
+        homeEpoch = epoch
+        appliedModeration = nil
         let pinsBefore = moderation.pins
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
         var left = state
+        left.members = Array(left.members.prefix(Self.maxRejoining))
         for p in participants.all {
             let m = state.hardMuted[p.id]
             p.hardMutedAudio = m?.audio ?? false
             p.hardMutedVideo = m?.video ?? false
             left.forget(p.id)
         }
-        takenOverModeration = left.isSpent ? nil : left
+        takenOverModeration = left.isSpent ? nil : (left, now)
         if moderation.pins != pinsBefore { effects.events.append(.pins(pinnedIDs)) }
         publishingChanged(participants.inOrder, now: now, into: out)
-        return true
     }
 
-    /// Whether a room taken over from a dead home, locked, lets `id` back in: it was in the room then.
-    func rejoins(_ id: String) -> Bool { takenOverModeration?.members.contains(id) ?? false }
+    /// How long after a take-over the dead home's participants may rejoin a locked room.
+    static let rejoinWindow: MonoTime.Interval = .seconds(60)
+    /// At most this many of them (the state comes from the registry: bounded like everything from outside).
+    static let maxRejoining = 4096
+
+    /// Whether a room taken over from a dead home, locked, lets `id` back in: it was in the room then, and
+    /// the take-over is recent.
+    func rejoins(_ id: String, now: MonoTime) -> Bool {
+        guard let t = takenOverModeration, now - t.at < Self.rejoinWindow else { return false }
+        return t.state.members.contains(id)
+    }
 
     /// A participant rejoined a room taken over from a dead home: its pin and hard mutes from the saved state.
     func restoreTakenOverModeration(for p: Participant) {
-        guard var left = takenOverModeration else { return }
+        guard var (left, at) = takenOverModeration else { return }
         if let m = left.hardMuted[p.id] {
             p.hardMutedAudio = m.audio
             p.hardMutedVideo = m.video
@@ -83,8 +95,11 @@ extension Room {
         // A pin the room has no place for any more (the home pinned others since) is dropped.
         if left.pinned.contains(p.id) { try? moderation.pin([p.index], maxActiveTalkers: configuration.maxActiveTalkers) }
         left.forget(p.id)
-        takenOverModeration = left.isSpent ? nil : left
+        takenOverModeration = left.isSpent ? nil : (left, at)
     }
+
+    /// The room was locked again: only the new lock's rules hold, nobody rejoins past it.
+    func endRejoining() { takenOverModeration?.state.members = [] }
 }
 
 extension ModerationState {

@@ -34,8 +34,13 @@ public final class Room {
     var listedOrder: RoomRanking.TalkerOrder?
     /// The home's moderation state this room last applied (a room that follows one).
     var appliedModeration: ModerationState?
-    /// What a state taken over from a dead home says of participants not back yet (`takeOverModeration`).
-    var takenOverModeration: ModerationState?
+    /// The registry's epoch at which this room's node is the room's home (0: not known to be, or no cluster):
+    /// stamped on the moderation it shares, so that the nodes of the room order a new home's states after its
+    /// predecessor's (`ModerationState.isNewer`).
+    public var homeEpoch: Int64 = 0
+    /// What a state taken over from a dead home says of participants not back yet, and when it was taken
+    /// over (`takeOverModeration`).
+    var takenOverModeration: (state: ModerationState, at: MonoTime)?
     var moderation = Moderation()
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
@@ -125,7 +130,7 @@ public final class Room {
     /// Admits a participant. Refused while the room is locked, or when the ID is taken (`Roster.admit`).
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
-        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked && !rejoins(id),
+        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked && !rejoins(id, now: now),
                                        roomName: self.name)
         reapplySharedModeration(for: p)
         restoreTakenOverModeration(for: p)

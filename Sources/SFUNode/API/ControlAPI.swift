@@ -52,6 +52,12 @@ public enum ControlAPI {
             c.sustainedSpeech = node.configuration.roomSustainedSpeech
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
+            // A room this node took over from a home that died goes on with the moderation that home saved.
+            if let cluster, !cluster.isFenced {
+                do { try await cluster.homeModeration.adopt(room: b.room) } catch {
+                    cluster.logger.warning("could not load the room's saved moderation", metadata: ["room": "\(b.room)", "error": "\(error)"])
+                }
+            }
             return ok(RoomName(room: b.room), status: .created)
         }
         router.get("/v1/rooms") { _, _ in ok(RoomNames(rooms: node.roomNames)) }

@@ -58,6 +58,7 @@ public final class ClusterMembership: Service, Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.registry.run() }
             group.addTask { await self.beat() }
+            group.addTask { await self.homeModeration.run(fenced: { self.isFenced }) }
         }
     }
 
@@ -81,9 +82,7 @@ public final class ClusterMembership: Service, Sendable {
                     do { try await reportFailures() } catch is CancellationError { return } catch {
                         logger.warning("could not ask the registry for failed nodes", metadata: ["error": "\(error)"])
                     }
-                    do { try await homeModeration.sync() } catch is CancellationError { return } catch {
-                        logger.warning("could not save or load the moderation of rooms this node is home of", metadata: ["error": "\(error)"])
-                    }
+
                 } else {
                     registered = false
                     logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])

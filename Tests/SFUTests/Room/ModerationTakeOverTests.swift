@@ -35,7 +35,7 @@ import Testing
     @Test func theNewHomeLetsTheRoomsParticipantsBackIntoTheLockedRoomWithTheirPinsAndMutes() throws {
         let state = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
         let h = try RoomHarness()  // the new home's room, created as the first participant is placed there
-        #expect(h.room.takeOverModeration(state, now: h.now, into: h.batch))
+        h.room.takeOverModeration(state, epoch: 7, now: h.now, into: h.batch)
         #expect(h.room.locked)
         #expect(code { _ = try h.join("W") } == ResultCode.roomLocked.rawValue, "a newcomer: the room is locked")
         _ = try h.join("M", role: .moderator)
@@ -48,6 +48,53 @@ import Testing
         #expect(h.room.pinned.isEmpty, "the new home's own unpin holds when others rejoin after it")
         _ = try h.room.remove("Z", now: h.now, into: h.batch)
         #expect(code { _ = try h.join("Z") } == ResultCode.roomLocked.rawValue, "back once: a second return is a newcomer's")
-        #expect(!h.room.takeOverModeration(ModerationState(version: 1), now: h.now, into: h.batch), "not over a newer state of its own")
+    }
+
+    @Test func theWayBackIntoALockedRoomClosesAfterAMinuteOrWhenTheNewHomeLocksItAgain() throws {
+        let state = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
+        let late = try RoomHarness()
+        late.room.takeOverModeration(state, epoch: 7, now: late.now, into: late.batch)
+        late.advance(by: 61_000)
+        #expect(code { _ = try late.join("X") } == ResultCode.roomLocked.rawValue, "a member a minute late is a newcomer")
+        let relocked = try RoomHarness()
+        relocked.room.takeOverModeration(state, epoch: 7, now: relocked.now, into: relocked.batch)
+        _ = try relocked.join("M", role: .moderator)
+        try relocked.room.lock(by: "M", locked: false)
+        try relocked.room.lock(by: "M", locked: true)
+        #expect(code { _ = try relocked.join("X") } == ResultCode.roomLocked.rawValue, "the new lock's rules")
+    }
+
+    /// A node that followed the dead home (it hosted some of the room's participants) holds a newer state than
+    /// the saved one - the home relayed its last commands - and takes over from that; its own commands after
+    /// it are not undone when someone is admitted, as a follower's are by the home's state.
+    @Test func aFollowerTakesOverFromTheNewerStateItFollowedAndThenKeepsItsOwn() throws {
+        let saved = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
+        let h = try RoomHarness()
+        _ = try h.join("M", role: .moderator)
+        var relayed = saved
+        relayed.version += 2
+        relayed.roomAudioMuted = true
+        #expect(h.room.applyModeration(relayed, now: h.now, into: h.batch))
+        _ = try h.room.remove("M", now: h.now, into: h.batch)  // the dead home's participants leave with its relay
+        h.room.takeOverModeration(saved, epoch: 7, now: h.now, into: h.batch)
+        #expect(h.room.roomAudioMuted, "the newer state it followed, not the older saved one")
+        _ = try h.join("M", role: .moderator)
+        try h.room.hardMuteRoom(by: "M", audio: false, now: h.now, into: h.batch)
+        _ = try h.join("X")
+        #expect(!h.room.roomAudioMuted, "its own command holds as others are admitted")
+    }
+
+    /// Once states cross between live nodes, a follower orders them by (epoch, version): the new home's first
+    /// versions are lower than the last its predecessor relayed, and must still win; the old home's late ones lose.
+    @Test func aNewHomesStatesAreNewerThanItsPredecessorsWhateverTheirVersions() throws {
+        let h = try RoomHarness()
+        _ = try h.join("X")
+        #expect(h.room.applyModeration(ModerationState(epoch: 5, version: 40, pinned: ["X"]), now: h.now, into: h.batch))
+        #expect(h.room.applyModeration(ModerationState(epoch: 7, version: 3), now: h.now, into: h.batch), "the new home's first state")
+        #expect(h.room.pinned.isEmpty)
+        #expect(!h.room.applyModeration(ModerationState(epoch: 5, version: 41, pinned: ["X"]), now: h.now, into: h.batch), "the dead home's late one")
+        let home = try RoomHarness()
+        home.room.takeOverModeration(ModerationState(epoch: 5, version: 40), epoch: 7, now: home.now, into: home.batch)
+        #expect(home.room.moderationState.epoch == 7 && home.room.moderationState.version == 40, "what the new home shares goes on from it")
     }
 }

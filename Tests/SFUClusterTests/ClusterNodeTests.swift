@@ -53,9 +53,19 @@ import WebRTCEdge
         #expect(try await Self.call(node, nil, .post, "/v1/rooms/standup/participants", ["participant": "bob"]).status == 201)
     }
 
-    @Test func aNodeThatStopsHeartbeatingLosesItsRoomsToALiveNode() async throws {
+    /// Nodes "a" and "b" of one fresh registry, each with its membership running, both seen alive. A test stops
+    /// one's heartbeat by cancelling its task, as a killed node would stop.
+    struct TwoNodes {
+        var nodes: [Node], members: [ClusterMembership], tasks: [Task<Void, Never>]
+        func stop() {
+            for t in tasks { t.cancel() }
+            for n in nodes { n.stop() }
+        }
+    }
+
+    static func twoNodes() async throws -> TwoNodes {
         let url = try PostgresServer.shared.get().database()
-        var nodes: [Node] = [], members: [ClusterMembership] = [], tasks: [Task<Void, Never>] = []
+        var c = TwoNodes(nodes: [], members: [], tasks: [])
         for id in ["a", "b"] {
             let n = try Self.node {
                 $0.clusterRegistry = url
@@ -64,15 +74,19 @@ import WebRTCEdge
                 $0.clusterHeartbeatTimeoutSeconds = 4  // a loaded machine may delay a heartbeat by a second or two
             }
             let m = try ClusterMembership(node: n, logger: Logger(label: "test"))
-            nodes.append(n)
-            members.append(m)
-            tasks.append(Task { await m.runUntilCancelled() })
+            c.nodes.append(n)
+            c.members.append(m)
+            c.tasks.append(Task { await m.runUntilCancelled() })
         }
-        defer {
-            for t in tasks { t.cancel() }
-            for n in nodes { n.stop() }
-        }
+        let members = c.members
         try await Self.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        return c
+    }
+
+    @Test func aNodeThatStopsHeartbeatingLosesItsRoomsToALiveNode() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (nodes, members, tasks) = (cluster.nodes, cluster.members, cluster.tasks)
         let viaA = try await Self.call(nodes[0], members[0], .post, "/v1/placements", ["room": "r"])
         let viaB = try await Self.call(nodes[1], members[1], .post, "/v1/placements", ["room": "r"])
         let home = try #require(viaA.json["node"] as? String)
@@ -100,24 +114,9 @@ import WebRTCEdge
     /// A room's home saves its moderation in the registry; the node that takes the room over when the home
     /// dies applies it: the room stays locked to newcomers, its participants get back in with their pins.
     @Test func aRoomTakenOverFromADeadHomeKeepsItsModeration() async throws {
-        let url = try PostgresServer.shared.get().database()
-        var nodes: [Node] = [], members: [ClusterMembership] = [], tasks: [Task<Void, Never>] = []
-        for id in ["a", "b"] {
-            let n = try Self.node {
-                $0.clusterRegistry = url
-                $0.clusterNodeID = id
-                $0.clusterHeartbeatTimeoutSeconds = 4
-            }
-            let m = try ClusterMembership(node: n, logger: Logger(label: "test"))
-            nodes.append(n)
-            members.append(m)
-            tasks.append(Task { await m.runUntilCancelled() })
-        }
-        defer {
-            for t in tasks { t.cancel() }
-            for n in nodes { n.stop() }
-        }
-        try await Self.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (nodes, members, tasks) = (cluster.nodes, cluster.members, cluster.tasks)
         let placed = try await Self.call(nodes[0], members[0], .post, "/v1/placements", ["room": "r"])
         let (dead, survivor) = placed.json["node"] as? String == "a" ? (0, 1) : (1, 0)
         try await nodes[dead].createRoom("r", configuration: .init())

@@ -87,7 +87,8 @@ extension Room {
 
     /// A participant rejoined a room taken over from a dead home: its pin and hard mutes from the saved state.
     func restoreTakenOverModeration(for p: Participant) {
-        guard var (left, at) = takenOverModeration else { return }
+        guard let (state, at) = takenOverModeration else { return }
+        var left = state
         if let m = left.hardMuted[p.id] {
             p.hardMutedAudio = m.audio
             p.hardMutedVideo = m.video

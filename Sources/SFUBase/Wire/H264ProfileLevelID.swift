@@ -38,6 +38,9 @@ public struct H264ProfileLevelID: Sendable, Equatable, CustomStringConvertible {
 
         public static func < (a: Level, b: Level) -> Bool { a.rank < b.rank }
 
+        /// A level_idc that names this level on its own (9 for 1b), as a relay description carries it.
+        public var levelIDC: UInt8 { rank == 21 ? 9 : UInt8(clamping: rank / 2) }
+
         public var description: String {
             rank == 21 ? "1b" : rank % 20 == 0 ? "\(rank / 20)" : "\(rank / 20).\(rank % 20 / 2)"
         }

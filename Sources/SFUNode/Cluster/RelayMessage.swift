@@ -1,0 +1,272 @@
+import Foundation
+import SFU
+import SFUBase
+
+/// What the nodes of a room that spans nodes tell each other on their control channel (issue 25;
+/// docs/cluster.md, "Between nodes"): one JSON object per WebSocket message, its kind in `type`. The channel
+/// itself (one connection per pair of nodes, set up from `Registry.spans(of:)`) is not built yet; this is its
+/// contract, checked whole on the way in like every other boundary: a peer node is another process that may
+/// run another version, be restarted half-way or be impersonated, so every list and string is bounded, every
+/// number range-checked, and a message that breaks a rule is refused with what it broke - never half applied.
+public enum RelayMessage: Sendable, Equatable {
+    /// The first message on a connection: who speaks, and the protocol it speaks.
+    case hello(node: String, version: Int)
+    /// What the sender relays to the receiver in `room` now (`Room.relayed(to:)`): the whole description, so
+    /// that a lost or reordered one is repaired by the next.
+    case streams(room: String, epoch: Int64, streams: [RelayedStream])
+    /// The home's talker order (`Room.shareRanking()`).
+    case ranking(room: String, SharedRanking)
+    /// The home's moderation (`Room.moderationState`).
+    case moderation(room: String, ModerationState)
+    /// The SRTP master key and salt (AEAD_AES_128_GCM, RFC 7714: 16 + 12 bytes) the sender protects what it
+    /// relays with from `epoch` on (keys per node and epoch; epochs never repeat).
+    case keys(epoch: Int64, keyAndSalt: [UInt8])
+    /// The sender stops relaying `room` to the receiver (its last participant there left, or it drains).
+    case bye(room: String)
+
+    public static let protocolVersion = 1
+    /// Bounds of what a message may carry.
+    public static let maxBytes = 1 << 20
+    public static let maxIDBytes = 256
+    public static let maxStreams = 256
+    public static let maxListed = 4096
+    public static let keyAndSaltBytes = 28
+}
+
+public struct RelayMessageError: Error, Equatable, CustomStringConvertible {
+    public var description: String
+    init(_ d: String) { description = d }
+}
+
+extension RelayMessage {
+    /// The message as it crosses: compact JSON, snake_case keys.
+    public func encoded() throws -> Data {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return try e.encode(Envelope(self))
+    }
+
+    /// Reads and checks one message; throws `RelayMessageError` saying what is wrong with it.
+    public static func decode(_ data: Data) throws(RelayMessageError) -> RelayMessage {
+        guard data.count <= maxBytes else { throw RelayMessageError("message of \(data.count) bytes, over \(maxBytes)") }
+        let envelope: Envelope
+        do {
+            envelope = try JSONDecoder().decode(Envelope.self, from: data)
+        } catch let e as RelayMessageError {
+            throw e
+        } catch {
+            throw RelayMessageError("not a relay message: \(Self.reason(error))")
+        }
+        return envelope.message
+    }
+
+    static func reason(_ error: Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "no \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c):
+            "wrong type at \(c.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.dataCorrupted(let c):
+            c.codingPath.isEmpty ? "unreadable (\(c.debugDescription.prefix(100)))" : "bad value at \(c.codingPath.map(\.stringValue).joined(separator: "."))"
+        case let e as RelayMessageError: e.description
+        default: "\(error)"
+        }
+    }
+}
+
+/// The JSON shape: `{"type": ..., fields}`; decoding checks every bound as it reads.
+struct Envelope: Codable {
+    var message: RelayMessage
+
+    init(_ m: RelayMessage) { message = m }
+
+    enum Key: String, CodingKey {
+        case type, node, version, room, epoch, streams, ranking, moderation
+        case keyAndSalt = "key_and_salt"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch message {
+        case .hello(let node, let version):
+            try c.encode("hello", forKey: .type)
+            try c.encode(node, forKey: .node)
+            try c.encode(version, forKey: .version)
+        case .streams(let room, let epoch, let streams):
+            try c.encode("streams", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(epoch, forKey: .epoch)
+            try c.encode(streams.map(WireStream.init), forKey: .streams)
+        case .ranking(let room, let r):
+            try c.encode("ranking", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(WireRanking(r), forKey: .ranking)
+        case .moderation(let room, let m):
+            try c.encode("moderation", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(m, forKey: .moderation)
+        case .keys(let epoch, let key):
+            try c.encode("keys", forKey: .type)
+            try c.encode(epoch, forKey: .epoch)
+            try c.encode(Data(key).base64EncodedString(), forKey: .keyAndSalt)
+        case .bye(let room):
+            try c.encode("bye", forKey: .type)
+            try c.encode(room, forKey: .room)
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        func id(_ k: Key) throws -> String { try Check.id(try c.decode(String.self, forKey: k), k.stringValue) }
+        func epoch() throws -> Int64 {
+            let e = try c.decode(Int64.self, forKey: .epoch)
+            guard e >= 0 else { throw RelayMessageError("negative epoch") }
+            return e
+        }
+        switch try c.decode(String.self, forKey: .type) {
+        case "hello":
+            message = .hello(node: try id(.node), version: try c.decode(Int.self, forKey: .version))
+        case "streams":
+            let wire = try c.decode([WireStream].self, forKey: .streams)
+            guard wire.count <= RelayMessage.maxStreams else { throw RelayMessageError("\(wire.count) streams, over \(RelayMessage.maxStreams)") }
+            let streams = try wire.map { try $0.stream() }
+            guard Set(streams.map(\.ssrc)).count == streams.count else { throw RelayMessageError("an SSRC named twice") }
+            message = .streams(room: try id(.room), epoch: try epoch(), streams: streams)
+        case "ranking":
+            message = .ranking(room: try id(.room), try c.decode(WireRanking.self, forKey: .ranking).ranking())
+        case "moderation":
+            let m = try c.decode(ModerationState.self, forKey: .moderation)
+            try Check.moderation(m)
+            message = .moderation(room: try id(.room), m)
+        case "keys":
+            guard let key = Data(base64Encoded: try c.decode(String.self, forKey: .keyAndSalt)), key.count == RelayMessage.keyAndSaltBytes else {
+                throw RelayMessageError("key_and_salt is not \(RelayMessage.keyAndSaltBytes) bytes of base64")
+            }
+            message = .keys(epoch: try epoch(), keyAndSalt: [UInt8](key))
+        case "bye":
+            message = .bye(room: try id(.room))
+        case let other:
+            throw RelayMessageError("unknown type \(other.prefix(32))")
+        }
+    }
+}
+
+/// One relayed stream as it crosses.
+struct WireStream: Codable {
+    var participant: String
+    var name: String
+    var role: Role
+    var kind: MediaKind
+    var codec: Codec
+    var ssrc: UInt32
+    var payloadType: UInt8
+    var rtxSSRC: UInt32?
+    var rtxPayloadType: UInt8?
+    /// H.264's profile (its name) and level (a level_idc, 9 for 1b).
+    var h264: H264Wire?
+
+    struct H264Wire: Codable {
+        var profile: String
+        var levelIDC: UInt8
+        enum CodingKeys: String, CodingKey {
+            case profile
+            case levelIDC = "level_idc"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case participant, name, role, kind, codec, ssrc, h264
+        case payloadType = "payload_type"
+        case rtxSSRC = "rtx_ssrc"
+        case rtxPayloadType = "rtx_payload_type"
+    }
+
+    init(_ s: RelayedStream) {
+        participant = s.participant
+        name = s.name
+        role = s.role
+        kind = s.kind
+        codec = s.codec
+        ssrc = s.ssrc
+        payloadType = s.payloadType
+        rtxSSRC = s.rtxSSRC
+        rtxPayloadType = s.rtxPayloadType
+        h264 = s.h264.map {
+            H264Wire(profile: $0.profile.rawValue, levelIDC: $0.level.levelIDC)
+        }
+    }
+
+    func stream() throws -> RelayedStream {
+        guard codec.kind == kind else { throw RelayMessageError("a \(kind.rawValue) stream in \(codec.rawValue)") }
+        guard payloadType < 128, rtxPayloadType.map({ $0 < 128 }) ?? true else { throw RelayMessageError("a payload type over 127") }
+        guard (rtxSSRC == nil) == (rtxPayloadType == nil) else { throw RelayMessageError("an RTX SSRC without its payload type, or the reverse") }
+        guard rtxSSRC != ssrc else { throw RelayMessageError("an RTX stream on its media SSRC") }
+        var profile: H264ProfileLevelID?
+        if let h = h264 {
+            guard codec == .h264, let p = H264ProfileLevelID.Profile(rawValue: h.profile) else { throw RelayMessageError("bad h264 profile") }
+            profile = H264ProfileLevelID(profile: p, level: .init(levelIDC: h.levelIDC, constraintSet3: false, profileIDC: 0))
+        }
+        return RelayedStream(participant: try Check.id(participant, "participant"), name: try Check.text(name, "name"), role: role, kind: kind,
+                             codec: codec, ssrc: ssrc, payloadType: payloadType, rtxSSRC: rtxSSRC, rtxPayloadType: rtxPayloadType, h264: profile)
+    }
+}
+
+/// The home's talker order as it crosses.
+struct WireRanking: Codable {
+    var epoch: Int64
+    var version: UInt64
+    var recency: [String]
+    var speaking: [String]
+    var young: [String]
+    var dominant: String?
+
+    init(_ r: SharedRanking) {
+        epoch = r.epoch
+        version = r.version
+        recency = r.recency
+        speaking = r.speaking
+        young = r.young
+        dominant = r.dominant
+    }
+
+    func ranking() throws -> SharedRanking {
+        guard epoch >= 0 else { throw RelayMessageError("negative epoch") }
+        let recency = try Check.ids(recency, "recency")
+        // Who speaks, who just started and the dominant speaker are among the ranked.
+        let ranked = Set(recency)
+        for (list, field) in [(speaking, "speaking"), (young, "young")] {
+            guard try Check.ids(list, field).allSatisfy(ranked.contains) else { throw RelayMessageError("\(field) names someone not ranked") }
+        }
+        if let d = dominant, !ranked.contains(d) { throw RelayMessageError("the dominant speaker is not ranked") }
+        return SharedRanking(epoch: epoch, version: version, recency: recency, speaking: speaking, young: young, dominant: dominant)
+    }
+}
+
+/// The bounds every string and list from a peer is held to.
+enum Check {
+    static func id(_ s: String, _ field: String) throws -> String {
+        guard !s.isEmpty, s.utf8.count <= RelayMessage.maxIDBytes else {
+            throw RelayMessageError("\(field) must be 1-\(RelayMessage.maxIDBytes) bytes")
+        }
+        return s
+    }
+
+    static func text(_ s: String, _ field: String) throws -> String {
+        guard s.utf8.count <= RelayMessage.maxIDBytes else { throw RelayMessageError("\(field) over \(RelayMessage.maxIDBytes) bytes") }
+        return s
+    }
+
+    static func ids(_ list: [String], _ field: String) throws -> [String] {
+        guard list.count <= RelayMessage.maxListed else { throw RelayMessageError("\(field) lists \(list.count), over \(RelayMessage.maxListed)") }
+        for s in list { _ = try id(s, field) }
+        return list
+    }
+
+    static func moderation(_ m: ModerationState) throws {
+        guard m.epoch >= 0 else { throw RelayMessageError("negative epoch") }
+        for (list, field) in [(m.pinned, "pinned"), (m.raisedHands, "raised_hands"), (m.invited, "invited"), (m.members, "members"),
+                              (Array(m.hardMuted.keys), "hard_muted")] {
+            _ = try ids(list, field)
+        }
+        if let h = m.floorHolder { _ = try id(h, "floor_holder") }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import SFU
+import SFUBase
+@testable import SFUNode
+import Testing
+
+/// The control channel's messages between the nodes of a room (issue 25): each reads back as it was written,
+/// and one that breaks a bound or a rule is refused whole, saying what it broke.
+@Suite struct RelayMessageTests {
+    static let streams = [
+        RelayedStream(participant: "alice", name: "Alice", role: .moderator, kind: .audio, codec: .opus, ssrc: 0x1000_0004, payloadType: 111),
+        RelayedStream(participant: "alice", name: "Alice", role: .moderator, kind: .video, codec: .h264, ssrc: 0x1000_0005, payloadType: 102,
+                      rtxSSRC: 0x1000_0006, rtxPayloadType: 103,
+                      h264: H264ProfileLevelID(profile: .constrainedBaseline, level: .init(levelIDC: 31, constraintSet3: false, profileIDC: 0x42))),
+    ]
+
+    @Test(arguments: [
+        RelayMessage.hello(node: "sfu-1", version: RelayMessage.protocolVersion),
+        .streams(room: "standup", epoch: 42, streams: streams),
+        .ranking(room: "standup", SharedRanking(epoch: 42, version: 7, recency: ["bob", "alice"], speaking: ["bob"], young: [], dominant: "bob")),
+        .moderation(room: "standup", ModerationState(epoch: 42, version: 9, pinned: ["alice"], locked: true, hardMuted: ["bob": .init(audio: true, video: false)],
+                                                     members: ["alice", "bob"])),
+        .keys(epoch: 42, keyAndSalt: Array(0..<28)),
+        .bye(room: "standup"),
+    ])
+    func eachMessageReadsBackAsItWasWritten(_ m: RelayMessage) throws {
+        #expect(try RelayMessage.decode(try m.encoded()) == m)
+    }
+
+    func refusal(_ json: String) -> String? {
+        do {
+            _ = try RelayMessage.decode(Data(json.utf8))
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    func stream(_ fields: String) -> String {
+        #"{"type":"streams","room":"r","epoch":1,"streams":[{"participant":"a","name":"A","role":"participant","#
+            + fields + "}]}"
+    }
+
+    @Test func aMessageThatBreaksARuleIsRefusedSayingWhich() {
+        let refused: [(String, String)] = [
+            ("not json", "not a relay message"),
+            (#"{"type":"gossip","room":"r"}"#, "unknown type"),
+            (#"{"type":"bye"}"#, "no room"),
+            (#"{"type":"bye","room":""}"#, "room must be 1-256 bytes"),
+            (#"{"type":"bye","room":"\#(String(repeating: "x", count: 257))"}"#, "room must be 1-256 bytes"),
+            (#"{"type":"keys","epoch":1,"key_and_salt":"AAEC"}"#, "key_and_salt is not 28 bytes"),
+            (#"{"type":"keys","epoch":-1,"key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "negative epoch"),
+            (stream(#""kind":"audio","codec":"vp8","ssrc":1,"payload_type":96"#), "a audio stream in vp8"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":200"#), "a payload type over 127"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":300"#), "not a relay message"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":127,"rtx_ssrc":2"#), "RTX SSRC without its payload type"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"rtx_ssrc":1,"rtx_payload_type":97"#), "RTX stream on its media SSRC"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"h264":{"profile":"high","level_idc":31}"#),
+             "bad h264 profile"),
+            (#"{"type":"ranking","room":"r","ranking":{"epoch":1,"version":1,"recency":["a"],"speaking":["b"],"young":[]}}"#,
+             "speaking names someone not ranked"),
+            (#"{"type":"ranking","room":"r","ranking":{"epoch":1,"version":1,"recency":["a"],"speaking":[],"young":[],"dominant":"z"}}"#,
+             "dominant speaker is not ranked"),
+            (#"{"type":"moderation","room":"r","moderation":{"version":1,"members":[""]}}"#, "members must be 1-256 bytes"),
+        ]
+        for (json, reason) in refused {
+            let why = refusal(json)
+            #expect(why?.contains(reason) == true, "\(json.prefix(80)): \(why ?? "accepted")")
+        }
+    }
+
+    @Test func listsAndMessagesOverTheirBoundsAreRefused() throws {
+        let one = #"{"participant":"a","name":"A","role":"participant","kind":"audio","codec":"opus","ssrc":SSRC,"payload_type":111}"#
+        let many = (1...257).map { one.replacingOccurrences(of: "SSRC", with: "\($0)") }.joined(separator: ",")
+        #expect(refusal(#"{"type":"streams","room":"r","epoch":1,"streams":[\#(many)]}"#)?.contains("257 streams, over 256") == true)
+        let twice = [1, 1].map { one.replacingOccurrences(of: "SSRC", with: "\($0)") }.joined(separator: ",")
+        #expect(refusal(#"{"type":"streams","room":"r","epoch":1,"streams":[\#(twice)]}"#)?.contains("SSRC named twice") == true)
+        let crowd = (0...RelayMessage.maxListed).map { "\"p\($0)\"" }.joined(separator: ",")
+        #expect(refusal(#"{"type":"moderation","room":"r","moderation":{"version":1,"members":[\#(crowd)]}}"#)?.contains("over 4096") == true)
+        let huge = Data(repeating: 0x20, count: RelayMessage.maxBytes + 1)
+        #expect(throws: RelayMessageError.self) { try RelayMessage.decode(huge) }
+    }
+}

@@ -142,6 +142,10 @@ import WebRTCEdge
         await #expect(throws: Error.self, "a newcomer: the room is still locked") {
             try await nodes[survivor].withRoom("r") { room, _, now in try room.admit("W", now: now) }
         }
+        // The new home's own command is saved under its epoch, and nothing takes the room over a second time.
+        try await nodes[survivor].withRoom("r") { room, _, _ in try room.lock(by: "M", locked: false) }
+        try await Self.eventually { try await members[survivor].registry.moderation(of: "r")?.state.contains(#""locked": false"#) == true }
+        #expect(try await nodes[survivor].withRoom("r") { room, _, _ in !room.locked })
     }
 
     /// The first event on `subscription` that `match` accepts, or nil when none comes within 10 s.

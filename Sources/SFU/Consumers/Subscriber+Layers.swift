@@ -83,10 +83,11 @@ extension Subscriber {
             // the top step its render limit allows.
             if up, let shownAt {
                 if estimate == nil {
-                    guard slot.climb.mayClimb(estimate: nil, now: now) else { continue }
+                    guard slot.climb.waited(now: now) else { continue }
                 } else if !slot.climb.isDecisive(estimate, floor: floor) {
+                    guard slot.climb.waited(now: now) else { continue }
                     if floorPlan == nil { floorPlan = .some(floor.flatMap { layerPlan(budget: $0, configuration: c, now: now) }) }
-                    guard slot.climb.mayClimb(estimate: estimate, floor: floor, now: now),
+                    guard
                           let sustained = floorPlan??[slot.position],
                           let sustainedAt = steps.firstIndex(where: { $0.track === sustained.track && $0.temporal == sustained.temporal }),
                           sustainedAt > shownAt else { continue }

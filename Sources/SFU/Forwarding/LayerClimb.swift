@@ -28,14 +28,14 @@ struct LayerClimb: Sendable, Equatable {
     /// Up moves in a row that did not hold.
     private(set) var failures = 0
     /// The last up move, until it held or was undone.
-    private var climbed: (at: MonoTime, estimate: Double?)?
+    private var climbed: Climb?
+
+    struct Climb: Sendable, Equatable {
+        var at: MonoTime
+        var estimate: Double?
+    }
 
     init() {}
-
-    static func == (a: LayerClimb, b: LayerClimb) -> Bool {
-        a.changedAt == b.changedAt && a.reference == b.reference && a.failures == b.failures
-            && a.climbed?.at == b.climbed?.at && a.climbed?.estimate == b.climbed?.estimate
-    }
 
     /// How long an up move waits after the last move, at `now` (an up move that held has no failures).
     func wait(now: MonoTime) -> MonoTime.Interval { Self.hold * (1 << (held(now: now) ? 0 : failures)) }
@@ -51,13 +51,16 @@ struct LayerClimb: Sendable, Equatable {
     /// rise, or the wait since the last move is over (the caller then also holds the climb to what the
     /// estimate's floor over the wait fits).
     func mayClimb(estimate: Double?, floor: Double? = nil, now: MonoTime) -> Bool {
-        isDecisive(estimate, floor: floor) || now - changedAt >= wait(now: now)
+        isDecisive(estimate, floor: floor) || waited(now: now)
     }
+
+    /// Whether the wait since the last move is over.
+    func waited(now: MonoTime) -> Bool { now - changedAt >= wait(now: now) }
 
     /// The slot moved up, at this estimate.
     mutating func movedUp(estimate: Double?, now: MonoTime) {
         settle(now: now)
-        climbed = (now, estimate)
+        climbed = Climb(at: now, estimate: estimate)
         changedAt = now
         reference = estimate
     }

@@ -49,9 +49,13 @@ final class HomeModeration: Sendable {
         // A room this node was home of and no longer hosts ended here: its saved state ends with it (a room of
         // the same name created again at the same epoch starts afresh). One it hosts but is no longer home of
         // was taken over by another node: that node's saves win by their epoch.
+        // A room it took over but whose hosts row the registry does not show yet (a heartbeat between the
+        // placement and the room's creation removes it until the next) stays: forgotten, it would be taken
+        // over a second time, undoing what the room did since.
+        let elsewhere = Set(spans.filter { $0.home != nodeID }.map(\.room))
         let ended = homes.withLock { h -> [(String, Int64)] in
             let gone = h.filter { room, _ in !hosted.contains(room) }.map { ($0.key, $0.value.epoch) }
-            h = h.filter { room, _ in mine.contains { $0.room == room } }
+            h = h.filter { room, _ in hosted.contains(room) && !elsewhere.contains(room) }
             return gone
         }
         for (room, epoch) in ended { _ = try? await registry.forgetModeration(room: room, epoch: epoch) }
@@ -91,6 +95,7 @@ final class HomeModeration: Sendable {
         if homes.withLock({ $0[room]?.epoch }) == epoch { return }
         if let saved = try await registry.moderation(of: room), saved.epoch < epoch {
             let state = try JSONDecoder().decode(ModerationState.self, from: Data(saved.state.utf8))
+            try Check.moderation(state)  // bounded like a peer's: the registry is another process's writing
             try await node.withRoom(room) { r, core, now in r.takeOverModeration(state, epoch: epoch, now: now, into: core.batch) }
             logger.notice("took over the room's moderation from its last home", metadata: [
                 "room": "\(room)", "epoch": "\(epoch)", "from_epoch": "\(saved.epoch)", "version": "\(state.version)",

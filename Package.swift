@@ -64,6 +64,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -130,7 +131,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "SFUClusterTests", dependencies: [
-            "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient", "ClusterLab",
+            "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient", "ClusterLab", "LoadGen", "SFUMedia", "NodeIO", "SFU", "WebRTCEdge",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),

@@ -82,10 +82,12 @@ public final class Worker: @unchecked Sendable {
     public let index: Int
     public let socket: UDPSocket
     private let core: WorkerCore
-    private let wakeFD: Int32
+    let wakeFD: Int32
     private let commands: CommandQueue
     private let outbox: EventOutbox
     let links = PeerLinks()
+    /// The relay ends' sockets, by the end's connection id (worker thread only; `Worker+Relays`).
+    var relaySockets: [(id: ConnectionID, socket: UDPSocket)] = []
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
     public var eventCapacity: Int { outbox.capacity }
@@ -279,6 +281,7 @@ public final class Worker: @unchecked Sendable {
                 moreWaiting = n == rx.capacity
                 if !moreWaiting { break }
             }
+            if !relaySockets.isEmpty, receiveRelays(core, rx, budget: datagramsPerPass) >= datagramsPerPass { moreWaiting = true }
             if moreWaiting { saturatedPasses &+= 1 }
             let beforeWait = MonoClock.now()
             busyNanoseconds.add((beforeWait - loopStart).nanoseconds, ordering: .relaxed)
@@ -293,7 +296,8 @@ public final class Worker: @unchecked Sendable {
             let handedOver = links.hasWork
             let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
-            if sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) & 2 != 0 { sfu_wake_drain(wakeFD) }
+            let ready = relaySockets.isEmpty ? sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) : waitWithRelays(Int32(waitMs))
+            if ready & 2 != 0 { sfu_wake_drain(wakeFD) }
             asleep.store(false, ordering: .relaxed)
         }
         _ = runCommands(core)
@@ -312,6 +316,7 @@ public final class Worker: @unchecked Sendable {
     /// Runs the queued commands; returns whether there were any.
     private func runCommands(_ core: WorkerCore) -> Bool {
         guard commands.run(core) else { return false }
+        if !relaySockets.isEmpty { closeRelaySockets(core) }
         flush(core)
         return true
     }
@@ -357,7 +362,7 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// Carries out what the core has, in its order (`WorkerCore.poll`), until it has nothing more.
-    private func flush(_ core: WorkerCore) {
+    func flush(_ core: WorkerCore) {
         links.blocked = false
         while true {
             switch core.poll() {

@@ -30,6 +30,10 @@ public final class WorkerCore {
     /// Every client transport this worker holds: its sessions' (wherever their ICE and DTLS run) and those it
     /// hosts for other workers' rooms.
     var transports: [ConnectionID: ClientTransport] = [:]
+    /// This worker's ends of relays to other nodes (`WorkerCore+Relays`).
+    var relayEnds: [ConnectionID: RelayEnd] = [:]
+    /// Datagrams on a relay socket that were not RTP or RTCP, or whose end had closed.
+    public internal(set) var relayDrops: UInt64 = 0
     var sessions: [SessionKey: ConnectionID] = [:]
     /// Transports still handshaking: what the handshake deadline watches.
     var handshaking: Set<ConnectionID> = []
@@ -124,7 +128,10 @@ public final class WorkerCore {
     }
 
     /// Where media for a connection goes: the address its client nominated, while consent holds.
-    public func destination(of connection: ConnectionID) -> TransportAddress? { edge.destination(of: connection) }
+    public func destination(of connection: ConnectionID) -> TransportAddress? {
+        if !relayEnds.isEmpty, let end = relayEnds[connection] { return end.destination }
+        return edge.destination(of: connection)
+    }
 
     // MARK: Rooms
 
@@ -148,6 +155,7 @@ public final class WorkerCore {
         room.destroy(now: now)
         outbox.retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
+        closeRelays(of: room)
         for t in transports.values where t.session?.room === room { forget(t, notify: true) }
     }
 

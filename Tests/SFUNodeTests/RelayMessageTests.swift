@@ -1,6 +1,7 @@
 import Foundation
 import SFU
 import SFUBase
+import WebRTCEdge
 @testable import SFUNode
 import Testing
 
@@ -20,7 +21,8 @@ import Testing
         .ranking(room: "standup", SharedRanking(epoch: 42, version: 7, recency: ["bob", "alice"], speaking: ["bob"], young: [], dominant: "bob")),
         .moderation(room: "standup", ModerationState(epoch: 42, version: 9, pinned: ["alice"], locked: true, hardMuted: ["bob": .init(audio: true, video: false)],
                                                      members: ["alice", "bob"])),
-        .keys(epoch: 42, keyAndSalt: Array(0..<28)),
+        .open(room: "standup", epoch: 42, address: TransportAddress("10.0.0.2:40000")!, keyAndSalt: Array(0..<28)),
+        .open(room: "standup", epoch: 42, address: TransportAddress("[fd00::2]:40000")!, keyAndSalt: Array(0..<28)),
         .bye(room: "standup"),
     ])
     func eachMessageReadsBackAsItWasWritten(_ m: RelayMessage) throws {
@@ -48,8 +50,11 @@ import Testing
             (#"{"type":"bye"}"#, "no room"),
             (#"{"type":"bye","room":""}"#, "room must be 1-256 bytes"),
             (#"{"type":"bye","room":"\#(String(repeating: "x", count: 257))"}"#, "room must be 1-256 bytes"),
-            (#"{"type":"keys","epoch":1,"key_and_salt":"AAEC"}"#, "key_and_salt is not 28 bytes"),
-            (#"{"type":"keys","epoch":-1,"key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "negative epoch"),
+            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2:4000","key_and_salt":"AAEC"}"#, "key_and_salt is not 28 bytes"),
+            (#"{"type":"open","room":"r","epoch":-1,"address":"10.0.0.2:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "negative epoch"),
+            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
+            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2:0","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
+            (#"{"type":"open","room":"r","epoch":1,"address":"relay.example:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
             (stream(#""kind":"audio","codec":"vp8","ssrc":1,"payload_type":96"#), "a audio stream in vp8"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":200"#), "a payload type over 127"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":300"#), "not a relay message"),

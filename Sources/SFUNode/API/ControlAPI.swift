@@ -18,10 +18,15 @@ public enum ControlAPI {
         let address = node.configuration.apiListen
         return Application(
             router: router(node: node, cluster: cluster),
-            server: .http1WebSocketUpgrade(webSocketRouter: router(node: node, cluster: cluster)),
+            server: .http1WebSocketUpgrade(webSocketRouter: router(node: node, cluster: cluster), configuration: webSocketConfiguration),
             configuration: .init(address: .hostname(address.host, port: Int(address.port)), serverName: "sfu"),
             logger: logger
         )
+    }
+
+    /// Relay messages may be up to `RelayMessage.maxBytes` (the default frame limit is 16 KiB).
+    static var webSocketConfiguration: HTTP1WebSocketUpgradeChannel.Configuration {
+        HTTP1WebSocketUpgradeChannel.Configuration(ws: WebSocketServerConfiguration(maxFrameSize: RelayMessage.maxBytes))
     }
 
     public static func router(node: Node, cluster: ClusterMembership? = nil) -> Router<Context> {
@@ -39,6 +44,7 @@ public enum ControlAPI {
                             body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         addEvents(router, node: node)
+        addRelay(router, cluster: cluster)
 
         router.post("/v1/rooms") { request, _ in
             let b = try await decode(CreateRoomRequest.self, request)

@@ -22,6 +22,8 @@ public final class ClusterMembership: Service, Sendable {
     let logger: Logger
     private let state = Mutex(Standing())
     let homeModeration: HomeModeration
+    /// The relays of rooms this node shares with other nodes, and their control channels.
+    let relays: RelayMesh
 
     struct Standing {
         var lastHeartbeat: ContinuousClock.Instant?
@@ -38,8 +40,11 @@ public final class ClusterMembership: Service, Sendable {
         let id = c.clusterNodeID.isEmpty ? ProcessInfo.processInfo.hostName : c.clusterNodeID
         let url = c.clusterControlURL.isEmpty ? "http://\(c.apiListen)" : c.clusterControlURL
         let media = c.mediaAnnounced.first ?? "\(c.mediaListen)"
-        record = NodeRecord(id: id, controlURL: url, mediaAddress: media, region: c.clusterRegion, capacity: c.clusterCapacity)
+        let relayIP = try c.relayBindAddress()
+        record = NodeRecord(id: id, controlURL: url, mediaAddress: media, relayAddress: relayIP.host, region: c.clusterRegion,
+                            capacity: c.clusterCapacity)
         homeModeration = HomeModeration(registry: registry, nodeID: id, node: node, logger: logger)
+        relays = RelayMesh(nodeID: id, node: node, registry: registry, bind: relayIP, apiKey: c.apiKey, logger: logger)
     }
 
     /// Whether the registry answered a heartbeat within the timeout.
@@ -59,6 +64,7 @@ public final class ClusterMembership: Service, Sendable {
             group.addTask { await self.registry.run() }
             group.addTask { await self.beat() }
             group.addTask { await self.homeModeration.run(fenced: { self.isFenced }) }
+            group.addTask { await self.relays.run(fenced: { self.isFenced }) }
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import SFU
 import SFUBase
+import WebRTCEdge
 
 /// What the nodes of a room that spans nodes tell each other on their control channel (issue 25;
 /// docs/cluster.md, "Between nodes"): one JSON object per WebSocket message, its kind in `type`. The channel
@@ -18,9 +19,13 @@ public enum RelayMessage: Sendable, Equatable {
     case ranking(room: String, SharedRanking)
     /// The home's moderation (`Room.moderationState`).
     case moderation(room: String, ModerationState)
-    /// The SRTP master key and salt (AEAD_AES_128_GCM, RFC 7714: 16 + 12 bytes) the sender protects what it
-    /// relays with from `epoch` on (keys per node and epoch; epochs never repeat).
-    case keys(epoch: Int64, keyAndSalt: [UInt8])
+    /// The sender opened its end of `room`'s relay with the receiver, at the room's `epoch`: what the receiver
+    /// sends for this room (its relayed media, its feedback on the sender's) goes to `address` (a UDP socket
+    /// of the sender's for this relay alone), and the sender protects what it sends with this SRTP master key
+    /// and salt (AEAD_AES_128_GCM, RFC 7714: 16 + 12 bytes). A key is drawn for each relay end the sender opens
+    /// and never used by another: a relay opened again starts its sequence numbers over under a new key, so
+    /// no (key, SSRC, index) nonce is used twice.
+    case open(room: String, epoch: Int64, address: TransportAddress, keyAndSalt: [UInt8])
     /// The sender stops relaying `room` to the receiver (its last participant there left, or it drains).
     case bye(room: String)
 
@@ -80,7 +85,7 @@ struct Envelope: Codable {
     init(_ m: RelayMessage) { message = m }
 
     enum Key: String, CodingKey {
-        case type, node, version, room, epoch, streams, ranking, moderation
+        case type, node, version, room, epoch, streams, ranking, moderation, address
         case keyAndSalt = "key_and_salt"
     }
 
@@ -104,9 +109,11 @@ struct Envelope: Codable {
             try c.encode("moderation", forKey: .type)
             try c.encode(room, forKey: .room)
             try c.encode(m, forKey: .moderation)
-        case .keys(let epoch, let key):
-            try c.encode("keys", forKey: .type)
+        case .open(let room, let epoch, let address, let key):
+            try c.encode("open", forKey: .type)
+            try c.encode(room, forKey: .room)
             try c.encode(epoch, forKey: .epoch)
+            try c.encode("\(address)", forKey: .address)
             try c.encode(Data(key).base64EncodedString(), forKey: .keyAndSalt)
         case .bye(let room):
             try c.encode("bye", forKey: .type)
@@ -137,11 +144,15 @@ struct Envelope: Codable {
             let m = try c.decode(ModerationState.self, forKey: .moderation)
             try Check.moderation(m)
             message = .moderation(room: try id(.room), m)
-        case "keys":
+        case "open":
             guard let key = Data(base64Encoded: try c.decode(String.self, forKey: .keyAndSalt)), key.count == RelayMessage.keyAndSaltBytes else {
                 throw RelayMessageError("key_and_salt is not \(RelayMessage.keyAndSaltBytes) bytes of base64")
             }
-            message = .keys(epoch: try epoch(), keyAndSalt: [UInt8](key))
+            let text = try c.decode(String.self, forKey: .address)
+            guard text.utf8.count <= 64, let address = TransportAddress(text), address.port != 0 else {
+                throw RelayMessageError("address is not an IP address and port")
+            }
+            message = .open(room: try id(.room), epoch: try epoch(), address: address, keyAndSalt: [UInt8](key))
         case "bye":
             message = .bye(room: try id(.room))
         case let other:

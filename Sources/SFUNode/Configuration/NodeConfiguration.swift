@@ -64,6 +64,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var clusterControlURL = ""
     /// Participants the node takes at most, for placement.
     public var clusterCapacity = 1000
+    /// The IP address this node's relay sockets bind to, which other nodes of the cluster send relayed media
+    /// to; empty: the IP address of `media.listen`.
+    public var clusterRelayIP = ""
     /// A node whose last heartbeat is older than this (on the registry's clock) is dead.
     public var clusterHeartbeatTimeoutSeconds = 5
 
@@ -131,6 +134,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
         .string("cluster.control_url", \.clusterControlURL, "the control API URL signaling servers are sent to; empty: http://<api.listen>"),
         .int("cluster.capacity", 1...10_000_000, \.clusterCapacity, "participants this node takes at most, for placement"),
+        .string("cluster.relay_ip", \.clusterRelayIP,
+                "IP address of the sockets other nodes relay media to (one port per relayed room); empty: the IP of media.listen"),
         .int("cluster.heartbeat_timeout_seconds", 2...600, \.clusterHeartbeatTimeoutSeconds,
              "a node whose last heartbeat (each second) is older than this, on the registry's clock, is dead"),
         .int("limits.rooms", 1...1_000_000, \.maxRooms, "rooms the node holds at once"),
@@ -178,6 +183,22 @@ public struct NodeConfiguration: Sendable, Equatable {
             throw ConfigError(key: "dtls.certificate", origin: "configuration", message: "dtls.certificate and dtls.key go together")
         }
         try checkPorts(workers: workers)
+        if !clusterRegistry.isEmpty { _ = try relayBindAddress() }
+    }
+
+    /// Where the relay sockets bind (port 0: a free port each): `cluster.relay_ip`, else media.listen's IP,
+    /// which must then be a concrete address - other nodes send to it.
+    public func relayBindAddress() throws(ConfigError) -> TransportAddress {
+        let ip = clusterRelayIP.isEmpty ? mediaListen.host : clusterRelayIP
+        let text = ip.contains(":") ? "[\(ip)]:0" : "\(ip):0"
+        guard let a = TransportAddress(text) else {
+            throw ConfigError(key: "cluster.relay_ip", origin: "configuration", message: "\(ip) is not an IP address")
+        }
+        guard a.ip != .v4(0), a.ip != .v6(0, 0) else {
+            throw ConfigError(key: "cluster.relay_ip", origin: "configuration",
+                              message: "\(ip) is no address other nodes can send to: set cluster.relay_ip")
+        }
+        return a
     }
 
     /// Worker i listens on media.listen's port + i, and announces each announced port + i: every one of them

@@ -1,0 +1,73 @@
+import CNodeIO
+import Foundation
+import SFU
+import WebRTCEdge
+
+/// The worker's relay ends (issue 25; `WorkerCore+Relays`): each has a UDP socket of its own that only
+/// receives (what the peer relays, and its feedback on what this node relays); everything the end sends
+/// leaves from the worker's media socket with the rest of the batch. Sockets are opened and closed on the
+/// worker thread, by commands.
+extension Worker {
+    /// Opens `room`'s relay end with `peer` on this worker, its socket bound to `bind` (port 0: any free port).
+    /// Returns the end's connection id and the socket's address, for the peer.
+    public func openRelay(room: String, peer: String, bind: TransportAddress) async throws -> (id: ConnectionID, address: TransportAddress) {
+        try await perform { [self] core, now in
+            let socket = try UDPSocket(bind: bind)
+            let id = try core.openRelay(room: room, peer: peer, now: now)
+            relaySockets.append((id, socket))
+            return (id, socket.local)
+        }
+    }
+
+    /// The peer's end is open: where to send, and the keys both ways.
+    public func keyRelay(_ id: ConnectionID, destination: TransportAddress, inbound: SRTPKeyingMaterial,
+                         outbound: SRTPKeyingMaterial) async throws {
+        try await perform { core, _ in try core.keyRelay(id, destination: destination, inbound: inbound, outbound: outbound) }
+    }
+
+    /// Closes the end and its socket.
+    public func closeRelay(_ id: ConnectionID, reason: String) async throws {
+        try await perform { [self] core, now in
+            core.closeRelay(id, reason: reason, now: now)
+            closeRelaySockets(core)
+        }
+    }
+
+    /// What `room`'s relay to `peer` carries now (`Room.relayed(to:)`); nil when there is none.
+    public func relayed(room: String, to peer: String) async throws -> [RelayedStream]? {
+        try await perform { core, _ in core.rooms[room]?.relayed(to: peer) }
+    }
+
+    /// Sockets of ends the core closed (a room destroyed, an end closed) are closed too.
+    func closeRelaySockets(_ core: WorkerCore) {
+        relaySockets.removeAll { !core.hasRelay($0.id) }
+    }
+
+    /// Reads what waits on the relay sockets, at most `budget` datagrams in all.
+    func receiveRelays(_ core: WorkerCore, _ rx: ReceiveBatch, budget: Int) -> Int {
+        var taken = 0
+        for (id, socket) in relaySockets {
+            while taken < budget, let n = try? socket.receive(into: rx), n > 0 {
+                let now = MonoClock.now()
+                for i in 0..<n where !rx.isTruncated(i) {
+                    core.receiveRelay(rx.buffer(i), length: rx.length(i), on: id, now: now, arrival: rx.arrival(i))
+                }
+                flush(core)
+                taken += n
+                if n < rx.capacity { break }
+            }
+        }
+        return taken
+    }
+
+    /// Waits for the media socket, the relay sockets or the wake descriptor: bit 1 a socket is readable,
+    /// bit 2 the wake descriptor.
+    func waitWithRelays(_ milliseconds: Int32) -> Int32 {
+        var fds = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        for (_, s) in relaySockets { fds.append(pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)) }
+        guard poll(&fds, nfds_t(fds.count), milliseconds) > 0 else { return 0 }
+        var ready: Int32 = fds[1].revents & Int16(POLLIN) != 0 ? 2 : 0
+        if fds.indices.contains(where: { $0 != 1 && fds[$0].revents & Int16(POLLIN) != 0 }) { ready |= 1 }
+        return ready
+    }
+}

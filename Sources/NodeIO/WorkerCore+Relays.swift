@@ -1,0 +1,79 @@
+import SFU
+import WebRTCEdge
+
+/// One end of a relay on this worker (issue 25; docs/cluster.md, Relays): a room of this worker joined to the
+/// room of the same name on another node. Its media half is the room's relay connection (`Room.attachRelay`):
+/// what this node relays goes out through it, what the peer relays comes in on it. What arrives for it comes on
+/// a UDP socket of its own (the worker's `Worker.relaySockets`, one per end), so no address or SSRC has to
+/// tell two rooms' relays apart; what it sends leaves from the worker's media socket to the peer's socket for
+/// the same relay (`destination`, learnt with the peer's key).
+final class RelayEnd {
+    let id: ConnectionID
+    let room: Room
+    let peer: String
+    /// The peer's socket for this relay, once it said where (its `open` message); nothing is sent before.
+    var destination: TransportAddress?
+
+    init(id: ConnectionID, room: Room, peer: String) {
+        self.id = id
+        self.room = room
+        self.peer = peer
+    }
+}
+
+/// An operation on a relay end that does not exist (closed meanwhile, or never opened).
+public struct NoSuchRelay: Error, CustomStringConvertible, Sendable {
+    public var connection: ConnectionID
+    public var description: String { "no relay end \(connection)" }
+}
+
+extension WorkerCore {
+    /// Opens this node's end of `room`'s relay with node `peer`: the room relays its local top K there from now
+    /// on (once keyed) and takes what the peer relays. Returns the end's connection id.
+    public func openRelay(room name: String, peer: String, now: MonoTime) throws -> ConnectionID {
+        guard let room = room(name) else { throw NoSuchRoom(room: name) }
+        let id = connectionIDs.allocate { [transports, relayEnds] in transports[$0] != nil || relayEnds[$0] != nil }
+        try room.attachRelay(peer: peer, connection: id, now: now, into: batch)
+        relayEnds[id] = RelayEnd(id: id, room: room, peer: peer)
+        return id
+    }
+
+    /// The peer opened its end: its socket for this relay, and the keys both ways (`outbound`, drawn for this
+    /// end; `inbound`, the peer's). Media flows from now on.
+    public func keyRelay(_ id: ConnectionID, destination: TransportAddress, inbound: SRTPKeyingMaterial,
+                         outbound: SRTPKeyingMaterial) throws {
+        guard let end = relayEnds[id] else { throw NoSuchRelay(connection: id) }
+        schedule.touch(end.room)
+        try end.room.setSRTP(connection: id, inbound: inbound, outbound: outbound)
+        end.destination = destination
+    }
+
+    /// Closes a relay end: the remote participants whose media came over it leave the room.
+    public func closeRelay(_ id: ConnectionID, reason: String, now: MonoTime) {
+        guard let end = relayEnds.removeValue(forKey: id) else { return }
+        schedule.touch(end.room)
+        end.room.detachConnection(id, reason: reason, now: now, into: batch)
+    }
+
+    /// Whether the end is open (a room destroyed closes its ends).
+    public func hasRelay(_ id: ConnectionID) -> Bool { relayEnds[id] != nil }
+
+    /// The relay ends this worker holds: connection id, room and peer.
+    public var relayEndpoints: [(id: ConnectionID, room: String, peer: String)] {
+        relayEnds.values.map { ($0.id, $0.room.name, $0.peer) }
+    }
+
+    /// One datagram from a relay end's socket: RTP or RTCP of that relay only (a relay runs no ICE or DTLS);
+    /// anything else, or a datagram for an end closed meanwhile, is a counted drop.
+    public func receiveRelay(_ buffer: UnsafeMutableRawBufferPointer, length: Int, on id: ConnectionID, now: MonoTime,
+                             arrival: MonoTime? = nil) {
+        guard let end = relayEnds[id], length > 0, PacketClass(firstByte: buffer[0]) == .rtp else { relayDrops &+= 1; return }
+        schedule.touch(end.room)
+        end.room.receive(buffer, length: length, from: id, now: now, arrival: arrival, into: batch)
+    }
+
+    /// Ends of a destroyed room go with it.
+    func closeRelays(of room: Room) {
+        for (id, end) in relayEnds where end.room === room { relayEnds[id] = nil }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import HummingbirdWebSocket
+import HummingbirdWSClient
+import Logging
+
+/// The control channel between two nodes of a cluster (issue 25; docs/cluster.md, "Between nodes"): one
+/// WebSocket per pair, on the control API (`GET /v1/relay`, the API key as for any call), dialled by the node
+/// whose id sorts first. Each side opens with `hello` (its id and protocol version); then `RelayMessage`s go
+/// both ways, one JSON text message each, in order. What the mesh sends waits in a bounded queue: a peer that
+/// reads too slowly to take `outboxCapacity` messages loses the channel (and so its relays), never this node's
+/// memory; the dialler then connects again and the relays start over.
+final class RelayChannel: Sendable {
+    let peer: String
+    let outgoing: AsyncStream<RelayMessage>
+    private let continuation: AsyncStream<RelayMessage>.Continuation
+    static let outboxCapacity = 4096
+
+    init(peer: String) {
+        self.peer = peer
+        (outgoing, continuation) = AsyncStream.makeStream(of: RelayMessage.self, bufferingPolicy: .bufferingOldest(Self.outboxCapacity))
+    }
+
+    /// Queues a message; false when the queue was full (the channel then closes).
+    @discardableResult
+    func send(_ m: RelayMessage) -> Bool {
+        if case .enqueued = continuation.yield(m) { return true }
+        continuation.finish()
+        return false
+    }
+
+    func close() { continuation.finish() }
+
+    /// Runs one channel over an open WebSocket until either side closes it: the hello exchange, then messages
+    /// to `mesh` in order and the queue out. `expected`: the peer this node dialled (nil on the accepting side).
+    static func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, expected: String?, mesh: RelayMesh,
+                    logger: Logger) async throws {
+        try await outbound.write(.text(String(decoding: try RelayMessage.hello(node: mesh.nodeID, version: RelayMessage.protocolVersion).encoded(),
+                                              as: UTF8.self)))
+        var messages = inbound.messages(maxSize: RelayMessage.maxBytes).makeAsyncIterator()
+        guard let first = try await messages.next() else { return }
+        let peer: String
+        switch try? RelayMessage.decode(Self.data(first)) {
+        case .hello(let node, let version) where version == RelayMessage.protocolVersion && (expected == nil || expected == node) && node != mesh.nodeID:
+            peer = node
+        default:
+            logger.warning("relay channel refused: its first message is not a hello of this protocol from the expected node",
+                           metadata: ["expected": "\(expected ?? "any")"])
+            try await outbound.close(.policyViolation, reason: "expected hello, protocol \(RelayMessage.protocolVersion)")
+            return
+        }
+        let channel = RelayChannel(peer: peer)
+        await mesh.attach(channel)
+        // The queue out runs beside; closing the WebSocket when it ends (the mesh closed the channel) also ends
+        // the reading here.
+        let writer = Task {
+            for await m in channel.outgoing {
+                guard let text = try? m.encoded() else { continue }
+                try await outbound.write(.text(String(decoding: text, as: UTF8.self)))
+            }
+            try? await outbound.close(.normalClosure, reason: nil)
+        }
+        do {
+            while let frame = try await messages.next() {
+                do {
+                    await mesh.receive(try RelayMessage.decode(Self.data(frame)), on: channel)
+                } catch {
+                    await mesh.refused(error, on: channel)
+                }
+            }
+        } catch {
+            logger.info("relay channel ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+        channel.close()
+        writer.cancel()
+        await mesh.detach(channel)
+    }
+
+    static func data(_ m: WebSocketMessage) -> Data {
+        switch m {
+        case .text(let s): Data(s.utf8)
+        case .binary(let b): Data(buffer: b)
+        }
+    }
+
+    /// Dials `peer`'s control API and runs the channel until it closes.
+    static func dial(peer: String, controlURL: String, apiKey: String?, mesh: RelayMesh, logger: Logger) async throws {
+        guard var components = URLComponents(string: controlURL) else { throw RelayMessageError("bad control URL \(controlURL)") }
+        components.scheme = components.scheme == "https" ? "wss" : "ws"
+        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + "/v1/relay"
+        var configuration = WebSocketClientConfiguration(maxFrameSize: RelayMessage.maxBytes, autoPing: .enabled(timePeriod: .seconds(2)))
+        if let apiKey { configuration.additionalHeaders[.authorization] = "Bearer \(apiKey)" }
+        try await WebSocketClient.connect(url: components.string ?? controlURL, configuration: configuration, logger: logger) { inbound, outbound, _ in
+            try await run(inbound: inbound, outbound: outbound, expected: peer, mesh: mesh, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import ClusterLab
+import Foundation
+import Hummingbird
+import LoadGen
+import Logging
+import NodeIO
+import SFU
+import SFUCluster
+import SFUMedia
+@testable import SFUNode
+import Testing
+import WebRTCEdge
+
+/// Rooms that span two live nodes (issue 25): two nodes of one registry in this process, each with its control
+/// API on a loopback port (the relay's control channel is a WebSocket between them) and its workers' UDP
+/// sockets, and WebRTC clients on real UDP (`LoadClient`: ICE, DTLS, SRTP). What one node's publisher says
+/// reaches the other node's subscriber through the relay, and what the home decides holds on the other node.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct RelayNodeTests {
+    struct Cluster {
+        var nodes: [Node] = []
+        var members: [ClusterMembership] = []
+        var tasks: [Task<Void, Never>] = []
+
+        func stop() {
+            for t in tasks { t.cancel() }
+            for n in nodes { n.stop() }
+        }
+    }
+
+    /// A free TCP port on loopback, for a control API the other node must be told of before it listens.
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &a) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard bound else { throw RelayMessageError("no free port") }
+        return UInt16(bigEndian: a.sin_port)
+    }
+
+    /// Two nodes, "a" and "b", registered and serving their control APIs on loopback.
+    static func twoNodes() async throws -> Cluster {
+        let url = try PostgresServer.shared.get().database()
+        var c = Cluster()
+        for id in ["a", "b"] {
+            let port = try freePort()
+            var config = NodeConfiguration()
+            config.workers = 1
+            config.mediaListen = TransportAddress("127.0.0.1:0")!
+            config.apiListen = TransportAddress("127.0.0.1:\(port)")!
+            config.clusterRegistry = url
+            config.clusterNodeID = id
+            config.clusterControlURL = "http://127.0.0.1:\(port)"
+            config.clusterHeartbeatTimeoutSeconds = 4
+            let node = try Node(configuration: config)
+            node.start()
+            let member = try ClusterMembership(node: node, logger: Logger(label: "test-\(id)"))
+            let app = ControlAPI.application(node: node, cluster: member, logger: Logger(label: "api-\(id)"))
+            c.nodes.append(node)
+            c.members.append(member)
+            c.tasks.append(Task { await member.runUntilCancelled() })
+            c.tasks.append(Task { try? await app.run() })
+        }
+        let members = c.members
+        try await ClusterNodeTests.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        return c
+    }
+
+    static func room(_ node: Node, _ name: String) async throws {
+        var c = RoomConfiguration()
+        c.levelSource = .extension
+        c.maxActiveTalkers = 2
+        try await node.createRoom(name, configuration: c)
+    }
+
+    static func publisher(_ node: Node, room: String, _ who: String) async throws -> LoadClient {
+        try await node.withRoom(room) { r, _, now in try r.admit(who, name: who, role: .participant, talkerCount: nil, now: now) }
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: who), profile: .publisher(audio: true))
+        let answer = try await node.publish(room: room, participant: who, offer: client.offer())
+        try client.start(answer: answer.sdp, now: MonoClock.now())
+        return client
+    }
+
+    static func subscriber(_ node: Node, room: String, _ who: String) async throws -> LoadClient {
+        try await node.withRoom(room) { r, _, now in try r.admit(who, name: who, role: .participant, talkerCount: nil, now: now) }
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: who), profile: .subscriber(audio: 2))
+        let answer = try await node.subscribe(room: room, participant: who, offer: client.offer())
+        try client.start(answer: answer.sdp, now: MonoClock.now())
+        return client
+    }
+
+    /// Polls the clients every 5 ms (publishers sending a 20 ms frame of speech each 20 ms) until `done` or 15 s.
+    static func run(_ clients: [LoadClient], talking: Set<ObjectIdentifier> = [], until done: () async throws -> Bool) async throws {
+        let speech = OpusFrameEncoder().encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
+        var frame = 0
+        var nextFrame = MonoClock.now()
+        let end = MonoClock.now() + .seconds(15)
+        while MonoClock.now() < end {
+            let now = MonoClock.now()
+            for c in clients { c.poll(now: now) }
+            if now >= nextFrame {
+                nextFrame = nextFrame + .milliseconds(20)
+                for c in clients where c.publishes && c.state == .connected {
+                    c.sendAudio(speech[frame % speech.count], level: talking.contains(ObjectIdentifier(c)) ? 18 : 127)
+                }
+                frame += 1
+                if try await done() { return }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// With the home on the talker's node (a follows nothing, b follows a's ranking) and on the listener's (b
+    /// elects from the levels relayed from a).
+    @Test(arguments: ["a", "b"]) func aTalkerOnOneNodeIsHeardByAListenerOnTheOther(home: String) async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        // The room is placed (placement chooses its home: rooms are placed until one lands on `home`) and held on
+        // both nodes.
+        var room = ""
+        for n in 0..<40 {
+            let placed = try await ClusterNodeTests.call(a, cluster.members[0], .post, "/v1/placements", ["room": "r\(n)"])
+            if placed.json["node"] as? String == home { room = "r\(n)"; break }
+        }
+        try #require(!room.isEmpty, "no room placed on \(home)")
+        try await Self.room(a, room)
+        try await Self.room(b, room)
+        let alice = try await Self.publisher(a, room: room, "alice")
+        let bob = try await Self.subscriber(b, room: room, "bob")
+        // Both nodes see the room shared once their heartbeats reported it; the relay opens and is keyed.
+        let mesh = cluster.members[0].relays, other = cluster.members[1].relays
+        try await Self.run([alice, bob]) {
+            let ends = await mesh.openEnds, others = await other.openEnds
+            return ends.count == 1 && ends[0].keyed && others.count == 1 && others[0].keyed
+        }
+        let (peersOfA, peersOfB) = (await mesh.openEnds.map(\.peer), await other.openEnds.map(\.peer))
+        #expect(peersOfA == ["b"] && peersOfB == ["a"])
+        // Alice is quiet on a for half a second (the detectors learn her noise floor on both nodes), then talks;
+        // Bob, on b, receives her through the relay.
+        try await Self.run([alice, bob]) { bob.mediaPacketsReceived >= 25 }
+        let quiet = bob.mediaPacketsReceived
+        try await Self.run([alice, bob], talking: [ObjectIdentifier(alice)]) { bob.mediaPacketsReceived >= quiet + 100 }
+        #expect(quiet >= 25 && bob.mediaPacketsReceived >= quiet + 100, "Bob received \(quiet) quiet and \(bob.mediaPacketsReceived - quiet) loud packets")
+        // On b, Alice is a participant of the room (a remote one) and speaks, whichever node ranks the room; a,
+        // which follows b's ranking when b is the home, shows the same.
+        let onB = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.snapshot().activeTalkers) }
+        let onA = try await a.withRoom(room) { r, _, _ in r.snapshot().activeTalkers }
+        #expect(onB.0 && onB.1 == ["alice"] && onA == ["alice"], "b: \(onB), a: \(onA)")
+        let refused = (await mesh.refusedMessages, await other.refusedMessages)
+        #expect(refused == (0, 0))
+    }
+}

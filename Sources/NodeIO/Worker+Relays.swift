@@ -54,6 +54,7 @@ extension Worker {
                 }
                 flush(core)
                 taken += n
+                relayDatagramsReceived &+= UInt64(n)
                 if n < rx.capacity { break }
             }
         }

@@ -64,6 +64,11 @@ public struct WorkerMetrics: Sendable {
     /// Time the worker thread spent working rather than waiting for the socket: its load.
     public var busySeconds: Double = 0
     public var eventsLost: UInt64 = 0
+    /// Relay ends open on this worker, datagrams their sockets received, and of those the ones not routed (not
+    /// RTP or RTCP, or for an end closed meanwhile).
+    public var relayEnds = 0
+    public var relayDatagramsIn: UInt64 = 0
+    public var relayDrops: UInt64 = 0
 }
 
 /// A command the worker did not start within its time: it never runs, and the caller is told at once.
@@ -88,6 +93,7 @@ public final class Worker: @unchecked Sendable {
     let links = PeerLinks()
     /// The relay ends' sockets, by the end's connection id (worker thread only; `Worker+Relays`).
     var relaySockets: [(id: ConnectionID, socket: UDPSocket)] = []
+    var relayDatagramsReceived: UInt64 = 0
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
     public var eventCapacity: Int { outbox.capacity }
@@ -249,6 +255,9 @@ public final class Worker: @unchecked Sendable {
             m.saturatedPasses = saturatedPasses
             m.busySeconds = busy
             m.eventsLost = lost
+            m.relayEnds = relaySockets.count
+            m.relayDatagramsIn = relayDatagramsReceived
+            m.relayDrops = core.relayDrops
             return m
         }
     }

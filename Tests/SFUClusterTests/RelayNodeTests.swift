@@ -114,14 +114,11 @@ import WebRTCEdge
         }
     }
 
-    /// With the home on the talker's node (a follows nothing, b follows a's ranking) and on the listener's (b
-    /// elects from the levels relayed from a).
-    @Test(arguments: ["a", "b"]) func aTalkerOnOneNodeIsHeardByAListenerOnTheOther(home: String) async throws {
-        let cluster = try await Self.twoNodes()
-        defer { cluster.stop() }
+    /// A room placed with its home on `home` and held on both nodes, Alice publishing on a and Bob subscribed on
+    /// b, the relay between them open and keyed both ways, Alice heard by Bob.
+    static func sharedRoom(_ cluster: Cluster, home: String) async throws -> (room: String, alice: LoadClient, bob: LoadClient) {
         let (a, b) = (cluster.nodes[0], cluster.nodes[1])
-        // The room is placed (placement chooses its home: rooms are placed until one lands on `home`) and held on
-        // both nodes.
+        // Placement chooses the home: rooms are placed until one lands on `home`.
         var room = ""
         for n in 0..<40 {
             let placed = try await ClusterNodeTests.call(a, cluster.members[0], .post, "/v1/placements", ["room": "r\(n)"])
@@ -146,12 +143,66 @@ import WebRTCEdge
         let quiet = bob.mediaPacketsReceived
         try await Self.run([alice, bob], talking: [ObjectIdentifier(alice)]) { bob.mediaPacketsReceived >= quiet + 100 }
         #expect(quiet >= 25 && bob.mediaPacketsReceived >= quiet + 100, "Bob received \(quiet) quiet and \(bob.mediaPacketsReceived - quiet) loud packets")
+        return (room, alice, bob)
+    }
+
+    /// With the home on the talker's node (a follows nothing, b follows a's ranking) and on the listener's (b
+    /// elects from the levels relayed from a).
+    @Test(arguments: ["a", "b"]) func aTalkerOnOneNodeIsHeardByAListenerOnTheOther(home: String) async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let (room, _, _) = try await Self.sharedRoom(cluster, home: home)
         // On b, Alice is a participant of the room (a remote one) and speaks, whichever node ranks the room; a,
         // which follows b's ranking when b is the home, shows the same.
         let onB = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.snapshot().activeTalkers) }
         let onA = try await a.withRoom(room) { r, _, _ in r.snapshot().activeTalkers }
         #expect(onB.0 && onB.1 == ["alice"] && onA == ["alice"], "b: \(onB), a: \(onA)")
-        let refused = (await mesh.refusedMessages, await other.refusedMessages)
+        let refused = (await cluster.members[0].relays.refusedMessages, await cluster.members[1].relays.refusedMessages)
         #expect(refused == (0, 0))
+    }
+
+    /// A moderator on the home (b) hard-mutes Alice, who publishes on a: the home's moderation reaches a, which
+    /// stops her packets at its own ingress - none of them crosses the relay after that.
+    @Test func aHardMuteOnTheHomeStopsATalkerAtHerOwnNode() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let (room, alice, bob) = try await Self.sharedRoom(cluster, home: "b")
+        try await b.withRoom(room) { r, core, now in
+            try r.admit("mod", name: "mod", role: .moderator, talkerCount: nil, now: now)
+            try r.hardMute(by: "mod", target: "alice", audio: true, video: nil, now: now, into: core.batch)
+        }
+        let mutedOnA = { try await a.withRoom(room) { r, _, _ in
+            (r.snapshot().participants.first { $0.id == "alice" }?.hardMutedAudio ?? false,
+             r.stats().first { $0.participant == "alice" }?.drops[.hardMuted] ?? 0)
+        } }
+        try await Self.run([alice, bob], talking: [ObjectIdentifier(alice)]) { try await mutedOnA().0 }
+        let before = try await mutedOnA()
+        #expect(before.0, "a applied the home's hard mute")
+        // From then on a drops what Alice sends, and nothing of hers reaches b.
+        let relayedBefore = try await b.withRoom(room) { r, _, _ in r.stats().first { $0.participant == "alice" }?.packetsReceived ?? 0 }
+        try await Self.run([alice, bob], talking: [ObjectIdentifier(alice)]) { try await mutedOnA().1 >= before.1 + 50 }
+        let relayedAfter = try await b.withRoom(room) { r, _, _ in r.stats().first { $0.participant == "alice" }?.packetsReceived ?? 0 }
+        #expect(try await mutedOnA().1 >= before.1 + 50)
+        #expect(relayedAfter - relayedBefore <= 2, "\(relayedAfter - relayedBefore) packets of Alice's crossed after the mute applied on a")
+    }
+
+    /// A node that stops (its relay channel and relay ends close): the other node's room loses its remote
+    /// participants at once, and its own go on.
+    @Test func aNodeThatStopsTakesItsRemoteParticipantsOutOfTheOtherNodesRoom() async throws {
+        var cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let b = cluster.nodes[1]
+        let (room, _, bob) = try await Self.sharedRoom(cluster, home: "b")
+        cluster.tasks[0].cancel()
+        cluster.tasks[1].cancel()
+        cluster.nodes[0].stop()
+        cluster.nodes.removeFirst()
+        try await Self.run([bob]) { try await b.withRoom(room) { r, _, _ in !r.contains(participant: "alice") } }
+        let left = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.contains(participant: "bob")) }
+        #expect(!left.0 && left.1)
+        let ends = await cluster.members[1].relays.openEnds
+        #expect(ends.isEmpty)
     }
 }

@@ -88,6 +88,8 @@ public final class NodeMetrics: Sendable {
                 count("sfu_drops_total", w + [("reason", "handoff_full")], m.handoffDrops)
                 count("sfu_drops_total", w + [("reason", "hosted_gone")], m.hostedDiscards)
                 count("sfu_drops_total", w + [("reason", "oversized_datagram")], m.oversizedDrops)
+                count("sfu_drops_total", w + [("reason", "relay_unroutable")], m.relayDrops)
+                count("sfu_relay_datagrams_received_total", w, m.relayDatagramsIn)
                 for (reason, n) in m.edgeDrops { count("sfu_drops_total", w + [("reason", reason)], n) }
                 count("sfu_drops_total", w + [("reason", "send_failed")], m.sendDrops)
                 for reason in DropReason.allCases {
@@ -107,6 +109,7 @@ public final class NodeMetrics: Sendable {
                 gauge("sfu_participants", w, Double(m.participants))
                 gauge("sfu_connections", w, Double(m.connections))
                 gauge("sfu_pending_handshakes", w, Double(m.pendingHandshakes))
+                gauge("sfu_relay_ends", w, Double(m.relayEnds))
             }
             gauge("sfu_event_consumers", [], Double(consumers))
             // Which crypto libsrtp runs on (1 for the one linked), and what a 1200-byte GCM protect costs.

@@ -23,6 +23,12 @@ public final class Node: Sendable {
     let logger: Logger
     private let pump = Mutex<Task<Void, Never>?>(nil)
     private let pumpWake = Mutex<AsyncStream<Void>.Continuation?>(nil)
+    /// Told of rooms whose relays have something new (`RoomEvent.relaysChanged`): the cluster's relay mesh.
+    private let relayObserver = Mutex<(@Sendable (Set<String>) -> Void)?>(nil)
+
+    /// Sets what is told of rooms whose relays have something new; set it before rooms relay.
+    public func observeRelays(_ observer: @escaping @Sendable (Set<String>) -> Void) { relayObserver.withLock { $0 = observer } }
+
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
 
@@ -92,7 +98,15 @@ public final class Node: Sendable {
     }
 
     private func pumpEvents() {
-        let (drained, lost) = drainEvents()
+        var (drained, lost) = drainEvents()
+        // Rooms whose relays have something to say go to the relays, not to the event stream.
+        var relayed: Set<String> = []
+        drained.removeAll { e in
+            guard case .relaysChanged = e.event else { return false }
+            relayed.insert(e.room)
+            return true
+        }
+        if !relayed.isEmpty, let observer = relayObserver.withLock({ $0 }) { observer(relayed) }
         guard !drained.isEmpty || lost > 0 else { return }
         events.publish(drained, lostUpstream: lost, now: Int64(Date().timeIntervalSince1970 * 1000))
         if lost > 0 { logger.warning("events lost: worker queues full", metadata: ["count": "\(lost)"]) }

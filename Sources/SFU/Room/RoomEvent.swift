@@ -17,6 +17,10 @@ public enum RoomEvent: Equatable, Sendable {
     case levelMismatch(participant: String, meanDifferenceDb: Double)
     /// The room is gone; every participant was disconnected (each also gets `participantState(.left)`).
     case roomDestroyed
+    /// Not for the event stream: the room's lists were rebuilt while it relays to other nodes, so what it
+    /// relays, its ranking or its moderation may have changed - the node's relays look now rather than at
+    /// their next pass (a talker's stream described to the peer before its first packets arrive there).
+    case relaysChanged
 
     public struct Talker: Equatable, Sendable {
         public var participant: String

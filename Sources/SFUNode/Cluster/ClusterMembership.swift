@@ -44,7 +44,9 @@ public final class ClusterMembership: Service, Sendable {
         record = NodeRecord(id: id, controlURL: url, mediaAddress: media, relayAddress: relayIP.host, region: c.clusterRegion,
                             capacity: c.clusterCapacity)
         homeModeration = HomeModeration(registry: registry, nodeID: id, node: node, logger: logger)
-        relays = RelayMesh(nodeID: id, node: node, registry: registry, bind: relayIP, apiKey: c.apiKey, logger: logger)
+        let relays = RelayMesh(nodeID: id, node: node, registry: registry, bind: relayIP, apiKey: c.apiKey, logger: logger)
+        self.relays = relays
+        node.observeRelays { rooms in Task { await relays.nudge(rooms) } }
     }
 
     /// Whether the registry answered a heartbeat within the timeout.

@@ -172,6 +172,8 @@ actor RelayMesh {
         guard var end = ends[key], !end.keyed, let id = end.id, let worker = end.worker, let peer = end.peerOpen else { return }
         end.keyed = true
         ends[key] = end
+        // The peer learns what the relay carries before the first packet can leave (the keys let it go).
+        await push(key)
         do {
             try await worker.keyRelay(id, destination: peer.address, inbound: Self.material(peer.key), outbound: Self.material(end.key))
         } catch {
@@ -215,6 +217,11 @@ actor RelayMesh {
             e.sentModeration = (moderation.epoch, moderation.version)
         }
         ends[key] = e
+    }
+
+    /// Rooms whose lists were rebuilt (`RoomEvent.relaysChanged`): what changed goes out now.
+    func nudge(_ rooms: Set<String>) async {
+        for key in ends.keys.sorted(by: { ($0.room, $0.peer) < ($1.room, $1.peer) }) where rooms.contains(key.room) { await push(key) }
     }
 
     // MARK: The channel's side

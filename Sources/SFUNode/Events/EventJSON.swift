@@ -35,6 +35,7 @@ enum EventPayload: Encodable, Sendable {
             case .role: return "role"
             case .levelMismatch: return "level_mismatch"
             case .roomDestroyed: return "room_destroyed"
+            case .relaysChanged: return "relays_changed"  // never published (Node.pumpEvents)
             }
         }
     }
@@ -142,7 +143,7 @@ enum EventPayload: Encodable, Sendable {
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)
-            case .roomDestroyed:
+            case .roomDestroyed, .relaysChanged:
                 break
             }
         }

@@ -29,22 +29,35 @@ final class RelayLink {
         connection.subscriber = subscriber
     }
 
-    /// The relay's SSRCs: one per participant and kind, the same whenever the participant is relayed again
-    /// (the peer binds them to that participant's tracks). Unique within the link.
-    static func ssrc(participant: Int, kind: MediaKind, rtx: Bool = false) -> UInt32 {
-        0x1000_0000 | UInt32(truncatingIfNeeded: participant & 0x03FF_FFFF) << 2 | (kind == .audio ? 0 : rtx ? 2 : 1)
+    /// The relay's SSRCs: drawn from a counter for each slot the link binds (media and RTX apart), so a slot
+    /// made again for a participant - its old one was dropped past `maxSlots` - never goes out under an SSRC
+    /// that already carried packets under this link's key: its sequence numbers start over, and the same SSRC
+    /// would reuse AES-GCM nonces (RFC 7714 section 8.1). The peer binds whatever `carried` names.
+    private var lastSSRC: UInt32 = 0
+
+    private func newSSRC() -> UInt32 {
+        repeat { lastSSRC &+= 1 } while descriptions.contains { $0.ssrc == ssrcValue(lastSSRC) || $0.rtxSSRC == ssrcValue(lastSSRC) }
+        return ssrcValue(lastSSRC)
+    }
+
+    private func ssrcValue(_ n: UInt32) -> UInt32 { 0x1000_0000 | (n & 0x0FFF_FFFF) }
+
+    /// The SSRC the participant's slot of a kind goes out under now; nil when the link has none for it.
+    func ssrc(participant: Int, kind: MediaKind) -> UInt32? {
+        let mid = Self.mid(participant: participant, kind: kind)
+        return descriptions.first { $0.mid == mid }?.ssrc
     }
 
     static func mid(participant: Int, kind: MediaKind) -> String { "\(kind == .audio ? "a" : "v")\(participant)" }
 
     /// The formats a relay slot takes: Opus, or every video codec the node forwards (the source keeps its
     /// codec; H.264 under a format for the high profiles and one for Baseline).
-    static func description(participant: Int, kind: MediaKind) -> SlotDescription {
-        let mid = mid(participant: participant, kind: kind), ssrc = ssrc(participant: participant, kind: kind)
+    func description(participant: Int, kind: MediaKind) -> SlotDescription {
+        let mid = Self.mid(participant: participant, kind: kind), ssrc = newSSRC()
         guard kind == .video else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
         let level = H264ProfileLevelID.Level(levelIDC: 52, constraintSet3: false, profileIDC: 0x64)
         return SlotDescription(codec: .vp8, mid: mid, ssrc: ssrc, payloadType: 96, rtxPayloadType: 97,
-                               rtxSSRC: Self.ssrc(participant: participant, kind: .video, rtx: true), otherFormats: [
+                               rtxSSRC: newSSRC(), otherFormats: [
                                    PayloadFormat(codec: .vp9, payloadType: 98, rtxPayloadType: 99),
                                    PayloadFormat(codec: .h264, payloadType: 102, rtxPayloadType: 103,
                                                  h264: H264ProfileLevelID(profile: .high444, level: level)),
@@ -61,7 +74,7 @@ final class RelayLink {
             for p in who {
                 let mid = Self.mid(participant: p, kind: kind)
                 if bound[mid] == nil {
-                    descriptions.append(Self.description(participant: p, kind: kind))
+                    descriptions.append(description(participant: p, kind: kind))
                     changed = true
                 }
                 bound[mid] = (p, now)

@@ -50,25 +50,59 @@ import Testing
         let peer = try h.relay(to: "node-b")
         var most = 0
         var everRelayed = Set<String>()
+        var owners: [UInt32: String] = [:]
         room.run(seconds: 22) { _ in
             let carried = h.room.relayed(to: "node-b") ?? []
             most = max(most, carried.count)
             everRelayed.formUnion(carried.map(\.participant))
+            for c in carried { owners[c.ssrc] = c.participant }
             let link = h.room.relays["node-b"]!
             #expect(link.subscriber.audioSlots.count <= 2 * k, "the relay's slots are bounded: \(link.subscriber.audioSlots.count)")
         }
         #expect(most == k, "at most K audio streams at any time, and K when K talk")
         #expect(everRelayed.count == 40, "every talker was relayed in its turn: \(everRelayed.count)")
-        // What the peer received: each participant under the SSRC the relay gives it, sequence numbers without
-        // a gap or a repeat across the times it left the relay and came back.
+        // What the peer received: each participant under the SSRC the relay gives it (one while its slot lasts),
+        // sequence numbers without a gap or a repeat across the times it left the relay and came back.
         let packets = h.rtp(to: peer.connection)
         for i in [0, 17, 39] {
-            let index = try #require(h.room.participants.lookup("p\(i)")).index
-            let seqs = packets.filter { $0.header.ssrc == RelayLink.ssrc(participant: index, kind: .audio) }.map(\.header.sequenceNumber)
+            let ssrcs = owners.filter { $0.value == "p\(i)" }.keys
+            #expect(ssrcs.count == 1, "p\(i) kept one stream: \(ssrcs.count)")
+            let seqs = packets.filter { ssrcs.contains($0.header.ssrc) }.map(\.header.sequenceNumber)
             #expect(seqs.count > 50, "p\(i): \(seqs.count) packets relayed")
             #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "p\(i)'s relayed stream is continuous")
         }
+        // Slots dropped past the link's cap and made again never reuse an SSRC: no (SSRC, sequence number) pair
+        // goes out twice under the relay's one key (AES-GCM's nonce is made of them).
+        let pairs = packets.map { UInt64($0.header.ssrc) << 16 | UInt64($0.header.sequenceNumber) }
+        #expect(Set(pairs).count == pairs.count, "\(pairs.count - Set(pairs).count) (SSRC, sequence) pairs sent twice")
         #expect(h.room.counters.drops.total == 0, "\(h.room.counters.drops.nonZero)")
+    }
+
+    /// K = 1 keeps two audio slots on the link: a talker whose slot two later talkers pushed out is bound a new
+    /// slot when it talks again, under a new SSRC - its sequence numbers start over, and under its old SSRC
+    /// they would repeat (SSRC, sequence) pairs, so AES-GCM nonces, under the relay's one key.
+    @Test func aTalkerRelayedAgainAfterItsSlotWentGetsANewSSRC() throws {
+        let h = try RoomHarness(configuration: Self.configuration(k: 1))
+        var members = try (0..<3).map { try h.join("t\($0)", audioSlots: 0) }
+        let peer = try h.relay(to: "node-b")
+        let turns: [[Range<Double>]] = [[0.2..<2.0, 7.2..<9.0], [2.2..<4.5], [4.7..<7.0]]
+        var owners: [UInt32: Set<String>] = [:]
+        for f in 0..<500 {
+            let t = Double(f) * 0.02
+            for i in members.indices {
+                let loud = turns[i].contains { $0.contains(t) }
+                let packet = members[i].audio.packet([0xF8, 0xFF, 0xFE], level: loud ? 10 : 127)
+                members[i].audio.timestamp &+= 960
+                h.send(packet, from: members[i].publish)
+            }
+            h.advance(by: 20)
+            for c in h.room.relayed(to: "node-b") ?? [] { owners[c.ssrc, default: []].insert(c.participant) }
+        }
+        #expect(owners.values.allSatisfy { $0.count == 1 }, "an SSRC carries one participant: \(owners)")
+        #expect(owners.values.filter { $0 == ["t0"] }.count == 2, "t0 came back on a new SSRC: \(owners)")
+        let packets = h.rtp(to: peer.connection)
+        let pairs = packets.map { UInt64($0.header.ssrc) << 16 | UInt64($0.header.sequenceNumber) }
+        #expect(Set(pairs).count == pairs.count, "\(pairs.count - Set(pairs).count) (SSRC, sequence) pairs sent twice")
     }
 
     @Test func aRelayCarriesTheTalkersCamerasEachFromAKeyFrame() throws {
@@ -94,7 +128,7 @@ import Testing
         let packets = h.rtp(to: peer.connection)
         for i in 0..<4 {
             let index = try #require(h.room.participants.lookup("v\(i)")).index
-            let video = packets.filter { $0.header.ssrc == RelayLink.ssrc(participant: index, kind: .video) }
+            let video = packets.filter { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: index, kind: .video) }
             let first = try #require(video.first, "v\(i)'s camera was relayed")
             let descriptor = first.packet.withUnsafeBytes { VideoDescriptor.parse(.vp9, payload: UnsafeRawBufferPointer(rebasing: $0[first.header.payloadRange])) }
             #expect((try? descriptor.get())?.isKeyframeStart == true, "v\(i)'s relayed video starts at a key frame")
@@ -289,7 +323,8 @@ import Testing
         room.run(seconds: 6) { _ in relayedMuted = relayedMuted || (h.room.relayed(to: "node-b") ?? []).contains { $0.participant == "p2" } }
         let muted = try #require(h.room.participants.lookup("p2")).index
         #expect(!relayedMuted)
-        #expect(!h.rtp(to: peer.connection).contains { $0.header.ssrc == RelayLink.ssrc(participant: muted, kind: .audio) },
+        #expect(h.room.relays["node-b"]!.ssrc(participant: muted, kind: .audio) == nil, "no slot was ever bound to the muted talker")
+        #expect(!h.rtp(to: peer.connection).contains { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: muted, kind: .audio) },
                 "not one packet of the muted talker crossed")
         #expect(h.rtp(to: peer.connection).count > 100, "the others were relayed")
     }

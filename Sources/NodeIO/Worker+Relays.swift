@@ -14,6 +14,7 @@ extension Worker {
         try await perform { [self] core, now in
             let socket = try UDPSocket(bind: bind)
             let id = try core.openRelay(room: room, peer: peer, now: now)
+            closeRelaySockets(core)  // the end it replaced, if any
             relaySockets.append((id, socket))
             return (id, socket.local)
         }
@@ -43,32 +44,48 @@ extension Worker {
         relaySockets.removeAll { !core.hasRelay($0.id) }
     }
 
-    /// Reads what waits on the relay sockets, at most `budget` datagrams in all.
+    /// Reads what waits on the relay sockets the last wait found readable, each up to its share of `budget`
+    /// (a flooded socket cannot starve the others; the first read rotates). Returns how many were read.
     func receiveRelays(_ core: WorkerCore, _ rx: ReceiveBatch, budget: Int) -> Int {
+        guard !relayReady.isEmpty else { return 0 }
+        let count = relaySockets.count
+        let share = max(rx.capacity, budget / max(1, relayReady.count))
+        relayRotation = (relayRotation + 1) % max(1, count)
         var taken = 0
-        for (id, socket) in relaySockets {
-            while taken < budget, let n = try? socket.receive(into: rx), n > 0 {
+        for k in 0..<count {
+            let (id, socket) = relaySockets[(relayRotation + k) % count]
+            guard relayReady.contains(id) else { continue }
+            var fromThis = 0
+            while fromThis < share, let n = try? socket.receive(into: rx), n > 0 {
                 let now = MonoClock.now()
-                for i in 0..<n where !rx.isTruncated(i) {
+                for i in 0..<n {
+                    if rx.isTruncated(i) { oversizedDrops &+= 1; continue }
                     core.receiveRelay(rx.buffer(i), length: rx.length(i), on: id, now: now, arrival: rx.arrival(i))
                 }
                 flush(core)
-                taken += n
+                fromThis += n
                 relayDatagramsReceived &+= UInt64(n)
                 if n < rx.capacity { break }
             }
+            taken += fromThis
         }
+        relayReady.removeAll(keepingCapacity: true)
         return taken
     }
 
     /// Waits for the media socket, the relay sockets or the wake descriptor: bit 1 a socket is readable,
     /// bit 2 the wake descriptor.
     func waitWithRelays(_ milliseconds: Int32) -> Int32 {
-        var fds = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-        for (_, s) in relaySockets { fds.append(pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)) }
-        guard poll(&fds, nfds_t(fds.count), milliseconds) > 0 else { return 0 }
-        var ready: Int32 = fds[1].revents & Int16(POLLIN) != 0 ? 2 : 0
-        if fds.indices.contains(where: { $0 != 1 && fds[$0].revents & Int16(POLLIN) != 0 }) { ready |= 1 }
+        relayPoll.removeAll(keepingCapacity: true)
+        relayPoll.append(pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0))
+        relayPoll.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+        for (_, s) in relaySockets { relayPoll.append(pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)) }
+        guard poll(&relayPoll, nfds_t(relayPoll.count), milliseconds) > 0 else { return 0 }
+        var ready: Int32 = (relayPoll[0].revents & Int16(POLLIN) != 0 ? 1 : 0) | (relayPoll[1].revents & Int16(POLLIN) != 0 ? 2 : 0)
+        for (i, (id, _)) in relaySockets.enumerated() where relayPoll[i + 2].revents & Int16(POLLIN) != 0 {
+            relayReady.insert(id)
+            ready |= 1
+        }
         return ready
     }
 }

@@ -94,6 +94,10 @@ public final class Worker: @unchecked Sendable {
     /// The relay ends' sockets, by the end's connection id (worker thread only; `Worker+Relays`).
     var relaySockets: [(id: ConnectionID, socket: UDPSocket)] = []
     var relayDatagramsReceived: UInt64 = 0
+    /// Relay sockets the last wait found readable, where the next read starts, and the wait's descriptors.
+    var relayReady: Set<ConnectionID> = []
+    var relayRotation = 0
+    var relayPoll: [pollfd] = []
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
     public var eventCapacity: Int { outbox.capacity }
@@ -107,7 +111,7 @@ public final class Worker: @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     /// Datagrams longer than the receive buffer (2048 bytes), dropped unread.
-    public private(set) var oversizedDrops: UInt64 = 0
+    public internal(set) var oversizedDrops: UInt64 = 0
     /// Passes that ended on their datagram budget with more waiting (the socket was flooded or busy).
     public private(set) var saturatedPasses: UInt64 = 0
 

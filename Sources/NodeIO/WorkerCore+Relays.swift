@@ -32,6 +32,8 @@ extension WorkerCore {
     /// on (once keyed) and takes what the peer relays. Returns the end's connection id.
     public func openRelay(room name: String, peer: String, now: MonoTime) throws -> ConnectionID {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
+        // An end of the same relay left behind (its close never reached this worker) is replaced.
+        for old in relayEnds.values where old.room === room && old.peer == peer { closeRelay(old.id, reason: "replaced", now: now) }
         let id = connectionIDs.allocate { [transports, relayEnds] in transports[$0] != nil || relayEnds[$0] != nil }
         try room.attachRelay(peer: peer, connection: id, now: now, into: batch)
         relayEnds[id] = RelayEnd(id: id, room: room, peer: peer)

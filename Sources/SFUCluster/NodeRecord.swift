@@ -65,9 +65,12 @@ public struct NodeStanding: Sendable, Equatable {
     /// Participants placed on it since its last heartbeat: they may not have joined yet, and without them a
     /// burst of placements between two heartbeats would all go to the same "least loaded" node.
     public var joinsSinceHeartbeat: Int
+    /// The IP address its relay sockets listen on (`cluster.relay_ip`): relay media from it comes from there.
+    public var relayAddress: String
 
     public init(id: String, controlURL: String = "", state: NodeState = .serving, alive: Bool = true, capacity: Int, participants: Int = 0,
-                joinsSinceHeartbeat: Int = 0) {
+                joinsSinceHeartbeat: Int = 0, relayAddress: String = "") {
+        self.relayAddress = relayAddress
         self.id = id
         self.controlURL = controlURL
         self.state = state

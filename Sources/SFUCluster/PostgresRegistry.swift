@@ -244,12 +244,14 @@ public final class PostgresRegistry: Registry {
     static func standings(_ c: PostgresConnection, timeout: Double, logger: Logger) async throws -> [NodeStanding] {
         var out: [NodeStanding] = []
         let rows = try await c.query("""
-            SELECT id, control_url, state, heartbeat_at > now() - make_interval(secs => \(timeout)), capacity, participants, joins_since_heartbeat
+            SELECT id, control_url, state, heartbeat_at > now() - make_interval(secs => \(timeout)), capacity, participants, joins_since_heartbeat,
+                relay_address
             FROM sfu_nodes ORDER BY id
             """, logger: logger)
-        for try await (id, url, state, alive, capacity, participants, joins) in rows.decode((String, String, String, Bool, Int64, Int64, Int64).self) {
+        for try await (id, url, state, alive, capacity, participants, joins, relay) in
+            rows.decode((String, String, String, Bool, Int64, Int64, Int64, String).self) {
             out.append(NodeStanding(id: id, controlURL: url, state: NodeState(rawValue: state) ?? .draining, alive: alive,
-                                    capacity: Int(capacity), participants: Int(participants), joinsSinceHeartbeat: Int(joins)))
+                                    capacity: Int(capacity), participants: Int(participants), joinsSinceHeartbeat: Int(joins), relayAddress: relay))
         }
         return out
     }

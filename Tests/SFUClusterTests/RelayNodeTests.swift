@@ -205,4 +205,18 @@ import WebRTCEdge
         let ends = await cluster.members[1].relays.openEnds
         #expect(ends.isEmpty)
     }
+
+    /// Alice leaves the room on a: b's room lets her remote participant go too, while the relay goes on.
+    @Test func aParticipantWhoLeavesHerNodeLeavesTheOtherNodesRoom() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let (room, _, bob) = try await Self.sharedRoom(cluster, home: "a")
+        _ = try await a.removeParticipant(room: room, participant: "alice", by: nil)
+        try await Self.run([bob]) { try await b.withRoom(room) { r, _, _ in !r.contains(participant: "alice") } }
+        let left = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.contains(participant: "bob")) }
+        #expect(!left.0 && left.1)
+        let ends = (await cluster.members[0].relays.openEnds.count, await cluster.members[1].relays.openEnds.count)
+        #expect(ends == (1, 1), "the relay stays")
+    }
 }

@@ -17,13 +17,14 @@ import Testing
 
     @Test(arguments: [
         RelayMessage.hello(node: "sfu-1", version: RelayMessage.protocolVersion),
-        .streams(room: "standup", epoch: 42, streams: streams),
+        .streams(room: "standup", epoch: 42, streams: streams, left: ["carol"]),
+        .streams(room: "standup", epoch: 42, streams: [], left: []),
         .ranking(room: "standup", SharedRanking(epoch: 42, version: 7, recency: ["bob", "alice"], speaking: ["bob"], young: [], dominant: "bob")),
         .moderation(room: "standup", ModerationState(epoch: 42, version: 9, pinned: ["alice"], locked: true, hardMuted: ["bob": .init(audio: true, video: false)],
                                                      members: ["alice", "bob"])),
-        .open(room: "standup", epoch: 42, address: TransportAddress("10.0.0.2:40000")!, keyAndSalt: Array(0..<28)),
-        .open(room: "standup", epoch: 42, address: TransportAddress("[fd00::2]:40000")!, keyAndSalt: Array(0..<28)),
-        .bye(room: "standup"),
+        .open(room: "standup", epoch: 42, relay: 7, address: TransportAddress("10.0.0.2:40000")!, keyAndSalt: Array(0..<28)),
+        .open(room: "standup", epoch: 42, relay: 7, address: TransportAddress("[fd00::2]:40000")!, keyAndSalt: Array(0..<28)),
+        .bye(room: "standup", relay: (1 << 53) - 1),
     ])
     func eachMessageReadsBackAsItWasWritten(_ m: RelayMessage) throws {
         #expect(try RelayMessage.decode(try m.encoded()) == m)
@@ -47,14 +48,17 @@ import Testing
         let refused: [(String, String)] = [
             ("not json", "not a relay message"),
             (#"{"type":"gossip","room":"r"}"#, "unknown type"),
-            (#"{"type":"bye"}"#, "no room"),
-            (#"{"type":"bye","room":""}"#, "room must be 1-256 bytes"),
-            (#"{"type":"bye","room":"\#(String(repeating: "x", count: 257))"}"#, "room must be 1-256 bytes"),
-            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2:4000","key_and_salt":"AAEC"}"#, "key_and_salt is not 28 bytes"),
-            (#"{"type":"open","room":"r","epoch":-1,"address":"10.0.0.2:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "negative epoch"),
-            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
-            (#"{"type":"open","room":"r","epoch":1,"address":"10.0.0.2:0","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
-            (#"{"type":"open","room":"r","epoch":1,"address":"relay.example:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
+            (#"{"type":"bye","relay":1}"#, "no room"),
+            (#"{"type":"bye","room":"","relay":1}"#, "room must be 1-256 bytes"),
+            (#"{"type":"bye","room":"\#(String(repeating: "x", count: 257))","relay":1}"#, "room must be 1-256 bytes"),
+            (#"{"type":"bye","room":"r"}"#, "no relay"),
+            (#"{"type":"bye","room":"r","relay":0}"#, "relay must be 1 to 2^53 - 1"),
+            (#"{"type":"bye","room":"r","relay":9007199254740992}"#, "relay must be 1 to 2^53 - 1"),
+            (#"{"type":"open","room":"r","relay":3,"epoch":1,"address":"10.0.0.2:4000","key_and_salt":"AAEC"}"#, "key_and_salt is not 28 bytes"),
+            (#"{"type":"open","room":"r","relay":3,"epoch":-1,"address":"10.0.0.2:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "negative epoch"),
+            (#"{"type":"open","room":"r","relay":3,"epoch":1,"address":"10.0.0.2","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
+            (#"{"type":"open","room":"r","relay":3,"epoch":1,"address":"10.0.0.2:0","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
+            (#"{"type":"open","room":"r","relay":3,"epoch":1,"address":"relay.example:4000","key_and_salt":"\#(Data(count: 28).base64EncodedString())"}"#, "address is not an IP address and port"),
             (stream(#""kind":"audio","codec":"vp8","ssrc":1,"payload_type":96"#), "a audio stream in vp8"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":200"#), "a payload type over 127"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":300"#), "not a relay message"),
@@ -82,6 +86,7 @@ import Testing
         #expect(refusal(#"{"type":"streams","room":"r","epoch":1,"streams":[\#(twice)]}"#)?.contains("SSRC named twice") == true)
         let crowd = (0...RelayMessage.maxListed).map { "\"p\($0)\"" }.joined(separator: ",")
         #expect(refusal(#"{"type":"moderation","room":"r","moderation":{"version":1,"members":[\#(crowd)]}}"#)?.contains("over 4096") == true)
+        #expect(refusal(#"{"type":"streams","room":"r","epoch":1,"streams":[],"left":[\#(crowd)]}"#)?.contains("left lists 4097, over 4096") == true)
         let huge = Data(repeating: 0x20, count: RelayMessage.maxBytes + 1)
         #expect(throws: RelayMessageError.self) { try RelayMessage.decode(huge) }
     }

@@ -102,6 +102,18 @@ extension Room {
         if !changed.isEmpty || !roleChanged.isEmpty { listsChanged() }
     }
 
+    /// Participants of `peer` that left the room there: their remote participants here leave too (a relay
+    /// that goes on keeps no one its peer no longer has). Ids that are not `peer`'s are ignored.
+    public func remoteLeft(_ ids: [String], from peer: String) {
+        var any = false
+        for id in ids {
+            guard let p = participants.lookup(id), p.origin == peer else { continue }
+            leave(p, reason: "left at \(peer)")
+            any = true
+        }
+        if any { listsChanged() }
+    }
+
     func refreshRelays(_ ranking: RoomRanking, now: MonoTime, into out: DatagramBatch) {
         guard !relays.isEmpty else { return }
         let k = configuration.maxActiveTalkers

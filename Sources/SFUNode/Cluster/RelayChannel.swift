@@ -2,31 +2,40 @@ import Foundation
 import HummingbirdWebSocket
 import HummingbirdWSClient
 import Logging
+import Synchronization
 
 /// The control channel between two nodes of a cluster (issue 25; docs/cluster.md, "Between nodes"): one
 /// WebSocket per pair, on the control API (`GET /v1/relay`, the API key as for any call), dialled by the node
 /// whose id sorts first. Each side opens with `hello` (its id and protocol version); then `RelayMessage`s go
-/// both ways, one JSON text message each, in order. What the mesh sends waits in a bounded queue: a peer that
-/// reads too slowly to take `outboxCapacity` messages loses the channel (and so its relays), never this node's
-/// memory; the dialler then connects again and the relays start over.
+/// both ways, one JSON text message each, in order. What the mesh sends waits in a bounded queue, encoded: a
+/// peer that reads too slowly to take `outboxCapacity` messages or `outboxBytes` bytes loses the channel (and
+/// so its relays), never this node's memory; the dialler then connects again and the relays start over.
 final class RelayChannel: Sendable {
     let peer: String
-    let outgoing: AsyncStream<RelayMessage>
-    private let continuation: AsyncStream<RelayMessage>.Continuation
+    let outgoing: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+    /// Bytes queued and not yet written.
+    private let queued = Atomic<Int>(0)
     static let outboxCapacity = 4096
+    static let outboxBytes = 8 << 20
 
     init(peer: String) {
         self.peer = peer
-        (outgoing, continuation) = AsyncStream.makeStream(of: RelayMessage.self, bufferingPolicy: .bufferingOldest(Self.outboxCapacity))
+        (outgoing, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(Self.outboxCapacity))
     }
 
     /// Queues a message; false when the queue was full (the channel then closes).
     @discardableResult
     func send(_ m: RelayMessage) -> Bool {
-        if case .enqueued = continuation.yield(m) { return true }
+        guard let data = try? m.encoded() else { return false }
+        let text = String(decoding: data, as: UTF8.self)
+        if queued.add(data.count, ordering: .relaxed).newValue <= Self.outboxBytes, case .enqueued = continuation.yield(text) { return true }
         continuation.finish()
         return false
     }
+
+    /// The writer wrote a message of `bytes`.
+    func written(_ bytes: Int) { queued.subtract(bytes, ordering: .relaxed) }
 
     func close() { continuation.finish() }
 
@@ -49,13 +58,16 @@ final class RelayChannel: Sendable {
             return
         }
         let channel = RelayChannel(peer: peer)
-        await mesh.attach(channel)
+        guard await mesh.attach(channel) else {
+            try await outbound.close(.policyViolation, reason: "\(peer) is no live node of the registry")
+            return
+        }
         // The queue out runs beside; closing the WebSocket when it ends (the mesh closed the channel) also ends
         // the reading here.
         let writer = Task {
-            for await m in channel.outgoing {
-                guard let text = try? m.encoded() else { continue }
-                try await outbound.write(.text(String(decoding: text, as: UTF8.self)))
+            for await text in channel.outgoing {
+                try await outbound.write(.text(text))
+                channel.written(text.utf8.count)
             }
             try? await outbound.close(.normalClosure, reason: nil)
         }

@@ -10,17 +10,18 @@ import WebRTCEdge
 /// registry (`spans(of:)`, each second) it knows which of its rooms other live nodes host too; for each such
 /// (room, peer) it keeps a control channel to the peer (`RelayChannel`, dialled by the node whose id sorts
 /// first) and one relay end on the room's worker (`Worker.openRelay`: the room's relay connection and a UDP
-/// socket of its own). It then carries, four times a second:
+/// socket of its own).
 ///
-/// - `open` once per end: where the peer sends for this relay, and the SRTP key drawn for the end;
-/// - `streams` whenever what the relay carries changed (`Room.relayed(to:)`), which the peer binds to remote
-///   participants (`Room.receiveRelayed`);
-/// - from the room's home only, `ranking` (`Room.shareRanking`, which the others follow) and `moderation`
-///   (`Room.moderationState`, which the others apply) whenever their versions move.
+/// Who opens: the node that dialled the channel (the *opener*) opens every relay of the pair, numbering each
+/// (`relay`, random); the other (the *answerer*) opens its end when asked and answers with an `open` of the
+/// same number; either closes with a `bye` of that number, and a message about another number than the end's
+/// is stale and ignored. So two nodes never open the same relay at once, a late `bye` never closes the relay
+/// that replaced it, and a relay refused (`bye`) is tried again only after `retryAfter`.
 ///
-/// An end closes when the room ends here, when the registry no longer shows the peer hosting it, on the
-/// peer's `bye`, or with the channel (its remote participants leave the room); the next pass opens it again if
-/// both nodes still host the room. Work on a room runs on its worker through `Node.withRoom`, never here.
+/// Then, whenever a room's lists were rebuilt (`nudge`) and at least every two seconds, it sends on each keyed
+/// end what changed: `streams` (`Room.relayed(to:)`, which the peer binds to remote participants, with those
+/// described before who left here), and from the room's home `ranking` and `moderation`. Work on a room runs
+/// on its worker through `Worker.perform`, never here.
 actor RelayMesh {
     nonisolated let nodeID: String
     let node: Node
@@ -29,41 +30,54 @@ actor RelayMesh {
     /// Where this node's relay sockets bind (port 0: one free port per end).
     let bind: TransportAddress
     let apiKey: String?
+    /// How long an end the peer opened waits for the registry to show the peer hosting its room.
+    static let registryLag: Duration = .seconds(5)
+    /// How long an opener waits before opening a relay the peer refused or closed again.
+    static let retryAfter: Duration = .seconds(2)
+    /// How often an end's whole description is sent again though nothing changed (a lost or refused one heals).
+    static let resendEvery: Duration = .seconds(2)
 
-    struct EndKey: Hashable {
+    struct EndKey: Hashable, Comparable {
         var room: String
         var peer: String
+        static func < (a: EndKey, b: EndKey) -> Bool { (a.room, a.peer) < (b.room, b.peer) }
     }
 
     struct End {
-        var epoch: Int64
+        /// The relay's number: the opener's, the answerer's answer carries it.
+        let relay: UInt64
+        let epoch: Int64
         /// When it opened: an end the peer asked for stays a few seconds even if the registry does not show the
         /// peer hosting the room yet (it learns of a room at the host's next heartbeat).
-        var openedAt: ContinuousClock.Instant
+        let openedAt: ContinuousClock.Instant
+        /// The key this end protects with: drawn when it opens, never used by another end.
+        let key: [UInt8]
         var id: ConnectionID?
         var worker: Worker?
-        /// The key this end protects with: drawn when it opens, never used by another end.
-        var key: [UInt8]
         /// The peer's `open`, once it came.
         var peerOpen: (address: TransportAddress, key: [UInt8])?
         var keyed = false
         var sentStreams: [RelayedStream]?
+        var sentAt: ContinuousClock.Instant?
+        /// Everyone this end described to the peer, so that their leaving is told.
+        var described: Set<String> = []
         var sentRanking: (Int64, UInt64)?
         var sentModeration: (Int64, UInt64)?
     }
 
-    /// How long an end the peer opened waits for the registry to show the peer hosting its room.
-    static let registryLag: Duration = .seconds(5)
-
     private var channels: [String: RelayChannel] = [:]
     private var dialing: Set<String> = []
     private var ends: [EndKey: End] = [:]
-    /// The registry's view, from the last pass: each hosted room's home, epoch and peers; the peers' URLs.
+    /// Relays refused or closed by the peer: not opened again before this time (opener only).
+    private var retryAt: [EndKey: ContinuousClock.Instant] = [:]
+    /// Ends whose close the worker did not take (it was busy): tried again at each pass.
+    private var pendingCloses: [(worker: Worker, id: ConnectionID)] = []
+    /// The registry's view, from the last read: each hosted room's home, epoch and peers; the live nodes.
     private var spans: [String: RoomSpan] = [:]
-    private var controlURLs: [String: String] = [:]
+    private var peers: [String: NodeStanding] = [:]
     /// Rooms this node was home of at the last pass (they follow no ranking).
     private var homeOf: Set<String> = []
-    /// Messages refused since start (logged once per channel).
+    /// Messages refused since start.
     private(set) var refusedMessages = 0
 
     init(nodeID: String, node: Node, registry: any Registry, bind: TransportAddress, apiKey: String?, logger: Logger) {
@@ -80,7 +94,7 @@ actor RelayMesh {
         var pass = 0
         while !Task.isCancelled {
             if pass % 4 == 0, !fenced() {
-                do { try await readRegistry() } catch is CancellationError { return } catch {
+                do { try await readRegistry() } catch is CancellationError { break } catch {
                     logger.warning("could not read the rooms shared with other nodes", metadata: ["error": "\(error)"])
                 }
             }
@@ -94,9 +108,7 @@ actor RelayMesh {
     func readRegistry() async throws {
         let found = try await registry.spans(of: nodeID)
         spans = Dictionary(found.map { ($0.room, $0) }, uniquingKeysWith: { a, _ in a })
-        if found.contains(where: { !$0.peers.isEmpty }) {
-            controlURLs = Dictionary(try await registry.nodes().map { ($0.id, $0.controlURL) }, uniquingKeysWith: { a, _ in a })
-        }
+        peers = Dictionary(try await registry.nodes().filter { $0.alive && $0.id != nodeID }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// What the registry says should be relayed: (room, peer) for each room hosted here and on a live peer.
@@ -109,18 +121,26 @@ actor RelayMesh {
         return w
     }
 
+    private func opens(with peer: String) -> Bool { nodeID < peer }
+
     /// One pass: channels dialled, ends opened and closed, descriptions, rankings and moderation sent.
     func step() async {
+        pendingCloses = await pendingCloses.asyncFilter { c in (try? await c.worker.closeRelay(c.id, reason: "relay closed")) == nil }
         let want = wanted
-        for (key, end) in ends where !want.contains(key) && (ContinuousClock.now - end.openedAt > Self.registryLag || node.worker(of: key.room) == nil) {
-            await close(key, reason: "the room is no longer shared with \(key.peer)", tellPeer: true)
+        let now = ContinuousClock.now
+        for (key, end) in ends where !want.contains(key) {
+            // An answerer's end waits for the registry to catch up; a room that ended here goes at once.
+            if opens(with: key.peer) || now - end.openedAt > Self.registryLag || node.worker(of: key.room) == nil {
+                await close(key, reason: "the room is no longer shared with \(key.peer)", tellPeer: true)
+            }
         }
+        retryAt = retryAt.filter { want.contains($0.key) && $0.value > now }
         for peer in Set(want.map(\.peer)) where channels[peer] == nil { dial(peer) }
-        for key in want.sorted(by: { ($0.room, $0.peer) < ($1.room, $1.peer) }) where ends[key] == nil && channels[key.peer] != nil {
-            await open(key)
+        for key in want.sorted() where ends[key] == nil && opens(with: key.peer) && channels[key.peer] != nil && retryAt[key] == nil {
+            await open(key, relay: UInt64.random(in: 1..<RelayMessage.maxRelayID), epoch: spans[key.room]?.epoch ?? 0, answering: nil)
         }
         await updateHomes()
-        for key in ends.keys.sorted(by: { ($0.room, $0.peer) < ($1.room, $1.peer) }) { await push(key) }
+        for key in ends.keys.sorted() { await push(key) }
     }
 
     /// The ranking of a room this node became home of is its own again.
@@ -131,8 +151,7 @@ actor RelayMesh {
     }
 
     private func dial(_ peer: String) {
-        // The node whose id sorts first dials: one channel per pair.
-        guard nodeID < peer, !dialing.contains(peer), let url = controlURLs[peer] else { return }
+        guard opens(with: peer), !dialing.contains(peer), let url = peers[peer]?.controlURL else { return }
         dialing.insert(peer)
         let (key, logger) = (apiKey, logger)
         Task {
@@ -147,90 +166,117 @@ actor RelayMesh {
 
     private func dialEnded(_ peer: String) { dialing.remove(peer) }
 
-    /// Opens this node's end of a relay and tells the peer where and how to reach it.
-    private func open(_ key: EndKey, epoch: Int64? = nil) async {
-        guard let worker = node.worker(of: key.room), let epoch = epoch ?? spans[key.room]?.epoch else { return }
-        var end = End(epoch: epoch, openedAt: .now, key: Self.drawKey())
+    /// Opens this node's end of relay `relay` and tells the peer where and how to reach it; `answering`: the
+    /// peer's open this answers (the answerer's side), keyed at once.
+    private func open(_ key: EndKey, relay: UInt64, epoch: Int64, answering: (address: TransportAddress, key: [UInt8])?) async {
+        guard let worker = node.worker(of: key.room) else { return }
+        var end = End(relay: relay, epoch: epoch, openedAt: .now, key: Self.drawKey())
+        end.peerOpen = answering
         ends[key] = end  // claimed before the await: a message arriving meanwhile finds it opening
         do {
             let (id, address) = try await worker.openRelay(room: key.room, peer: key.peer, bind: bind)
-            guard ends[key] != nil else { try? await worker.closeRelay(id, reason: "closed while opening"); return }
-            end = ends[key]!
-            end.id = id
-            end.worker = worker
-            ends[key] = end
-            channels[key.peer]?.send(.open(room: key.room, epoch: end.epoch, address: address, keyAndSalt: end.key))
+            // Closed or replaced while this awaited: this end is nobody's.
+            guard ends[key]?.relay == relay else { return await dispose(worker, id) }
+            ends[key]?.id = id
+            ends[key]?.worker = worker
+            channels[key.peer]?.send(.open(room: key.room, epoch: epoch, relay: relay, address: address, keyAndSalt: end.key))
+            logger.info("relay opened", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "relay": "\(relay)", "address": "\(address)"])
             await keyIfReady(key)
-            logger.info("relay opened", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "address": "\(address)"])
         } catch {
+            guard ends[key]?.relay == relay else { return }
             ends[key] = nil
+            channels[key.peer]?.send(.bye(room: key.room, relay: relay))
+            if opens(with: key.peer) { retryAt[key] = .now + Self.retryAfter }
             logger.warning("could not open a relay", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "error": "\(error)"])
         }
     }
 
     private func keyIfReady(_ key: EndKey) async {
-        guard var end = ends[key], !end.keyed, let id = end.id, let worker = end.worker, let peer = end.peerOpen else { return }
-        end.keyed = true
-        ends[key] = end
+        guard let end = ends[key], !end.keyed, let id = end.id, let worker = end.worker, let peer = end.peerOpen else { return }
+        ends[key]?.keyed = true
         // The peer learns what the relay carries before the first packet can leave (the keys let it go).
         await push(key)
         do {
             try await worker.keyRelay(id, destination: peer.address, inbound: Self.material(peer.key), outbound: Self.material(end.key))
         } catch {
             logger.warning("could not key a relay", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "error": "\(error)"])
-            await close(key, reason: "keying failed", tellPeer: true)
+            if ends[key]?.relay == end.relay { await close(key, reason: "keying failed", tellPeer: true) }
         }
     }
 
     private func close(_ key: EndKey, reason: String, tellPeer: Bool) async {
         guard let end = ends.removeValue(forKey: key) else { return }
-        if tellPeer { channels[key.peer]?.send(.bye(room: key.room)) }
-        if let id = end.id, let worker = end.worker { try? await worker.closeRelay(id, reason: reason) }
-        logger.info("relay closed", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "reason": "\(reason)"])
+        if tellPeer { channels[key.peer]?.send(.bye(room: key.room, relay: end.relay)) }
+        if let id = end.id, let worker = end.worker { await dispose(worker, id) }
+        logger.info("relay closed", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "relay": "\(end.relay)", "reason": "\(reason)"])
+    }
+
+    /// Closes an end on its worker; a busy worker's close is tried again at the next pass (never leaked).
+    private func dispose(_ worker: Worker, _ id: ConnectionID) async {
+        do { try await worker.closeRelay(id, reason: "relay closed") } catch { pendingCloses.append((worker, id)) }
     }
 
     /// Sends what changed on one end: its description, and from the home the ranking and moderation.
     private func push(_ key: EndKey) async {
-        guard let end = ends[key], end.keyed, let worker = end.worker, let channel = channels[key.peer] else { return }
+        guard let end = ends[key], end.keyed, let worker = end.worker, let id = end.id, let channel = channels[key.peer] else { return }
         let home = spans[key.room]?.home == nodeID
         let epoch = spans[key.room]?.epoch ?? end.epoch
-        let room = key.room, peer = key.peer
-        guard let state = try? await worker.perform({ core, _ -> ([RelayedStream]?, SharedRanking?, ModerationState?)? in
-            guard let r = core.rooms[room] else { return nil }
-            return (r.relayed(to: peer), home ? r.shareRanking() : nil, home ? r.moderationState : nil)
-        }) else { return }
-        let (streams, ranking, moderation) = state
-        guard var e = ends[key] else { return }
-        if let streams, streams != e.sentStreams {
-            channel.send(.streams(room: room, epoch: epoch, streams: streams))
-            e.sentStreams = streams
+        let room = key.room, peer = key.peer, described = end.described
+        let state: ([RelayedStream], [String], SharedRanking?, ModerationState?)?
+        do {
+            state = try await worker.perform { core, _ in
+                // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
+                guard core.hasRelay(id), let r = core.rooms[room], let streams = r.relayed(to: peer) else { return nil }
+                return (streams, described.filter { !r.contains(participant: $0) }.sorted(),
+                        home ? r.shareRanking() : nil, home ? r.moderationState : nil)
+            }
+        } catch {
+            return  // a busy worker: the next pass asks again
+        }
+        guard ends[key]?.relay == end.relay else { return }  // replaced while this awaited
+        guard let (streams, left, ranking, moderation) = state else {
+            return await close(key, reason: "the room's relay end is gone", tellPeer: true)
+        }
+        let now = ContinuousClock.now
+        if streams != end.sentStreams || !left.isEmpty || end.sentAt.map({ now - $0 > Self.resendEvery }) ?? true {
+            channel.send(.streams(room: room, epoch: epoch, streams: streams, left: left))
+            ends[key]?.sentStreams = streams
+            ends[key]?.sentAt = now
+            ends[key]?.described = described.subtracting(left).union(streams.map(\.participant))
         }
         if var ranking {
             ranking.epoch = epoch
-            if e.sentRanking.map({ $0 != (ranking.epoch, ranking.version) }) ?? true {
+            if end.sentRanking.map({ $0 != (ranking.epoch, ranking.version) }) ?? true {
                 channel.send(.ranking(room: room, ranking))
-                e.sentRanking = (ranking.epoch, ranking.version)
+                ends[key]?.sentRanking = (ranking.epoch, ranking.version)
             }
         }
-        if let moderation, e.sentModeration.map({ $0 != (moderation.epoch, moderation.version) }) ?? true {
+        if let moderation, end.sentModeration.map({ $0 != (moderation.epoch, moderation.version) }) ?? true {
             channel.send(.moderation(room: room, moderation))
-            e.sentModeration = (moderation.epoch, moderation.version)
+            ends[key]?.sentModeration = (moderation.epoch, moderation.version)
         }
-        ends[key] = e
     }
 
     /// Rooms whose lists were rebuilt (`RoomEvent.relaysChanged`): what changed goes out now.
     func nudge(_ rooms: Set<String>) async {
-        for key in ends.keys.sorted(by: { ($0.room, $0.peer) < ($1.room, $1.peer) }) where rooms.contains(key.room) { await push(key) }
+        for key in ends.keys.sorted() where rooms.contains(key.room) { await push(key) }
     }
 
     // MARK: The channel's side
 
-    func attach(_ channel: RelayChannel) async {
+    /// A channel whose hello named `peer`: taken when the registry knows `peer` as a live node (else refused,
+    /// and the dialler tries again), replacing an older channel with it.
+    func attach(_ channel: RelayChannel) async -> Bool {
+        if peers[channel.peer] == nil { try? await readRegistry() }
+        guard peers[channel.peer] != nil else {
+            logger.warning("relay channel refused: no live node of that id in the registry", metadata: ["peer": "\(channel.peer)"])
+            return false
+        }
         if let old = channels[channel.peer] { await detach(old) }
         channels[channel.peer] = channel
         logger.info("relay channel open", metadata: ["peer": "\(channel.peer)"])
         await step()
+        return true
     }
 
     func detach(_ channel: RelayChannel) async {
@@ -251,21 +297,32 @@ actor RelayMesh {
         switch message {
         case .hello:
             break
-        case .open(let room, let epoch, let address, let keyAndSalt):
+        case .open(let room, let epoch, let relay, let address, let keyAndSalt):
             let key = EndKey(room: room, peer: peer)
-            guard node.worker(of: room) != nil else { channel.send(.bye(room: room)); return }
-            // The peer opened its end again (it closed the last one on our bye): this end starts over too, with
-            // a new key, and says so - without a bye, which would close the peer's new end.
-            if ends[key]?.peerOpen != nil { await close(key, reason: "\(peer) opened its end again", tellPeer: false) }
-            if ends[key] == nil { await open(key, epoch: epoch) }
-            guard var end = ends[key] else { return }
-            end.peerOpen = (address, keyAndSalt)
-            ends[key] = end
-            await keyIfReady(key)
-        case .streams(let room, _, let streams):
+            // Media comes from, and goes to, the address the registry gives the peer's relays.
+            guard let expected = peers[peer]?.relayAddress, address.host == expected else {
+                refused(RelayMessageError("open for \(room) names \(address), not the peer's relay address"), on: channel)
+                return
+            }
+            if opens(with: peer) {
+                // An answer: to this end's open, or stale.
+                guard ends[key]?.relay == relay, ends[key]?.peerOpen == nil else { return }
+                ends[key]?.peerOpen = (address, keyAndSalt)
+                await keyIfReady(key)
+            } else {
+                if ends[key]?.relay == relay { return }  // the same open twice
+                guard node.worker(of: room) != nil else { channel.send(.bye(room: room, relay: relay)); return }
+                // The opener opened it anew (it closed the last one, or never heard of it): this end follows.
+                if ends[key] != nil { await close(key, reason: "\(peer) opened the relay anew", tellPeer: false) }
+                await open(key, relay: relay, epoch: epoch, answering: (address, keyAndSalt))
+            }
+        case .streams(let room, _, let streams, let left):
             guard ends[EndKey(room: room, peer: peer)]?.id != nil else { return }
             do {
-                try await node.withRoom(room) { r, core, now in try r.receiveRelayed(streams, from: peer, now: now, into: core.batch) }
+                try await node.withRoom(room) { r, core, now in
+                    r.remoteLeft(left, from: peer)
+                    try r.receiveRelayed(streams, from: peer, now: now, into: core.batch)
+                }
             } catch {
                 refused(error, on: channel)
             }
@@ -275,8 +332,11 @@ actor RelayMesh {
         case .moderation(let room, let state):
             guard spans[room]?.home == peer else { return }
             _ = try? await node.withRoom(room) { r, core, now in r.applyModeration(state, now: now, into: core.batch) }
-        case .bye(let room):
-            await close(EndKey(room: room, peer: peer), reason: "\(peer) stopped relaying the room", tellPeer: false)
+        case .bye(let room, let relay):
+            let key = EndKey(room: room, peer: peer)
+            guard ends[key]?.relay == relay else { return }  // about a relay already replaced
+            await close(key, reason: "\(peer) closed the relay", tellPeer: false)
+            if opens(with: peer) { retryAt[key] = .now + Self.retryAfter }
         }
     }
 
@@ -294,5 +354,14 @@ actor RelayMesh {
     /// Ends open now, for tests and metrics: (room, peer, keyed).
     var openEnds: [(room: String, peer: String, keyed: Bool)] {
         ends.map { ($0.key.room, $0.key.peer, $0.value.keyed) }.sorted { ($0.room, $0.peer) < ($1.room, $1.peer) }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// The elements `keep` says to keep, asked one at a time in order.
+    func asyncFilter(_ keep: (Element) async -> Bool) async -> [Element] {
+        var out: [Element] = []
+        for e in self where await keep(e) { out.append(e) }
+        return out
     }
 }

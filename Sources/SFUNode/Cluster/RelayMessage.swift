@@ -13,21 +13,25 @@ public enum RelayMessage: Sendable, Equatable {
     /// The first message on a connection: who speaks, and the protocol it speaks.
     case hello(node: String, version: Int)
     /// What the sender relays to the receiver in `room` now (`Room.relayed(to:)`): the whole description, so
-    /// that a lost or reordered one is repaired by the next.
-    case streams(room: String, epoch: Int64, streams: [RelayedStream])
+    /// that a lost or reordered one is repaired by the next; and who of those it described before has left
+    /// the room at the sender (the receiver lets its remote participants of that id go).
+    case streams(room: String, epoch: Int64, streams: [RelayedStream], left: [String])
     /// The home's talker order (`Room.shareRanking()`).
     case ranking(room: String, SharedRanking)
     /// The home's moderation (`Room.moderationState`).
     case moderation(room: String, ModerationState)
-    /// The sender opened its end of `room`'s relay with the receiver, at the room's `epoch`: what the receiver
+    /// The sender opened its end of `room`'s relay with the receiver, at the room's `epoch`, the relay named
+    /// `relay` (a random number the node that dials the channel draws for each relay it opens; the other node
+    /// answers with its own `open` of the same number, and never opens one itself): what the receiver
     /// sends for this room (its relayed media, its feedback on the sender's) goes to `address` (a UDP socket
     /// of the sender's for this relay alone), and the sender protects what it sends with this SRTP master key
     /// and salt (AEAD_AES_128_GCM, RFC 7714: 16 + 12 bytes). A key is drawn for each relay end the sender opens
     /// and never used by another: a relay opened again starts its sequence numbers over under a new key, so
     /// no (key, SSRC, index) nonce is used twice.
-    case open(room: String, epoch: Int64, address: TransportAddress, keyAndSalt: [UInt8])
-    /// The sender stops relaying `room` to the receiver (its last participant there left, or it drains).
-    case bye(room: String)
+    case open(room: String, epoch: Int64, relay: UInt64, address: TransportAddress, keyAndSalt: [UInt8])
+    /// The sender closed its end of the relay `relay` of `room` (the room ended there, or is no longer shared,
+    /// or it refuses the relay): the receiver closes its end of that relay, and of no other.
+    case bye(room: String, relay: UInt64)
 
     public static let protocolVersion = 1
     /// Bounds of what a message may carry.
@@ -36,6 +40,7 @@ public enum RelayMessage: Sendable, Equatable {
     public static let maxStreams = 256
     public static let maxListed = 4096
     public static let keyAndSaltBytes = 28
+    public static let maxRelayID: UInt64 = 1 << 53
 }
 
 public struct RelayMessageError: Error, Equatable, CustomStringConvertible {
@@ -85,7 +90,7 @@ struct Envelope: Codable {
     init(_ m: RelayMessage) { message = m }
 
     enum Key: String, CodingKey {
-        case type, node, version, room, epoch, streams, ranking, moderation, address
+        case type, node, version, room, epoch, streams, ranking, moderation, address, relay, left
         case keyAndSalt = "key_and_salt"
     }
 
@@ -96,8 +101,9 @@ struct Envelope: Codable {
             try c.encode("hello", forKey: .type)
             try c.encode(node, forKey: .node)
             try c.encode(version, forKey: .version)
-        case .streams(let room, let epoch, let streams):
+        case .streams(let room, let epoch, let streams, let left):
             try c.encode("streams", forKey: .type)
+            try c.encode(left, forKey: .left)
             try c.encode(room, forKey: .room)
             try c.encode(epoch, forKey: .epoch)
             try c.encode(streams.map(WireStream.init), forKey: .streams)
@@ -109,14 +115,16 @@ struct Envelope: Codable {
             try c.encode("moderation", forKey: .type)
             try c.encode(room, forKey: .room)
             try c.encode(m, forKey: .moderation)
-        case .open(let room, let epoch, let address, let key):
+        case .open(let room, let epoch, let relay, let address, let key):
             try c.encode("open", forKey: .type)
+            try c.encode(relay, forKey: .relay)
             try c.encode(room, forKey: .room)
             try c.encode(epoch, forKey: .epoch)
             try c.encode("\(address)", forKey: .address)
             try c.encode(Data(key).base64EncodedString(), forKey: .keyAndSalt)
-        case .bye(let room):
+        case .bye(let room, let relay):
             try c.encode("bye", forKey: .type)
+            try c.encode(relay, forKey: .relay)
             try c.encode(room, forKey: .room)
         }
     }
@@ -129,6 +137,12 @@ struct Envelope: Codable {
             guard e >= 0 else { throw RelayMessageError("negative epoch") }
             return e
         }
+        // A relay's number is below 2^53, so that any JSON reader keeps it exact.
+        func relay() throws -> UInt64 {
+            let r = try c.decode(UInt64.self, forKey: .relay)
+            guard r > 0, r < RelayMessage.maxRelayID else { throw RelayMessageError("relay must be 1 to 2^53 - 1") }
+            return r
+        }
         switch try c.decode(String.self, forKey: .type) {
         case "hello":
             message = .hello(node: try id(.node), version: try c.decode(Int.self, forKey: .version))
@@ -137,7 +151,8 @@ struct Envelope: Codable {
             guard wire.count <= RelayMessage.maxStreams else { throw RelayMessageError("\(wire.count) streams, over \(RelayMessage.maxStreams)") }
             let streams = try wire.map { try $0.stream() }
             guard Set(streams.map(\.ssrc)).count == streams.count else { throw RelayMessageError("an SSRC named twice") }
-            message = .streams(room: try id(.room), epoch: try epoch(), streams: streams)
+            let left = try Check.ids(try c.decodeIfPresent([String].self, forKey: .left) ?? [], "left")
+            message = .streams(room: try id(.room), epoch: try epoch(), streams: streams, left: left)
         case "ranking":
             message = .ranking(room: try id(.room), try c.decode(WireRanking.self, forKey: .ranking).ranking())
         case "moderation":
@@ -152,9 +167,9 @@ struct Envelope: Codable {
             guard text.utf8.count <= 64, let address = TransportAddress(text), address.port != 0 else {
                 throw RelayMessageError("address is not an IP address and port")
             }
-            message = .open(room: try id(.room), epoch: try epoch(), address: address, keyAndSalt: [UInt8](key))
+            message = .open(room: try id(.room), epoch: try epoch(), relay: try relay(), address: address, keyAndSalt: [UInt8](key))
         case "bye":
-            message = .bye(room: try id(.room))
+            message = .bye(room: try id(.room), relay: try relay())
         case let other:
             throw RelayMessageError("unknown type \(other.prefix(32))")
         }

@@ -11,8 +11,9 @@ public final class NodeProcess: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     /// Starts the node and waits until it answers `/healthz`.
-    public init(workers: Int, cores: String? = nil, extra: [String] = []) async throws {
+    public init(workers: Int, cores: String? = nil, extra: [String] = [], extraForPort: (UInt16) -> [String] = { _ in [] }) async throws {
         let apiPort = try Self.freePort()
+        let extra = extra + extraForPort(apiPort)
         let binary = Self.nodeBinary
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw LoadError("no node binary at \(binary): build it with swift build --product sfu")

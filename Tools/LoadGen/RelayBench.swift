@@ -1,0 +1,163 @@
+import Foundation
+import NodeIO
+import SFU
+import SFUClient
+import SFUMedia
+import WebRTCEdge
+
+/// Two nodes of one registry as processes (`sfu serve`) on loopback, a room spanning them, and WebRTC clients
+/// on real UDP: the latency a relay hop adds (a listener on the talker's node against one on the other node,
+/// measured side by side on the same packets' send stamps), then `kill -9` of the talker's node (the room's
+/// home) and how long until the registry names a new home and until the talker, rejoining on the survivor as a
+/// signaling server would have it do, is heard there again.
+public enum RelayBench {
+    public struct Result: CustomStringConvertible, Sendable {
+        public var localMilliseconds: [Double] = []
+        public var remoteMilliseconds: [Double] = []
+        public var localReceived = 0
+        public var remoteReceived = 0
+        public var sent = 0
+        /// From the kill to the survivor's placement answering `home_taken_over`.
+        public var takeOverSeconds: Double?
+        /// From the kill to the first packet of the rejoined talker at the listener on the survivor.
+        public var mediaBackSeconds: Double?
+        /// The heartbeat timeout the nodes ran with.
+        public var heartbeatTimeout = 0
+
+        static func p(_ v: [Double], _ q: Double) -> Double {
+            guard !v.isEmpty else { return .nan }
+            let s = v.sorted()
+            return s[min(s.count - 1, Int(Double(s.count - 1) * q + 0.5))]
+        }
+
+        public var description: String {
+            let p = Self.p
+            func ms(_ v: [Double]) -> String {
+                String(format: "p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%d samples)", p(v, 0.5), p(v, 0.9), p(v, 0.99), v.count)
+            }
+            var lines = [
+                "sent \(sent) audio packets; received \(localReceived) on the talker's node, \(remoteReceived) across the relay",
+                "  listener on the talker's node:  \(ms(localMilliseconds))",
+                "  listener on the other node:     \(ms(remoteMilliseconds))",
+                String(format: "  the relay hop adds:             p50 %.2f ms, p99 %.2f ms", p(remoteMilliseconds, 0.5) - p(localMilliseconds, 0.5),
+                       p(remoteMilliseconds, 0.99) - p(localMilliseconds, 0.99)),
+            ]
+            lines.append("kill -9 of the talker's node (the room's home), heartbeat timeout \(heartbeatTimeout) s:")
+            lines.append("  home taken over after " + (takeOverSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
+            lines.append("  talker heard again on the survivor after " + (mediaBackSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    final class Listener: @unchecked Sendable {
+        let client: LoadClient
+        var latencies: [Double] = []
+        var received = 0
+        var firstFrom: [UInt16: MonoTime] = [:]
+
+        init(_ client: LoadClient) {
+            self.client = client
+            client.onMedia = { [unowned self] buffer, length, now in
+                guard let n = client.decrypt(buffer, length: length) else { return }
+                let plain = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                guard case .success(let h) = RTPHeader.parse(plain),
+                      let stamp = BenchStamp.read(UnsafeRawBufferPointer(rebasing: buffer[h.payloadRange])) else { return }
+                received += 1
+                if firstFrom[stamp.publisher] == nil { firstFrom[stamp.publisher] = now }
+                latencies.append(Double(UInt64(now.nanoseconds) &- stamp.sentAt) / 1e6)
+            }
+        }
+    }
+
+    /// `registry`: a PostgreSQL URL the nodes share; `seconds`: how long the talker talks before the kill.
+    public static func run(registry: String, seconds: Double, heartbeatTimeout: Int = 2) async throws -> Result {
+        var result = Result()
+        result.heartbeatTimeout = heartbeatTimeout
+        var nodes: [NodeProcess] = []
+        for id in ["a", "b"] {
+            nodes.append(try await NodeProcess(workers: 1, extra: [
+                "--set", "cluster.registry=\(registry)", "--set", "cluster.node_id=\(id)",
+                "--set", "cluster.heartbeat_timeout_seconds=\(heartbeatTimeout)",
+            ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] }))
+        }
+        defer { for n in nodes where n.process.isRunning { kill(n.pid, SIGKILL) } }
+        let (a, b) = (nodes[0].api, nodes[1].api)
+        // Both registered; a room whose home is a (rooms are placed until one lands there).
+        for _ in 0..<100 {
+            if case let (x?, y?) = (try? await a.call("GET", "healthz"), try? await b.call("GET", "healthz")),
+               x.json["node"] as? String == "a", y.json["node"] as? String == "b", (try? await a.place(room: "probe"))?.node != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        var room = ""
+        for n in 0..<40 where room.isEmpty {
+            if try await a.place(room: "bench\(n)").node == "a" { room = "bench\(n)" }
+        }
+        guard !room.isEmpty else { throw LoadError("no room was placed on node a") }
+        for api in [a, b] {
+            try await api.require("POST", "v1/rooms", ["room": room, "max_active_talkers": 2, "level_source": "extension"])
+        }
+        let certificate = try DTLSCertificate(commonName: "relay-bench")
+        func join(_ api: ControlClient, _ who: String, publish: Bool) async throws -> LoadClient {
+            try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": who])
+            let c = try LoadClient(certificate: certificate, profile: publish ? .publisher(audio: true) : .subscriber(audio: 2))
+            let r = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/\(publish ? "publish" : "subscribe")", ["sdp": c.offer()])
+            try c.start(answer: r.json["sdp"] as? String ?? "", now: MonoClock.now())
+            return c
+        }
+        let alice = try await join(a, "alice", publish: true)
+        let local = Listener(try await join(a, "local", publish: false))
+        let remote = Listener(try await join(b, "remote", publish: false))
+        let speech = OpusFrameEncoder().encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
+        var talkers: [(LoadClient, UInt16)] = [(alice, 1)]
+        var frame = 0
+        var nextFrame = MonoClock.now()
+        func pump(for duration: Double, loudAfter: Double = 0, until done: () -> Bool = { false }) async throws {
+            let start = MonoClock.now()
+            while MonoClock.now() - start < .seconds(duration), !done() {
+                let now = MonoClock.now()
+                for c in [local.client, remote.client] + talkers.map(\.0) { c.poll(now: now) }
+                if now >= nextFrame {
+                    nextFrame = nextFrame + .milliseconds(20)
+                    let loud = (now - start).seconds >= loudAfter
+                    for (c, id) in talkers where c.state == .connected {
+                        c.sendAudio(BenchStamp.opus(speech[frame % speech.count], sentAt: UInt64(MonoClock.now().nanoseconds), publisher: id),
+                                    level: loud ? 18 : 127)
+                        if id == 1 { result.sent += 1 }
+                    }
+                    frame += 1
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        // Connect and let the relay open (both nodes see the room shared at their next heartbeats), quiet for
+        // a second, then talk: what both listeners receive from then on is measured.
+        try await pump(for: 10, until: { remote.received >= 25 })
+        guard remote.received >= 25 else { throw LoadError("nothing crossed the relay within 10 s") }
+        local.latencies.removeAll()
+        remote.latencies.removeAll()
+        (local.received, remote.received, result.sent) = (0, 0, 0)
+        try await pump(for: seconds, loudAfter: 0)
+        (result.localMilliseconds, result.remoteMilliseconds) = (local.latencies, remote.latencies)
+        (result.localReceived, result.remoteReceived) = (local.received, remote.received)
+
+        // kill -9 of a, the talker's node and the room's home.
+        let killed = MonoClock.now()
+        kill(nodes[0].pid, SIGKILL)
+        talkers = []
+        while MonoClock.now() - killed < .seconds(Double(heartbeatTimeout) + 15) {
+            if let placed = try? await b.place(room: room, participant: "alice-2"), placed.reason == "home_taken_over" || placed.node == "b" {
+                result.takeOverSeconds = (MonoClock.now() - killed).seconds
+                break
+            }
+            try await pump(for: 0.05)
+        }
+        guard result.takeOverSeconds != nil else { return result }
+        // The talker rejoins on the survivor (a signaling server told of node_lost would have it do so).
+        let again = try await join(b, "alice-2", publish: true)
+        talkers = [(again, 2)]
+        try await pump(for: 10, until: { remote.firstFrom[2] != nil })
+        if let t = remote.firstFrom[2] { result.mediaBackSeconds = (t - killed).seconds }
+        _ = await nodes[1].stop()
+        return result
+    }
+}

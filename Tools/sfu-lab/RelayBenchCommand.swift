@@ -1,0 +1,31 @@
+import ArgumentParser
+import ClusterLab
+import Foundation
+import LoadGen
+
+/// What a relay between two nodes costs in latency, and how a room comes back after its home is killed.
+struct RelayBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay-bench",
+        abstract: "Measure the latency a relay hop adds and the fail-over after kill -9 of a room's home, with two node processes.",
+        discussion: """
+            Starts two nodes (`sfu serve`, beside this binary) sharing a registry (without --registry, a private \
+            PostgreSQL server this command starts), a room spanning them, a talker and a listener on node a and \
+            a listener on node b, on loopback with real ICE, DTLS and SRTP. Reports each listener's latency \
+            (send stamp to receipt) and their difference, then kills node a with SIGKILL and reports when node \
+            b's placement takes the room over and when the talker, rejoining on b, is heard there.
+            """
+    )
+
+    @Option(help: "A registry URL (postgres://...); default: a private server this command starts.") var registry: String?
+    @Option(help: "Seconds of talk measured before the kill.") var seconds = 10.0
+    @Option(help: "The nodes' cluster.heartbeat_timeout_seconds.") var heartbeatTimeout = 2
+
+    func run() async throws {
+        let url = try registry ?? PostgresServer.shared.get().database()
+        print("relay-bench: two nodes, one room across them, \(seconds) s of talk, then kill -9 of the talker's node")
+        let result = try await RelayBench.run(registry: url, seconds: seconds, heartbeatTimeout: heartbeatTimeout)
+        print(result)
+        guard result.remoteReceived > 0, result.mediaBackSeconds != nil else { throw ValidationError("the relay or the fail-over did not work") }
+    }
+}

@@ -11,17 +11,23 @@ public final class NodeProcess: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     /// Starts the node and waits until it answers `/healthz`.
-    public init(workers: Int, cores: String? = nil, extra: [String] = [], extraForPort: (UInt16) -> [String] = { _ in [] }) async throws {
+    /// `host`: the address its control API and media listen on; `netns`: a network namespace to run it in
+    /// (`ip netns exec`, which execs: the process is the node's); `key`: its API key (needed beyond loopback).
+    public init(workers: Int, cores: String? = nil, extra: [String] = [], extraForPort: (UInt16) -> [String] = { _ in [] },
+                host: String = "127.0.0.1", netns: String? = nil, key: String? = nil) async throws {
         let apiPort = try Self.freePort()
-        let extra = extra + extraForPort(apiPort)
+        let extra = extra + extraForPort(apiPort) + (key.map { ["--set", "api.key=\($0)"] } ?? [])
         let binary = Self.nodeBinary
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw LoadError("no node binary at \(binary): build it with swift build --product sfu")
         }
-        var arguments = ["serve", "--set", "api.listen=127.0.0.1:\(apiPort)", "--set", "media.listen=127.0.0.1:0",
+        var arguments = ["serve", "--set", "api.listen=\(host):\(apiPort)", "--set", "media.listen=\(host):0",
                          "--set", "workers=\(workers)", "--set", "log.level=warning"] + extra
         let p = Process()
-        if let cores {
+        if let netns {
+            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            arguments = ["netns", "exec", netns, binary] + arguments
+        } else if let cores {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             arguments = ["-c", cores, binary] + arguments
         } else {
@@ -30,8 +36,8 @@ public final class NodeProcess: @unchecked Sendable {
         p.arguments = arguments
         try p.run()
         process = p
-        let base = URL(string: "http://127.0.0.1:\(apiPort)")!
-        api = ControlClient(base: base)
+        let base = URL(string: "http://\(host):\(apiPort)")!
+        api = ControlClient(base: base, key: key)
         for _ in 0..<100 {
             if (try? await api.call("GET", "healthz"))?.status == 200 { return }
             try await Task.sleep(for: .milliseconds(100))

@@ -69,16 +69,27 @@ public enum RelayBench {
         }
     }
 
+    /// Where the nodes and clients run: by default all on loopback in this namespace; scripts/cluster-test.sh
+    /// puts each node in a network namespace of its own on a bridge, and this process (the clients) in a third.
+    public struct Placement: Sendable {
+        public var nodeHosts = ["127.0.0.1", "127.0.0.1"]
+        public var namespaces: [String?] = [nil, nil]
+        public var clientHost = "127.0.0.1"
+        public init() {}
+    }
+
     /// `registry`: a PostgreSQL URL the nodes share; `seconds`: how long the talker talks before the kill.
-    public static func run(registry: String, seconds: Double, heartbeatTimeout: Int = 2) async throws -> Result {
+    public static func run(registry: String, seconds: Double, heartbeatTimeout: Int = 2, placement: Placement = .init()) async throws -> Result {
         var result = Result()
         result.heartbeatTimeout = heartbeatTimeout
         var nodes: [NodeProcess] = []
-        for id in ["a", "b"] {
+        let key = placement.nodeHosts.allSatisfy { $0.hasPrefix("127.") } ? nil : "relay-bench-\(UInt64.random(in: 0...UInt64.max))"
+        for (i, id) in ["a", "b"].enumerated() {
+            let host = placement.nodeHosts[i]
             nodes.append(try await NodeProcess(workers: 1, extra: [
                 "--set", "cluster.registry=\(registry)", "--set", "cluster.node_id=\(id)",
                 "--set", "cluster.heartbeat_timeout_seconds=\(heartbeatTimeout)",
-            ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] }))
+            ], extraForPort: { ["--set", "cluster.control_url=http://\(host):\($0)"] }, host: host, netns: placement.namespaces[i], key: key))
         }
         defer { for n in nodes where n.process.isRunning { kill(n.pid, SIGKILL) } }
         let (a, b) = (nodes[0].api, nodes[1].api)
@@ -99,7 +110,9 @@ public enum RelayBench {
         let certificate = try DTLSCertificate(commonName: "relay-bench")
         func join(_ api: ControlClient, _ who: String, publish: Bool) async throws -> LoadClient {
             try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": who])
-            let c = try LoadClient(certificate: certificate, profile: publish ? .publisher(audio: true) : .subscriber(audio: 2))
+            let socket = try UDPSocket(bind: TransportAddress("\(placement.clientHost):0")!)
+            if !publish { try? socket.enableReceiveTimestamps() }
+            let c = try LoadClient(certificate: certificate, profile: publish ? .publisher(audio: true) : .subscriber(audio: 2), socket: socket)
             let r = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/\(publish ? "publish" : "subscribe")", ["sdp": c.offer()])
             try c.start(answer: r.json["sdp"] as? String ?? "", now: MonoClock.now())
             return c

@@ -20,11 +20,19 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "A registry URL (postgres://...); default: a private server this command starts.") var registry: String?
     @Option(help: "Seconds of talk measured before the kill.") var seconds = 10.0
     @Option(help: "The nodes' cluster.heartbeat_timeout_seconds.") var heartbeatTimeout = 2
+    @Option(help: "The two nodes' addresses (comma-separated); default: both on loopback.") var nodeHosts = "127.0.0.1,127.0.0.1"
+    @Option(help: "Network namespaces to run the two nodes in (comma-separated); default: this one.") var namespaces: String?
+    @Option(help: "The clients' address.") var clientHost = "127.0.0.1"
 
     func run() async throws {
         let url = try registry ?? PostgresServer.shared.get().database()
         print("relay-bench: two nodes, one room across them, \(seconds) s of talk, then kill -9 of the talker's node")
-        let result = try await RelayBench.run(registry: url, seconds: seconds, heartbeatTimeout: heartbeatTimeout)
+        var placement = RelayBench.Placement()
+        placement.nodeHosts = nodeHosts.split(separator: ",").map(String.init)
+        placement.namespaces = namespaces.map { $0.split(separator: ",").map { String($0) } } ?? [nil, nil]
+        placement.clientHost = clientHost
+        guard placement.nodeHosts.count == 2, placement.namespaces.count == 2 else { throw ValidationError("two nodes: two hosts, two namespaces") }
+        let result = try await RelayBench.run(registry: url, seconds: seconds, heartbeatTimeout: heartbeatTimeout, placement: placement)
         print(result)
         guard result.remoteReceived > 0, result.mediaBackSeconds != nil else { throw ValidationError("the relay or the fail-over did not work") }
     }

@@ -134,6 +134,7 @@ let package = Package(
             "SFUCluster", "SFUNode", "ExampleSignaling", "SFUClient", "ClusterLab", "LoadGen", "SFUMedia", "NodeIO", "SFU", "WebRTCEdge",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
         ]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "COpus"]),
         .testTarget(name: "NodeIOTests", dependencies: ["NodeIO", "SFU", "WebRTCEdge", "SFUSimulation", "SFUMedia", "SFUFuzzTargets"]),

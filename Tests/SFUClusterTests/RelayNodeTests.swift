@@ -1,6 +1,7 @@
 import ClusterLab
 import Foundation
 import Hummingbird
+import HummingbirdWSClient
 import LoadGen
 import Logging
 import NodeIO
@@ -218,5 +219,49 @@ import WebRTCEdge
         #expect(!left.0 && left.1)
         let ends = (await cluster.members[0].relays.openEnds.count, await cluster.members[1].relays.openEnds.count)
         #expect(ends == (1, 1), "the relay stays")
+    }
+
+    /// Datagrams from a stranger on a relay's socket - not RTP, RTP under Alice's relayed SSRC that fails
+    /// authentication, RTCP junk - are counted drops; Bob goes on hearing Alice.
+    @Test func garbageOnARelaySocketIsCountedAndTheRelayGoesOn() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let b = cluster.nodes[1]
+        let (room, alice, bob) = try await Self.sharedRoom(cluster, home: "a")
+        let target = try #require(await cluster.members[1].relays.openEnds.first?.address)
+        let relayedSSRC = try #require(try await cluster.nodes[0].withRoom(room) { r, _, _ in r.relayed(to: "b")?.first?.ssrc })
+        let stranger = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
+        var junk: [[UInt8]] = [[0x17, 0xFE, 0xFD] + [UInt8](repeating: 1, count: 40), [0x00, 0x01, 0x00, 0x00], []]
+        var rtp: [UInt8] = [0x80, 111, 0x12, 0x34, 0, 0, 0, 1] + withUnsafeBytes(of: relayedSSRC.bigEndian, Array.init)
+        rtp += [UInt8](repeating: 0xAB, count: 60)
+        junk.append(rtp)
+        junk.append([0x81, 201, 0, 7] + withUnsafeBytes(of: UInt32(1).bigEndian, Array.init) + [UInt8](repeating: 0, count: 24))
+        let before = bob.mediaPacketsReceived
+        try await Self.run([alice, bob], talking: [ObjectIdentifier(alice)]) {
+            for j in junk { _ = stranger.send(j, to: target) }
+            return bob.mediaPacketsReceived >= before + 100
+        }
+        #expect(bob.mediaPacketsReceived >= before + 100, "Bob went on hearing Alice")
+        let m = try await b.workers[0].metrics()
+        #expect(m.relayDrops > 0, "what is not RTP or RTCP is counted: \(m.relayDrops)")
+        #expect(m.room.drops[.srtpAuthFailed] > 0, "forged media fails authentication: \(m.room.drops.nonZero)")
+        #expect(m.relayEnds == 1 && m.relayDatagramsIn > 0)
+    }
+
+    /// The control channel takes only a node of the registry that says hello first.
+    @Test func aRelayChannelFromAStrangerIsRefused() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let url = cluster.nodes[1].configuration.clusterControlURL.replacingOccurrences(of: "http://", with: "ws://") + "/v1/relay"
+        for first in [#"{"type":"hello","node":"mallory","version":1}"#, "not json", #"{"type":"bye","room":"r","relay":1}"#,
+                      #"{"type":"hello","node":"a","version":99}"#] {
+            let closed = try await WebSocketClient.connect(url: url, logger: Logger(label: "mallory")) { inbound, outbound, _ in
+                try await outbound.write(.text(first))
+                for try await _ in inbound {}
+            }
+            #expect(closed?.closeCode == .policyViolation, "\(first): \(String(describing: closed))")
+        }
+        let ends = await cluster.members[1].relays.openEnds
+        #expect(ends.isEmpty)
     }
 }

@@ -54,6 +54,8 @@ actor RelayMesh {
         let key: [UInt8]
         var id: ConnectionID?
         var worker: Worker?
+        /// Its socket's address (what the peer sends to).
+        var address: TransportAddress?
         /// The peer's `open`, once it came.
         var peerOpen: (address: TransportAddress, key: [UInt8])?
         var keyed = false
@@ -179,6 +181,7 @@ actor RelayMesh {
             guard ends[key]?.relay == relay else { return await dispose(worker, id) }
             ends[key]?.id = id
             ends[key]?.worker = worker
+            ends[key]?.address = address
             channels[key.peer]?.send(.open(room: key.room, epoch: epoch, relay: relay, address: address, keyAndSalt: end.key))
             logger.info("relay opened", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "relay": "\(relay)", "address": "\(address)"])
             await keyIfReady(key)
@@ -351,9 +354,9 @@ actor RelayMesh {
         SRTPKeyingMaterial(profile: .aeadAES128GCM, masterKey: Array(keyAndSalt[0..<16]), masterSalt: Array(keyAndSalt[16..<28]))
     }
 
-    /// Ends open now, for tests and metrics: (room, peer, keyed).
-    var openEnds: [(room: String, peer: String, keyed: Bool)] {
-        ends.map { ($0.key.room, $0.key.peer, $0.value.keyed) }.sorted { ($0.room, $0.peer) < ($1.room, $1.peer) }
+    /// Ends open now, for tests and metrics: (room, peer, keyed, the end's socket address).
+    var openEnds: [(room: String, peer: String, keyed: Bool, address: TransportAddress?)] {
+        ends.map { ($0.key.room, $0.key.peer, $0.value.keyed, $0.value.address) }.sorted { ($0.room, $0.peer) < ($1.room, $1.peer) }
     }
 }
 

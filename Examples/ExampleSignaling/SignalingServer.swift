@@ -11,6 +11,11 @@ import SFUClient
 /// chose), calls that node's control API for everything media (rooms, admission, SDP offers and answers, moderation)
 /// and relays the node's events to the right browsers. It also serves the demo page (`Public/`).
 ///
+/// In a cluster each participant is placed (`POST /v1/placements` with the room and the participant): a room
+/// stays on its home while it has room and spills to other nodes, which relay its talkers to each other. A
+/// browser's offers and commands go to its own node, and it gets the events of its own node's view of the room
+/// (which follows the home's ranking and moderation); the roster merges every node's participants.
+///
 /// Browser -> server:
 ///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture"}
 ///   {"type": "offer", "kind": "publish"|"subscribe", "sdp", "screen_share_mids"?: [mid]}
@@ -47,22 +52,21 @@ public actor SignalingServer {
         public init() {}
     }
 
-    /// One browser: its participant id in the node, its room, and its outgoing messages.
+    /// One browser: its participant id in the node, its room, its outgoing messages, and the node it was placed
+    /// on (its control API, its id in the cluster - "local" for a node on its own - and its URL).
     struct Browser {
         let participant: String
         let name: String
         let room: String
         let outbox: AsyncStream<String>.Continuation
+        let node: ControlClient
+        let nodeID: String
+        let nodeURL: URL
     }
 
     let configuration: Configuration
     /// The node this server was given; in a cluster, the one it asks where each room goes.
     let api: ControlClient
-    /// The node each room is on, as the placement answered for its first participant. Every participant of a
-    /// room goes to that node: until nodes relay to each other, a room split over two nodes would be two rooms.
-    var roomNodes: [String: ControlClient] = [:]
-    /// The id of that node (the placement's `node`), which a cluster's `node_lost` event names.
-    var roomNodeIDs: [String: String] = [:]
     /// Nodes other than `api` whose events are relayed (one event stream each).
     var followed: Set<URL> = []
     let logger: Logger
@@ -126,7 +130,7 @@ public actor SignalingServer {
                 // The same route for a connection's first offer and its later ones. A refused offer is answered
                 // too, so the page can roll its offer back.
                 do {
-                    let r = try await (roomNodes[b.room] ?? api).offer(kind, room: b.room, participant: me, sdp: m["sdp"] as? String ?? "",
+                    let r = try await b.node.offer(kind, room: b.room, participant: me, sdp: m["sdp"] as? String ?? "",
                                                 screenShareMids: m["screen_share_mids"] as? [String] ?? [])
                     send(["type": "answer", "kind": kind.rawValue, "sdp": r.json["sdp"] ?? "", "change": r.json["change"] ?? ""])
                     // What a participant publishes is in the roster (a screen share begins or ends with an offer).
@@ -151,15 +155,15 @@ public actor SignalingServer {
         let room = (m["room"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "demo"
         let name = (m["name"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "guest"
         let role = m["role"] as? String == "moderator" ? "moderator" : "participant"
-        let api = try await node(for: room)
+        let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
+        nextID += 1
+        let (api, nodeID, nodeURL) = try await node(for: room, participant: id)
         let created = try await api.call("POST", "v1/rooms", [
             "room": room, "mode": m["mode"] as? String == "lecture" ? "lecture" : "group",
             "max_active_talkers": configuration.maxActiveTalkers,
         ])
         guard created.status == 201 || created.result == 6009 else { throw APIRefusal(method: "POST", path: "v1/rooms", status: created.status, json: created.json) }
-        if created.status == 201 { dominantSpeakers[room] = DominantSpeaker(participant: nil) }
-        let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
-        nextID += 1
+        if created.status == 201, !browsers.values.contains(where: { $0.room == room }) { dominantSpeakers[room] = DominantSpeaker(participant: nil) }
         try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": id, "name": name, "role": role])
         let state = try await api.require("GET", "v1/rooms/\(room)")
         // No await from here to the `joined` message: the browser gets the dominant speaker as the events
@@ -168,7 +172,7 @@ public actor SignalingServer {
         // room this server has seen no dominant_speaker event of (it started after the room did).
         let dominant = dominantSpeakers[room, default: DominantSpeaker(participant: state.json["dominant_speaker"] as? String)]
         dominantSpeakers[room] = dominant
-        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox)
+        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox, node: api, nodeID: nodeID, nodeURL: nodeURL)
         outbox.yield(Self.text(["type": "joined", "participant": id, "room": room, "role": role,
                                 "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group",
                                 "dominant_speaker": dominant.participant ?? NSNull()]))
@@ -179,8 +183,8 @@ public actor SignalingServer {
 
     /// A moderation or floor command, made by `me` (the node checks the role and answers the seeds' codes).
     func command(_ m: [String: Any], by me: String) async throws -> ControlClient.Reply {
-        guard let room = browsers[me]?.room else { throw APIRefusal(method: "", path: "", status: 404, json: ["msg": "not joined"]) }
-        let api = roomNodes[room] ?? api
+        guard let b = browsers[me] else { throw APIRefusal(method: "", path: "", status: 404, json: ["msg": "not joined"]) }
+        let (room, api) = (b.room, b.node)
         let target = m["target"] as? String ?? ""
         let base = "v1/rooms/\(room)"
         switch m["action"] as? String {
@@ -208,15 +212,12 @@ public actor SignalingServer {
     /// The browser went away: the participant leaves the node's room; the last one out closes the room.
     func leave(_ id: String) async {
         guard let b = browsers.removeValue(forKey: id) else { return }
-        let api = roomNodes[b.room] ?? api
-        _ = try? await api.call("DELETE", "v1/rooms/\(b.room)/participants/\(id)")
-        if !browsers.values.contains(where: { $0.room == b.room }) {
-            _ = try? await api.call("DELETE", "v1/rooms/\(b.room)")
-            roomNodes[b.room] = nil
-            roomNodeIDs[b.room] = nil
-        } else {
-            await sendRoster(b.room)
+        _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)/participants/\(id)")
+        // The last of the room on that node closes the room there (its other nodes keep theirs).
+        if !browsers.values.contains(where: { $0.room == b.room && $0.nodeID == b.nodeID }) {
+            _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)")
         }
+        if browsers.values.contains(where: { $0.room == b.room }) { await sendRoster(b.room) }
         logger.info("left", metadata: ["room": "\(b.room)", "participant": "\(id)"])
     }
 
@@ -228,30 +229,28 @@ public actor SignalingServer {
 
     nonisolated func relayEvents(from node: URL) async {
         await EventStream(api: node, key: configuration.nodeKey, logger: logger).run { event in
-            await self.relay(event)
+            await self.relay(event, from: node)
         }
     }
 
-    /// The node a room is on: asked once per room of the configured node (`POST /v1/placements`). A node on
-    /// its own answers "local"; in a cluster the answer may be another node, whose events are then followed
-    /// too (until the server stops).
-    func node(for room: String) async throws -> ControlClient {
-        if let known = roomNodes[room] { return known }
-        let placed = try await api.place(room: room)
-        var client = api
-        if placed.node != "local", let url = placed.controlURL, url != configuration.node {
-            client = ControlClient(base: url, key: configuration.nodeKey)
-            if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
-            logger.info("room placed", metadata: ["room": "\(room)", "node": "\(placed.node)", "reason": "\(placed.reason)"])
-        }
-        if roomNodes[room] == nil {
-            roomNodes[room] = client
-            roomNodeIDs[room] = placed.node
-        }
-        return roomNodes[room]!
+    /// The node a participant goes to (`POST /v1/placements` with the room and the participant). A node on its
+    /// own answers "local"; in a cluster the answer may be another node, whose events are then followed too
+    /// (until the server stops).
+    func node(for room: String, participant: String) async throws -> (ControlClient, String, URL) {
+        let placed = try await api.place(room: room, participant: participant)
+        guard placed.node != "local", let url = placed.controlURL, url != configuration.node else { return (api, placed.node, configuration.node) }
+        if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
+        logger.info("participant placed", metadata: ["room": "\(room)", "participant": "\(participant)", "node": "\(placed.node)",
+                                                     "reason": "\(placed.reason)"])
+        return (ControlClient(base: url, key: configuration.nodeKey), placed.node, url)
     }
 
-    func relay(_ event: NodeEvent) async {
+    /// One event of the node at `from` (the configured node when not given). A room that spans nodes has a copy
+    /// on each: a browser gets its own node's events (each follows the home's ranking and moderation), and of
+    /// a participant's joining and leaving only what its own node says (the other nodes' copies come and go with
+    /// their relays).
+    func relay(_ event: NodeEvent, from: URL? = nil) async {
+        let from = from ?? configuration.node
         if event.type == "events_reset" || event.type == "events_lost" {
             // Events were missed (or the node restarted: its numbering began again; EventStream logs it and
             // resumes in the new one). A dominant speaker remembered from before may be stale: a browser that
@@ -270,16 +269,18 @@ public actor SignalingServer {
         let message = Self.text(["type": "event", "event": event.json])
         switch event.type {
         case "active_talkers", "bandwidth_alert":
-            if let p = event["participant"] as? String { browsers[p]?.outbox.yield(message) }
+            if let p = event["participant"] as? String, let b = browsers[p], b.nodeURL == from { b.outbox.yield(message) }
         case "participant_state":
+            let p = event["participant"] as? String ?? ""
+            if let b = browsers[p], b.nodeURL != from { return }  // another node's copy of one of ours
             for b in browsers.values where b.room == room { b.outbox.yield(message) }
-            if event["state"] as? String == "left", let p = event["participant"] as? String, let b = browsers.removeValue(forKey: p) {
+            if event["state"] as? String == "left", let b = browsers.removeValue(forKey: p) {
                 b.outbox.yield(Self.text(["type": "left", "reason": event["reason"] ?? "left"]))
                 b.outbox.finish()
             }
             await sendRoster(room)
         default:
-            for b in browsers.values where b.room == room { b.outbox.yield(message) }
+            for b in browsers.values where b.room == room && b.nodeURL == from { b.outbox.yield(message) }
             if ["hard_mute", "pins", "floor", "lock", "role"].contains(event.type) { await sendRoster(room) }
         }
     }
@@ -288,23 +289,41 @@ public actor SignalingServer {
     /// and forgotten; their next `join` asks for a placement again, which puts the room on a live node (the
     /// registry gives the room a new home when the dead node was it).
     func nodeLost(room: String, node: String?) {
-        guard let node, roomNodeIDs[room] == node else { return }
-        roomNodes[room] = nil
-        roomNodeIDs[room] = nil
+        guard let node, browsers.values.contains(where: { $0.room == room && $0.nodeID == node }) else { return }
         dominantSpeakers[room] = nil
         let message = Self.text(["type": "rejoin", "reason": "node_lost"])
-        for b in browsers.values where b.room == room {
+        for b in browsers.values where b.room == room && b.nodeID == node {
             browsers[b.participant] = nil
             b.outbox.yield(message)
         }
         logger.warning("room's node lost: its browsers rejoin", metadata: ["room": "\(room)", "node": "\(node)"])
     }
 
-    /// The node's view of the room (roles, mute states, pins, floor) to every browser in it.
+    /// The room as its browsers' nodes see it (roles, mute states, pins, floor) to every browser in it: each
+    /// node's own state, with the participants of all of them (a participant as its own node describes it).
     func sendRoster(_ room: String) async {
-        guard let state = try? await (roomNodes[room] ?? api).require("GET", "v1/rooms/\(room)") else { return }
-        let message = Self.text(["type": "roster", "room": state.json])
-        for b in browsers.values where b.room == room { b.outbox.yield(message) }
+        var nodes: [String: (ControlClient, Set<String>)] = [:]
+        for b in browsers.values where b.room == room { nodes[b.nodeID, default: (b.node, [])].1.insert(b.participant) }
+        var states: [String: [String: Any]] = [:]
+        for (id, (client, _)) in nodes {
+            if let state = try? await client.require("GET", "v1/rooms/\(room)") { states[id] = state.json }
+        }
+        guard !states.isEmpty else { return }
+        var everyone: [String: [String: Any]] = [:]
+        for (id, state) in states {
+            for p in state["participants"] as? [[String: Any]] ?? [] {
+                guard let pid = p["participant"] as? String else { continue }
+                // A participant placed by this server is described by its own node; anyone else by any node.
+                if let own = browsers[pid], own.nodeID != id { continue }
+                if everyone[pid] == nil || browsers[pid]?.nodeID == id { everyone[pid] = p }
+            }
+        }
+        let participants = everyone.keys.sorted().compactMap { everyone[$0] }
+        for b in browsers.values where b.room == room {
+            guard var state = states[b.nodeID] ?? states.values.first else { continue }
+            state["participants"] = participants
+            b.outbox.yield(Self.text(["type": "roster", "room": state]))
+        }
     }
 
     static func text(_ object: [String: Any]) -> String {

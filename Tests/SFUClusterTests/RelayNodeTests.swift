@@ -1,4 +1,5 @@
 import ClusterLab
+@testable import ExampleSignaling
 import Foundation
 import Hummingbird
 import HummingbirdWSClient
@@ -44,7 +45,7 @@ import WebRTCEdge
     }
 
     /// Two nodes, "a" and "b", registered and serving their control APIs on loopback.
-    static func twoNodes() async throws -> Cluster {
+    static func twoNodes(capacity: Int = 1000) async throws -> Cluster {
         let url = try PostgresServer.shared.get().database()
         var c = Cluster()
         for id in ["a", "b"] {
@@ -57,6 +58,7 @@ import WebRTCEdge
             config.clusterNodeID = id
             config.clusterControlURL = "http://127.0.0.1:\(port)"
             config.clusterHeartbeatTimeoutSeconds = 4
+            config.clusterCapacity = capacity
             let node = try Node(configuration: config)
             node.start()
             let member = try ClusterMembership(node: node, logger: Logger(label: "test-\(id)"))
@@ -263,5 +265,43 @@ import WebRTCEdge
         }
         let ends = await cluster.members[1].relays.openEnds
         #expect(ends.isEmpty)
+    }
+
+    /// The example signaling server places each participant: with room for one participant per node, Ann and
+    /// Ben of one room land on different nodes, each admitted on its own, and each browser's roster lists both.
+    @Test func theExampleSignalingServerPlacesEachParticipantSoARoomSpansNodes() async throws {
+        let cluster = try await Self.twoNodes(capacity: 1)
+        defer { cluster.stop() }
+        var configuration = SignalingServer.Configuration()
+        configuration.node = try #require(URL(string: cluster.nodes[0].configuration.clusterControlURL))
+        let server = SignalingServer(configuration: configuration)
+        var streams: [AsyncStream<String>] = []
+        var ids: [String] = []
+        for name in ["Ann", "Ben"] {
+            let (stream, outbox) = AsyncStream.makeStream(of: String.self)
+            streams.append(stream)
+            let id = await server.handle(#"{"type":"join","room":"span","name":"\#(name)"}"#, from: nil, outbox: outbox)
+            ids.append(try #require(id, "\(name) joined"))
+        }
+        let placed = await server.browsers.values.map(\.nodeID).sorted()
+        #expect(placed == ["a", "b"], "one participant on each node: \(placed)")
+        for id in ids {
+            let node = cluster.nodes[await server.browsers[id]?.nodeID == "a" ? 0 : 1]
+            #expect(try await node.withRoom("span") { r, _, _ in r.contains(participant: id) }, "\(id) is admitted on its node")
+        }
+        // Each browser's last roster lists both, wherever they are.
+        await server.sendRoster("span")
+        for stream in streams {
+            var last: [String: Any]?
+            var it = stream.makeAsyncIterator()
+            while let text = await it.next() {
+                let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                if o?["type"] as? String == "roster" { last = o }
+                let names = ((last?["room"] as? [String: Any])?["participants"] as? [[String: Any]])?.compactMap { $0["participant"] as? String }
+                if Set(names ?? []) == Set(ids) { break }
+            }
+            let names = ((last?["room"] as? [String: Any])?["participants"] as? [[String: Any]])?.compactMap { $0["participant"] as? String }
+            #expect(Set(names ?? []) == Set(ids))
+        }
     }
 }

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Two nodes of a cluster as processes, each in a network namespace of its own, joined by a bridge: the
-# registry (a private PostgreSQL server, reached over its Unix socket), a room spanning both nodes, a talker
-# and a listener on node a and a listener on node b (real ICE, DTLS and SRTP from a third namespace), then
-# kill -9 of node a - the talker's node and the room's home - and the talker rejoining on node b
-# (`sfu-lab relay-bench`). Fails when nothing crosses the relay or the talker is not heard again after the
-# kill. All addresses are private (10.214.0.0/24) and nothing is routed anywhere else. Needs root (ip netns).
+# Two nodes of a cluster as processes, each in a network namespace of its own, joined by a bridge, sharing a
+# registry (a private PostgreSQL server, reached over its Unix socket):
+# 1. `sfu-lab relay-bench`: a room spanning both nodes, a talker and a listener on node a and a listener on
+#    node b (real ICE, DTLS and SRTP from a third namespace), then kill -9 of node a - the talker's node and the
+#    room's home - and the talker rejoining on node b;
+# 2. Chromium: the example signaling server (`sfu signaling`) before two nodes that take one and two participants,
+#    two headless Chromium on its demo page in one room - Alice talking, Bob silent - placed on different nodes,
+#    Bob hearing Alice through the relay; then kill -9 of Alice's node, her page told to rejoin, placed on the
+#    survivor, and heard by Bob again (Tests/Browser/cluster_test.py).
+# Fails when nothing crosses the relay or the talker is not heard again after the kill. All addresses are
+# private (10.214.0.0/24) and nothing is routed anywhere else. Needs root (ip netns) and Debian's chromium.
 # Usage: scripts/cluster-test.sh [sfu binary, tested as it is; sfu-lab beside it]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +18,12 @@ if [ $# -ge 1 ]; then sfu=$1; else build_sfu debug; fi
 lab=$(dirname "$sfu")/sfu-lab
 [ -x "$sfu" ] && [ -x "$lab" ] || { echo "!! no sfu and sfu-lab at $(dirname "$sfu")" >&2; exit 1; }
 prefix=sfucl-$$
+pgdir=
 cleanup() {
+  if [ -n "$pgdir" ]; then
+    runuser -u postgres -- "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate -w stop > /dev/null 2>&1 || true
+    rm -rf "$pgdir"
+  fi
   for n in a b clients; do
     ip netns pids "$prefix-$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$prefix-$n" 2>/dev/null || true
@@ -40,3 +50,51 @@ done
 echo "== a room across two node processes in their own namespaces: relay latency, kill -9 of the home, the talker back on the survivor"
 SFU_BENCH_NODE=$(realpath "$sfu") timeout 180 ip netns exec "$prefix-clients" "$lab" relay-bench --seconds 5 \
   --node-hosts 10.214.0.11,10.214.0.12 --namespaces "$prefix-a,$prefix-b" --client-host 10.214.0.1
+
+echo "== Chromium on two nodes: a room across them through the example signaling server, kill -9 of the talker's node"
+peer_venv
+work=$(mktemp -d)
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+pgdir=$(mktemp -d /tmp/sfu-cluster-pg.XXXXXX)
+chown postgres:postgres "$pgdir"
+runuser -u postgres -- "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 > /dev/null
+runuser -u postgres -- "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w -t 60 start \
+  -o "-k $pgdir -c listen_addresses= -p 5432 -c fsync=off" > /dev/null
+registry="postgres://postgres@/postgres?host=$pgdir&port=5432"
+key=cluster-test-$RANDOM$RANDOM
+speech "$work/speech.wav" "Good morning everyone. This is Alice, and I will keep talking about the plan for the release, the tests we ran and the numbers we measured."
+sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
+silence "$work/silence.wav" 120
+# Node a takes one participant, b two: Alice (first) is placed on a, Bob spills to b, and after a is killed
+# Alice, rejoining, is placed on b beside Bob.
+declare -A pid capacity=([a]=1 [b]=2)
+i=11
+for n in a b; do
+  ip netns exec "$prefix-$n" "$sfu" serve --set workers=1 --set log.level=info \
+    --set api.listen=10.214.0.$i:8080 --set api.key="$key" --set media.listen=10.214.0.$i:10000 \
+    --set cluster.registry="$registry" --set cluster.node_id=$n --set cluster.control_url=http://10.214.0.$i:8080 \
+    --set cluster.capacity=${capacity[$n]} --set cluster.heartbeat_timeout_seconds=3 > "$work/node-$n.log" 2>&1 &
+  pid[$n]=$!
+  disown  # the cleanup kills it: no job notice
+  i=$((i + 1))
+done
+ip netns exec "$prefix-clients" "$lab" signaling --node http://10.214.0.11:8080 --key "$key" --host 10.214.0.1 --port 8000 \
+  > "$work/signaling.log" 2>&1 &
+disown
+ns=$prefix-clients
+wait_for_url http://10.214.0.1:8000/ 20
+for n in 11 12; do
+  for _ in $(seq 1 100); do
+    ip netns exec "$ns" curl -sf -H "Authorization: Bearer $key" "http://10.214.0.$n:8080/healthz" > /dev/null 2>&1 && break
+    sleep 0.2
+  done
+done
+sleep 2  # both registered and heartbeating
+if ! timeout 240 ip netns exec "$prefix-clients" "$venv/bin/python" Tests/Browser/cluster_test.py --page http://10.214.0.1:8000/ \
+    --nodes a=http://10.214.0.11:8080,b=http://10.214.0.12:8080 --pids "a=${pid[a]},b=${pid[b]}" --key "$key" \
+    --speech "$work/alice.wav" --silence "$work/silence.wav"; then
+  echo "!! cluster browser test failed; logs:"
+  for f in node-a node-b signaling; do echo "-- $f"; grep -v "room event\|event stream dropped" "$work/$f.log" | tail -25; done
+  exit 1
+fi
+rm -rf "$work"

@@ -237,12 +237,27 @@ public actor SignalingServer {
     /// own answers "local"; in a cluster the answer may be another node, whose events are then followed too
     /// (until the server stops).
     func node(for room: String, participant: String) async throws -> (ControlClient, String, URL) {
-        let placed = try await api.place(room: room, participant: participant)
+        let placed = try await place(room: room, participant: participant)
         guard placed.node != "local", let url = placed.controlURL, url != configuration.node else { return (api, placed.node, configuration.node) }
         if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
         logger.info("participant placed", metadata: ["room": "\(room)", "participant": "\(participant)", "node": "\(placed.node)",
                                                      "reason": "\(placed.reason)"])
         return (ControlClient(base: url, key: configuration.nodeKey), placed.node, url)
+    }
+
+    /// Any node of a cluster places: the configured one, else (it does not answer, or cannot reach the
+    /// registry) the other nodes this server follows, in turn.
+    func place(room: String, participant: String) async throws -> (node: String, controlURL: URL?, reason: String) {
+        do {
+            return try await api.place(room: room, participant: participant)
+        } catch {
+            for url in followed.sorted(by: { $0.absoluteString < $1.absoluteString }) {
+                if let placed = try? await ControlClient(base: url, key: configuration.nodeKey).place(room: room, participant: participant) {
+                    return placed
+                }
+            }
+            throw error
+        }
     }
 
     /// One event of the node at `from` (the configured node when not given). A room that spans nodes has a copy

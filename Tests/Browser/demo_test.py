@@ -20,13 +20,13 @@ NODE = "http://127.0.0.1:8080"
 
 
 class Browser:
-    def __init__(self, name, port, audio, profile_root):
+    def __init__(self, name, port, audio, profile_root, extra=()):
         self.name = name
         self.proc = subprocess.Popen([
             CHROMIUM, "--headless=new", "--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
             f"--use-file-for-fake-audio-capture={audio}%noloop", "--allow-loopback-in-peer-connection",
             "--disable-features=WebRtcHideLocalIpsWithMdns", "--autoplay-policy=no-user-gesture-required",
-            f"--remote-debugging-port={port}", f"--user-data-dir={profile_root}/{name}", "--window-size=1280,860", "about:blank",
+            f"--remote-debugging-port={port}", f"--user-data-dir={profile_root}/{name}", "--window-size=1280,860", *extra, "about:blank",
         ], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:

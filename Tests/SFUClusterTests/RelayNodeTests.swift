@@ -159,6 +159,8 @@ import WebRTCEdge
         // On b, Alice is a participant of the room (a remote one) and speaks, whichever node ranks the room; a,
         // which follows b's ranking when b is the home, shows the same.
         let onB = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.snapshot().activeTalkers) }
+        let origins = try await b.withRoom(room) { r, _, _ in Dictionary(uniqueKeysWithValues: r.snapshot().participants.map { ($0.id, $0.origin ?? "") }) }
+        #expect(origins == ["alice": "a", "bob": ""], "the room state says who is relayed from where: \(origins)")
         let onA = try await a.withRoom(room) { r, _, _ in r.snapshot().activeTalkers }
         #expect(onB.0 && onB.1 == ["alice"] && onA == ["alice"], "b: \(onB), a: \(onA)")
         let refused = (await cluster.members[0].relays.refusedMessages, await cluster.members[1].relays.refusedMessages)

@@ -12,6 +12,8 @@ public struct RoomSnapshot: Sendable, Equatable {
         public var subscribedSlots: Int
         /// It publishes a screen share (a second video source).
         public var publishesScreen = false
+        /// The node of the cluster it is connected to, when another (a participant relayed from there).
+        public var origin: String? = nil
     }
 
     public var name: String
@@ -75,7 +77,7 @@ extension RoomSnapshot {
                     connected: [p.publisher?.connection, p.subscriber?.connection].contains { $0?.inbound != nil },
                     hardMutedAudio: p.hardMutedAudio || (room.roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
                     publishesAudio: p.audioTrack != nil, publishesVideo: !p.tracks(.camera).isEmpty,
-                    subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty)
+                    subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty, origin: p.origin)
             })
     }
 }

@@ -64,6 +64,7 @@ struct RoomState: JSONFields {
         var hardMuted: AudioVideo
         var publishes: Publishes
         var slots: Int
+        var origin: String?
 
         init(_ p: RoomSnapshot.Participant) {
             participant = p.id
@@ -73,14 +74,29 @@ struct RoomState: JSONFields {
             hardMuted = AudioVideo(audio: p.hardMutedAudio, video: p.hardMutedVideo)
             publishes = Publishes(audio: p.publishesAudio, video: p.publishesVideo, screen: p.publishesScreen)
             slots = p.subscribedSlots
+            origin = p.origin
         }
 
-        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots }
+        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots, origin }
+
+        /// `origin` is null when absent, as `writeFields` writes it.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(participant, forKey: .participant)
+            try c.encode(name, forKey: .name)
+            try c.encode(role, forKey: .role)
+            try c.encode(connected, forKey: .connected)
+            try c.encode(hardMuted, forKey: .hardMuted)
+            try c.encode(publishes, forKey: .publishes)
+            try c.encode(slots, forKey: .slots)
+            try c.encode(origin, forKey: .origin)
+        }
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("connected", connected)
             w.field("hard_muted", hardMuted)
             w.field("name", name)
+            w.field("origin", origin)
             w.field("participant", participant)
             w.field("publishes", publishes)
             w.field("role", role)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Two headless Chromium browsers in one room across two nodes of a cluster, then kill -9 of the talker's node.
+
+Run inside the clients' namespace of scripts/cluster-test.sh, with the example signaling server serving the
+demo page at --page and two nodes (room for one participant each) behind it:
+    python3 cluster_test.py --page http://10.214.0.1:8000/ --nodes a=http://10.214.0.11:8080,b=... \
+        --key KEY --pids a=PID,b=PID --speech speech.wav --silence silence.wav
+Alice (talking) and Bob (silent) join one room; the registry puts them on different nodes, so Bob hears Alice
+only through the relay between the nodes. Then Alice's node is killed with SIGKILL: the survivor reports it
+(node_lost), the signaling server tells Alice's page to rejoin, the page joins again and is placed on the
+survivor, and Bob hears her again. Prints how long that took.
+"""
+import argparse, json, os, signal, sys, tempfile, time, urllib.request
+
+from demo_test import Browser, wait, audio_mids_of, packets_per_mid
+
+
+def room_participants(url, key, room):
+    req = urllib.request.Request(f"{url}/v1/rooms/{room}", headers={"Authorization": f"Bearer {key}"})
+    try:
+        # This node's own participants (a relayed one names the node it is on in `origin`).
+        return [p["participant"] for p in json.load(urllib.request.urlopen(req, timeout=5))["participants"] if p.get("origin") is None]
+    except Exception:
+        return []
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--page", required=True)
+    ap.add_argument("--nodes", required=True)
+    ap.add_argument("--pids", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--speech", required=True)
+    ap.add_argument("--silence", required=True)
+    args = ap.parse_args()
+    nodes = dict(kv.split("=", 1) for kv in args.nodes.split(","))
+    pids = {k: int(v) for k, v in (kv.split("=", 1) for kv in args.pids.split(","))}
+    import demo_test
+    demo_test.PAGE = args.page
+    checks = {}
+    profiles = tempfile.mkdtemp()
+    # The page is not on localhost: getUserMedia needs its origin treated as secure.
+    origin = args.page.rstrip("/")
+    extra = [f"--unsafely-treat-insecure-origin-as-secure={origin}"]
+    alice = Browser("alice", 9321, args.speech, profiles, extra)
+    bob = Browser("bob", 9322, args.silence, profiles, extra)
+    try:
+        room = "span"
+        checks["alice joined"] = bool(alice.join(room, "participant"))
+        checks["bob joined"] = bool(bob.join(room, "participant"))
+        for b in (alice, bob):
+            if not b.demo("joined") or not b.demo("kinds"):
+                print(f"{b.name}: joined {b.demo('joined')}, kinds {b.demo('kinds')}, errors {b.demo('errors')}, changes {b.demo('changes')}")
+        a_id, b_id = alice.demo("participant"), bob.demo("participant")
+        where = {p: n for n, url in nodes.items() for p in room_participants(url, args.key, room) if p in (a_id, b_id)}
+        print(f"alice ({a_id}) on node {where.get(a_id)}, bob ({b_id}) on node {where.get(b_id)}")
+        checks["alice and bob on different nodes"] = where.get(a_id) is not None and where.get(b_id) not in (None, where.get(a_id))
+        # Bob hears Alice through the relay: a slot of his shows her and receives audio.
+        mids = wait(lambda: audio_mids_of(bob, a_id), 20)
+        counts, _ = packets_per_mid(bob, 3)
+        heard = sum(counts.get(m, 0) for m in (mids or []))
+        print(f"bob's slots for alice: {mids}, {heard} audio packets in 3 s")
+        checks["bob hears alice across the relay"] = heard > 50
+        # kill -9 of Alice's node.
+        dead = where.get(a_id)
+        if dead:
+            killed = time.monotonic()
+            os.kill(pids[dead], signal.SIGKILL)
+            rejoined = wait(lambda: (alice.demo("rejoins") or 0) >= 1 and alice.demo("joined") and alice.demo("participant") != a_id, 30)
+            checks["alice's page was told to rejoin and joined again"] = bool(rejoined)
+            new_id = alice.demo("participant")
+            again = wait(lambda: audio_mids_of(bob, new_id) and sum(packets_per_mid(bob, 0.5)[0].get(m, 0) for m in audio_mids_of(bob, new_id)) > 5, 30)
+            back = time.monotonic() - killed
+            print(f"alice rejoined as {new_id}; bob heard her again {back:.1f} s after the kill")
+            checks["bob hears alice again after her node was killed"] = bool(again)
+    finally:
+        alice.close()
+        bob.close()
+    failed = [k for k, ok in checks.items() if not ok]
+    for k, ok in checks.items():
+        print(("ok   " if ok else "FAIL ") + k)
+    print(f"cluster browser: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -31,22 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT
 # The clients' namespace holds the bridge (10.214.0.1); each node's namespace one end of a veth (10.214.0.11, .12).
-ip netns add "$prefix-clients"
-ip -n "$prefix-clients" link set lo up
-ip -n "$prefix-clients" link add br0 type bridge
-ip -n "$prefix-clients" addr add 10.214.0.1/24 dev br0
-ip -n "$prefix-clients" link set br0 up
-i=11
-for n in a b; do
-  ip netns add "$prefix-$n"
-  ip -n "$prefix-$n" link set lo up
-  ip -n "$prefix-clients" link add "v-$n" type veth peer name eth0 netns "$prefix-$n"
-  ip -n "$prefix-clients" link set "v-$n" master br0
-  ip -n "$prefix-clients" link set "v-$n" up
-  ip -n "$prefix-$n" addr add "10.214.0.$i/24" dev eth0
-  ip -n "$prefix-$n" link set eth0 up
-  i=$((i + 1))
-done
+bridged_netns "$prefix" clients 10.214.0 a b
 echo "== a room across two node processes in their own namespaces: relay latency, kill -9 of the home, the talker back on the survivor"
 SFU_BENCH_NODE=$(realpath "$sfu") timeout 180 ip netns exec "$prefix-clients" "$lab" relay-bench --seconds 5 \
   --node-hosts 10.214.0.11,10.214.0.12 --namespaces "$prefix-a,$prefix-b" --client-host 10.214.0.1

@@ -72,3 +72,26 @@ private_netns() {
         ip netns del "$ns" 2>/dev/null || true; rm -rf "$netns_work"' EXIT
   ip netns exec "$ns" ip link set lo up
 }
+
+# A star of network namespaces: $1-$2 holds a bridge br0 at $3.1/24; each further name n gets namespace $1-n
+# with one end of a veth (eth0) at $3.11, $3.12, ... in order, the other end (v-n) a port of the bridge.
+# Nothing is routed anywhere else. The caller deletes them (each script's cleanup knows its names).
+bridged_netns() {
+  local prefix=$1 hub=$1-$2 subnet=$3 i=10 n
+  shift 3
+  ip netns add "$hub"
+  ip -n "$hub" link set lo up
+  ip -n "$hub" link add br0 type bridge
+  ip -n "$hub" addr add "$subnet.1/24" dev br0
+  ip -n "$hub" link set br0 up
+  for n in "$@"; do
+    i=$((i + 1))
+    ip netns add "$prefix-$n"
+    ip -n "$prefix-$n" link set lo up
+    ip -n "$hub" link add "v-$n" type veth peer name eth0 netns "$prefix-$n"
+    ip -n "$hub" link set "v-$n" master br0
+    ip -n "$hub" link set "v-$n" up
+    ip -n "$prefix-$n" addr add "$subnet.$i/24" dev eth0
+    ip -n "$prefix-$n" link set eth0 up
+  done
+}

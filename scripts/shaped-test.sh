@@ -43,22 +43,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$node_ns"
-ip -n "$node_ns" link set lo up
-ip -n "$node_ns" link add br0 type bridge
-ip -n "$node_ns" addr add 10.213.0.1/24 dev br0
-ip -n "$node_ns" link set br0 up
-i=10
-for n in alice bob sub; do
-  i=$((i + 1))
-  ip netns add "$prefix-$n"
-  ip -n "$prefix-$n" link set lo up
-  ip -n "$node_ns" link add "v-$n" type veth peer name eth0 netns "$prefix-$n"
-  ip -n "$node_ns" link set "v-$n" master br0
-  ip -n "$node_ns" link set "v-$n" up
-  ip -n "$prefix-$n" addr add "10.213.0.$i/24" dev eth0
-  ip -n "$prefix-$n" link set eth0 up
-done
+bridged_netns "$prefix" node 10.213.0 alice bob sub
 ns=$node_ns
 ip netns exec "$node_ns" "$sfu" serve --set workers=1 --set media.listen=10.213.0.1:10000 > "$work/node.log" 2>&1 &
 wait_for_url http://127.0.0.1:8080/healthz

@@ -19,8 +19,9 @@ lab=$(dirname "$sfu")/sfu-lab
 [ -x "$sfu" ] && [ -x "$lab" ] || { echo "!! no sfu and sfu-lab at $(dirname "$sfu")" >&2; exit 1; }
 prefix=sfucl-$$
 pgdir=
+work=
 cleanup() {
-  if [ -n "$pgdir" ]; then
+  [ -n "$work" ] &&   if [ -n "$pgdir" ]; then
     runuser -u postgres -- "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate -w stop > /dev/null 2>&1 || true
     rm -rf "$pgdir"
   fi
@@ -33,7 +34,8 @@ trap cleanup EXIT
 # The clients' namespace holds the bridge (10.214.0.1); each node's namespace one end of a veth (10.214.0.11, .12).
 bridged_netns "$prefix" clients 10.214.0 a b
 echo "== a room across two node processes in their own namespaces: relay latency, kill -9 of the home, the talker back on the survivor"
-SFU_BENCH_NODE=$(realpath "$sfu") timeout 180 ip netns exec "$prefix-clients" "$lab" relay-bench --seconds 5 \
+# A 3 s heartbeat timeout: a debug build on a loaded machine may be late with a 1 s heartbeat, never by 2 s.
+SFU_BENCH_NODE=$(realpath "$sfu") timeout 180 ip netns exec "$prefix-clients" "$lab" relay-bench --seconds 5 --heartbeat-timeout 3 \
   --node-hosts 10.214.0.11,10.214.0.12 --namespaces "$prefix-a,$prefix-b" --client-host 10.214.0.1
 
 echo "== Chromium on two nodes: a room across them through the example signaling server, kill -9 of the talker's node"
@@ -68,13 +70,19 @@ ip netns exec "$prefix-clients" "$lab" signaling --node http://10.214.0.11:8080 
 disown
 ns=$prefix-clients
 wait_for_url http://10.214.0.1:8000/ 20
-for n in 11 12; do
-  for _ in $(seq 1 100); do
-    ip netns exec "$ns" curl -sf -H "Authorization: Bearer $key" "http://10.214.0.$n:8080/healthz" > /dev/null 2>&1 && break
-    sleep 0.2
-  done
+# Both nodes alive in the registry (registered and heartbeating) before anyone is placed: Alice must land on a.
+alive=0
+for _ in $(seq 1 150); do
+  alive=$(runuser -u postgres -- "$pgbin/psql" -h "$pgdir" -p 5432 -U postgres -d postgres -tAc \
+    "SELECT count(*) FROM sfu_nodes WHERE heartbeat_at > now() - interval '2 seconds'" 2>/dev/null || echo 0)
+  [ "$alive" = 2 ] && break
+  sleep 0.2
 done
-sleep 2  # both registered and heartbeating
+if [ "$alive" != 2 ]; then
+  echo "!! the two nodes did not both register within 30 s"
+  for f in node-a node-b; do echo "-- $f"; tail -20 "$work/$f.log"; done
+  exit 1
+fi
 if ! timeout 240 ip netns exec "$prefix-clients" "$venv/bin/python" Tests/Browser/cluster_test.py --page http://10.214.0.1:8000/ \
     --nodes a=http://10.214.0.11:8080,b=http://10.214.0.12:8080 --pids "a=${pid[a]},b=${pid[b]}" --key "$key" \
     --speech "$work/alice.wav" --silence "$work/silence.wav"; then

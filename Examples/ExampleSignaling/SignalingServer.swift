@@ -71,6 +71,11 @@ public actor SignalingServer {
     var followed: Set<URL> = []
     let logger: Logger
     var browsers: [String: Browser] = [:]  // by participant id
+    /// Joins under way, by room and node: the room on that node stays while one is.
+    var joining: [String: Int] = [:]
+    /// The node each participant of a room with browsers here was placed on, also after it left: the other
+    /// nodes' copies of it (their relays' remote participants) say nothing of it.
+    var placed: [String: (room: String, node: URL)] = [:]
     /// Each room's dominant speaker (nil: nobody) as the node's events last said. `dominant_speaker` events
     /// report changes only, so a browser that joins after one is told the current speaker in `joined`.
     var dominantSpeakers: [String: DominantSpeaker] = [:]  // by room
@@ -158,6 +163,10 @@ public actor SignalingServer {
         let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
         nextID += 1
         let (api, nodeID, nodeURL) = try await node(for: room, participant: id)
+        // A leave meanwhile must not close the room on this node under this join.
+        joining[room + "\u{0}" + nodeID, default: 0] += 1
+        defer { joining[room + "\u{0}" + nodeID]? -= 1 }
+        placed[id] = (room, nodeURL)
         let created = try await api.call("POST", "v1/rooms", [
             "room": room, "mode": m["mode"] as? String == "lecture" ? "lecture" : "group",
             "max_active_talkers": configuration.maxActiveTalkers,
@@ -213,10 +222,7 @@ public actor SignalingServer {
     func leave(_ id: String) async {
         guard let b = browsers.removeValue(forKey: id) else { return }
         _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)/participants/\(id)")
-        // The last of the room on that node closes the room there (its other nodes keep theirs).
-        if !browsers.values.contains(where: { $0.room == b.room && $0.nodeID == b.nodeID }) {
-            _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)")
-        }
+        await closeIfEmpty(b)
         if browsers.values.contains(where: { $0.room == b.room }) { await sendRoster(b.room) }
         logger.info("left", metadata: ["room": "\(b.room)", "participant": "\(id)"])
     }
@@ -225,7 +231,34 @@ public actor SignalingServer {
 
     /// Follows the node's event stream and relays each event: a subscriber's own talker list and bandwidth
     /// alert to that browser, everything else to the whole room. Runs until cancelled.
-    public nonisolated func relayEvents() async { await relayEvents(from: configuration.node) }
+    /// In a cluster it follows every live node (`GET /v1/nodes`, every 5 s): a dead node's rooms are reported by
+    /// one live node, whichever, as `node_lost`, and any of them can place when the configured one cannot.
+    public nonisolated func relayEvents() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.relayEvents(from: self.configuration.node) }
+            group.addTask { await self.followCluster() }
+        }
+    }
+
+    nonisolated func followCluster() async {
+        while !Task.isCancelled {
+            await followLiveNodes()
+            try? await Task.sleep(for: .seconds(5))
+        }
+    }
+
+    /// Follows the events of the cluster's live nodes it does not follow yet (asked of the configured node, else
+    /// of the others it follows).
+    func followLiveNodes() async {
+        for client in [api] + followed.sorted(by: { $0.absoluteString < $1.absoluteString }).map({ ControlClient(base: $0, key: configuration.nodeKey) }) {
+            guard let r = try? await client.require("GET", "v1/nodes") else { continue }
+            for n in r.json["nodes"] as? [[String: Any]] ?? [] where n["alive"] as? Bool == true && n["node"] as? String != "local" {
+                guard let text = n["control_url"] as? String, let url = URL(string: text), url != configuration.node else { continue }
+                if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
+            }
+            return
+        }
+    }
 
     nonisolated func relayEvents(from node: URL) async {
         await EventStream(api: node, key: configuration.nodeKey, logger: logger).run { event in
@@ -243,6 +276,15 @@ public actor SignalingServer {
         logger.info("participant placed", metadata: ["room": "\(room)", "participant": "\(participant)", "node": "\(placed.node)",
                                                      "reason": "\(placed.reason)"])
         return (ControlClient(base: url, key: configuration.nodeKey), placed.node, url)
+    }
+
+    /// `b` is gone: the last browser of its room on its node closes the room there (the other nodes keep theirs),
+    /// unless a join to that node is under way; the last of the room here forgets where its participants were.
+    func closeIfEmpty(_ b: Browser) async {
+        if !browsers.values.contains(where: { $0.room == b.room && $0.nodeID == b.nodeID }), joining[b.room + "\u{0}" + b.nodeID, default: 0] == 0 {
+            _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)")
+        }
+        if !browsers.values.contains(where: { $0.room == b.room }) { placed = placed.filter { $0.value.room != b.room } }
     }
 
     /// Any node of a cluster places: the configured one, else (it does not answer, or cannot reach the
@@ -274,7 +316,7 @@ public actor SignalingServer {
         }
         guard let room = event.room else { return }
         if event.type == "node_lost" {
-            return nodeLost(room: room, node: event["node"] as? String)
+            return await nodeLost(room: room, node: event["node"] as? String)
         }
         switch event.type {
         case "dominant_speaker": dominantSpeakers[room] = DominantSpeaker(participant: event["participant"] as? String)
@@ -287,11 +329,12 @@ public actor SignalingServer {
             if let p = event["participant"] as? String, let b = browsers[p], b.nodeURL == from { b.outbox.yield(message) }
         case "participant_state":
             let p = event["participant"] as? String ?? ""
-            if let b = browsers[p], b.nodeURL != from { return }  // another node's copy of one of ours
+            if let node = browsers[p]?.nodeURL ?? placed[p]?.node, node != from { return }  // another node's copy of one of ours
             for b in browsers.values where b.room == room { b.outbox.yield(message) }
             if event["state"] as? String == "left", let b = browsers.removeValue(forKey: p) {
                 b.outbox.yield(Self.text(["type": "left", "reason": event["reason"] ?? "left"]))
                 b.outbox.finish()
+                await closeIfEmpty(b)
             }
             await sendRoster(room)
         default:
@@ -303,7 +346,7 @@ public actor SignalingServer {
     /// Cluster: the node `room` was on died (another node reported it). Its browsers there are told to rejoin
     /// and forgotten; their next `join` asks for a placement again, which puts the room on a live node (the
     /// registry gives the room a new home when the dead node was it).
-    func nodeLost(room: String, node: String?) {
+    func nodeLost(room: String, node: String?) async {
         guard let node, browsers.values.contains(where: { $0.room == room && $0.nodeID == node }) else { return }
         dominantSpeakers[room] = nil
         let message = Self.text(["type": "rejoin", "reason": "node_lost"])
@@ -312,6 +355,8 @@ public actor SignalingServer {
             b.outbox.yield(message)
         }
         logger.warning("room's node lost: its browsers rejoin", metadata: ["room": "\(room)", "node": "\(node)"])
+        // The others no longer see those who rejoin (the survivors' own `left` of them was another node's copy).
+        if browsers.values.contains(where: { $0.room == room }) { await sendRoster(room) }
     }
 
     /// The room as its browsers' nodes see it (roles, mute states, pins, floor) to every browser in it: each

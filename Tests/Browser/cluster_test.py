@@ -10,7 +10,7 @@ only through the relay between the nodes. Then Alice's node is killed with SIGKI
 (node_lost), the signaling server tells Alice's page to rejoin, the page joins again and is placed on the
 survivor, and Bob hears her again. Prints how long that took.
 """
-import argparse, json, os, signal, sys, tempfile, time, urllib.request
+import argparse, json, os, shutil, signal, sys, tempfile, time, urllib.request
 
 from demo_test import Browser, wait, audio_mids_of, packets_per_mid
 
@@ -76,6 +76,7 @@ def main():
     finally:
         alice.close()
         bob.close()
+        shutil.rmtree(profiles, ignore_errors=True)
     failed = [k for k, ok in checks.items() if not ok]
     for k, ok in checks.items():
         print(("ok   " if ok else "FAIL ") + k)

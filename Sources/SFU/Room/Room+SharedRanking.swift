@@ -22,6 +22,14 @@ extension Room {
     /// Follows the home's ranking (nil: this room ranks on its own again). A ranking older than the one
     /// followed (lower epoch, or same epoch and a version not newer) is ignored; the lists follow at once, and
     /// a new dominant speaker is reported as the home's.
+    /// The relay from the room's home closed (the home's room ended, or the home died): this room ranks on
+    /// its own again and takes the next home's ranking and moderation whatever their numbers (a room of the same
+    /// name made again at the home numbers them from 1 again).
+    public func stopFollowingHome() {
+        followRanking(nil)
+        appliedModeration = nil
+    }
+
     @discardableResult
     public func followRanking(_ r: SharedRanking?) -> Bool {
         if let r, let f = followed, (r.epoch, r.version) <= (f.epoch, f.version) { return false }

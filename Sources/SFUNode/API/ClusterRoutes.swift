@@ -34,6 +34,20 @@ extension ControlAPI {
                 throw APIError(.serviceUnavailable, code: 6019, "the cluster registry failed: \(error)")
             }
         }
+        router.get("/v1/nodes") { _, _ in
+            guard let cluster else {
+                let me = NodeList.Entry(node: "local", controlURL: "http://\(node.configuration.apiListen)", state: node.isDraining ? "draining" : "serving",
+                                        alive: true)
+                return ok(NodeList(nodes: [me]))
+            }
+            do {
+                return ok(NodeList(nodes: try await cluster.registry.nodes().map {
+                    NodeList.Entry(node: $0.id, controlURL: $0.controlURL, state: $0.state.rawValue, alive: $0.alive)
+                }))
+            } catch {
+                throw APIError(.serviceUnavailable, code: 6019, "the cluster registry failed: \(error)")
+            }
+        }
         router.post("/v1/node/drain") { _, _ in
             node.drain()
             if let cluster { try? await cluster.registry.setState(node: cluster.record.id, .draining) }

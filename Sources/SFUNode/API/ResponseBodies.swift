@@ -36,6 +36,31 @@ struct Health: JSONFields {
 }
 
 /// POST /v1/placements: the node a participant of the room should use, and why.
+/// GET /v1/nodes: the nodes of the cluster as the registry has them (a node on its own: itself).
+struct NodeList: JSONFields {
+    struct Entry: JSONFields {
+        var node: String
+        var controlURL: String
+        var state: String
+        var alive: Bool
+        enum CodingKeys: String, CodingKey {
+            case node, state, alive
+            case controlURL = "control_url"
+        }
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("alive", alive)
+            w.field("control_url", controlURL)
+            w.field("node", node)
+            w.field("state", state)
+        }
+    }
+    var nodes: [Entry]
+    func writeFields(_ w: inout JSONWriter) {
+        w.key("nodes")
+        w.array(nodes) { w, n in w.object { n.writeFields(&$0) } }
+    }
+}
+
 struct PlacementAnswer: JSONFields {
     var room: String
     var node: String

@@ -71,17 +71,29 @@ final class RelayChannel: Sendable {
             }
             try? await outbound.close(.normalClosure, reason: nil)
         }
+        // What comes in is handed to the mesh by a task of its own, through a bounded queue: the mesh may wait for
+        // a busy worker, and the reading here must go on meanwhile (pings are answered as frames are read).
+        let (inbox, deliver) = AsyncStream.makeStream(of: RelayMessage.self, bufferingPolicy: .bufferingOldest(Self.outboxCapacity))
+        let handler = Task {
+            for await m in inbox { await mesh.receive(m, on: channel) }
+        }
         do {
             while let frame = try await messages.next() {
-                do {
-                    await mesh.receive(try RelayMessage.decode(Self.data(frame)), on: channel)
-                } catch {
+                let m: RelayMessage
+                do { m = try RelayMessage.decode(Self.data(frame)) } catch {
                     await mesh.refused(error, on: channel)
+                    continue
+                }
+                guard case .enqueued = deliver.yield(m) else {
+                    logger.warning("relay channel closed: its peer sends faster than this node takes", metadata: ["peer": "\(peer)"])
+                    break
                 }
             }
         } catch {
             logger.info("relay channel ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
+        deliver.finish()
+        handler.cancel()
         channel.close()
         writer.cancel()
         await mesh.detach(channel)

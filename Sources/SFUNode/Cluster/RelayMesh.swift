@@ -34,6 +34,8 @@ actor RelayMesh {
     static let registryLag: Duration = .seconds(5)
     /// How long an opener waits before opening a relay the peer refused or closed again.
     static let retryAfter: Duration = .seconds(2)
+    /// How long an opener waits for the answer to its `open`.
+    static let answerWithin: Duration = .seconds(5)
     /// How often an end's whole description is sent again though nothing changed (a lost or refused one heals).
     static let resendEvery: Duration = .seconds(2)
 
@@ -68,6 +70,8 @@ actor RelayMesh {
     }
 
     private var channels: [String: RelayChannel] = [:]
+    private var pushing: Set<EndKey> = []
+    private var pushAgain: Set<EndKey> = []
     private var dialing: Set<String> = []
     private var ends: [EndKey: End] = [:]
     /// Relays refused or closed by the peer: not opened again before this time (opener only).
@@ -127,7 +131,10 @@ actor RelayMesh {
 
     /// One pass: channels dialled, ends opened and closed, descriptions, rankings and moderation sent.
     func step() async {
-        pendingCloses = await pendingCloses.asyncFilter { c in (try? await c.worker.closeRelay(c.id, reason: "relay closed")) == nil }
+        // Taken out first: a close that fails while these run appends itself again.
+        let retry = pendingCloses
+        pendingCloses = []
+        for c in retry { await dispose(c.worker, c.id) }
         let want = wanted
         let now = ContinuousClock.now
         for (key, end) in ends where !want.contains(key) {
@@ -135,6 +142,12 @@ actor RelayMesh {
             if opens(with: key.peer) || now - end.openedAt > Self.registryLag || node.worker(of: key.room) == nil {
                 await close(key, reason: "the room is no longer shared with \(key.peer)", tellPeer: true)
             }
+        }
+        // An open the peer never answered (it dropped it: no such room yet, a registry view behind) is given up
+        // and tried again.
+        for (key, end) in ends where opens(with: key.peer) && end.peerOpen == nil && now - end.openedAt > Self.answerWithin {
+            await close(key, reason: "\(key.peer) did not answer", tellPeer: true)
+            retryAt[key] = now + Self.retryAfter
         }
         retryAt = retryAt.filter { want.contains($0.key) && $0.value > now }
         for peer in Set(want.map(\.peer)) where channels[peer] == nil { dial(peer) }
@@ -171,7 +184,10 @@ actor RelayMesh {
     /// Opens this node's end of relay `relay` and tells the peer where and how to reach it; `answering`: the
     /// peer's open this answers (the answerer's side), keyed at once.
     private func open(_ key: EndKey, relay: UInt64, epoch: Int64, answering: (address: TransportAddress, key: [UInt8])?) async {
-        guard let worker = node.worker(of: key.room) else { return }
+        guard let worker = node.worker(of: key.room) else {
+            if answering != nil { channels[key.peer]?.send(.bye(room: key.room, relay: relay)) }
+            return
+        }
         var end = End(relay: relay, epoch: epoch, openedAt: .now, key: Self.drawKey())
         end.peerOpen = answering
         ends[key] = end  // claimed before the await: a message arriving meanwhile finds it opening
@@ -211,6 +227,8 @@ actor RelayMesh {
         guard let end = ends.removeValue(forKey: key) else { return }
         if tellPeer { channels[key.peer]?.send(.bye(room: key.room, relay: end.relay)) }
         if let id = end.id, let worker = end.worker { await dispose(worker, id) }
+        // The relay from the room's home is gone: what it said no longer holds here.
+        if spans[key.room]?.home == key.peer { _ = try? await node.withRoom(key.room) { r, _, _ in r.stopFollowingHome() } }
         logger.info("relay closed", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "relay": "\(end.relay)", "reason": "\(reason)"])
     }
 
@@ -221,6 +239,18 @@ actor RelayMesh {
 
     /// Sends what changed on one end: its description, and from the home the ranking and moderation.
     private func push(_ key: EndKey) async {
+        // One push per end at a time (a pass and a nudge may ask at once): a second one asks the first to go
+        // round again, so what it sends is never older than what the first sent.
+        guard !pushing.contains(key) else { pushAgain.insert(key); return }
+        pushing.insert(key)
+        defer { pushing.remove(key) }
+        repeat {
+            pushAgain.remove(key)
+            await pushOnce(key)
+        } while pushAgain.contains(key)
+    }
+
+    private func pushOnce(_ key: EndKey) async {
         guard let end = ends[key], end.keyed, let worker = end.worker, let id = end.id, let channel = channels[key.peer] else { return }
         let home = spans[key.room]?.home == nodeID
         let epoch = spans[key.room]?.epoch ?? end.epoch
@@ -245,7 +275,8 @@ actor RelayMesh {
             channel.send(.streams(room: room, epoch: epoch, streams: streams, left: left))
             ends[key]?.sentStreams = streams
             ends[key]?.sentAt = now
-            ends[key]?.described = described.subtracting(left).union(streams.map(\.participant))
+            let nowDescribed = (ends[key]?.described ?? described).subtracting(left).union(streams.map(\.participant))
+            ends[key]?.described = nowDescribed
         }
         if var ranking {
             ranking.epoch = epoch
@@ -278,7 +309,7 @@ actor RelayMesh {
         if let old = channels[channel.peer] { await detach(old) }
         channels[channel.peer] = channel
         logger.info("relay channel open", metadata: ["peer": "\(channel.peer)"])
-        await step()
+        Task { await self.step() }  // not awaited: the channel starts reading at once
         return true
     }
 
@@ -303,8 +334,10 @@ actor RelayMesh {
         case .open(let room, let epoch, let relay, let address, let keyAndSalt):
             let key = EndKey(room: room, peer: peer)
             // Media comes from, and goes to, the address the registry gives the peer's relays.
+            if peers[peer] == nil { try? await readRegistry() }
             guard let expected = peers[peer]?.relayAddress, address.host == expected else {
                 refused(RelayMessageError("open for \(room) names \(address), not the peer's relay address"), on: channel)
+                if !opens(with: peer) { channel.send(.bye(room: room, relay: relay)) }
                 return
             }
             if opens(with: peer) {
@@ -357,14 +390,5 @@ actor RelayMesh {
     /// Ends open now, for tests and metrics: (room, peer, keyed, the end's socket address).
     var openEnds: [(room: String, peer: String, keyed: Bool, address: TransportAddress?)] {
         ends.map { ($0.key.room, $0.key.peer, $0.value.keyed, $0.value.address) }.sorted { ($0.room, $0.peer) < ($1.room, $1.peer) }
-    }
-}
-
-extension Array where Element: Sendable {
-    /// The elements `keep` says to keep, asked one at a time in order.
-    func asyncFilter(_ keep: (Element) async -> Bool) async -> [Element] {
-        var out: [Element] = []
-        for e in self where await keep(e) { out.append(e) }
-        return out
     }
 }

@@ -10,9 +10,65 @@ only through the relay between the nodes. Then Alice's node is killed with SIGKI
 (node_lost), the signaling server tells Alice's page to rejoin, the page joins again and is placed on the
 survivor, and Bob hears her again. Prints how long that took.
 """
-import argparse, json, os, shutil, signal, sys, tempfile, time, urllib.request
+import argparse, asyncio, json, os, shutil, signal, sys, tempfile, time, urllib.error, urllib.request
 
 from demo_test import Browser, wait, audio_mids_of, packets_per_mid
+
+
+def call(url, key, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+async def aiortc_listener(nodes, key, room, seconds, talker):
+    """An aiortc subscriber placed through the cluster (asked of node a): which node it lands on, and the audio
+    frames it decodes in `seconds` on the slot its node says shows `talker`."""
+    from aiortc import RTCBundlePolicy, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+    status, placed = call(nodes["a"], key, "POST", "/v1/placements", {"room": room, "participant": "erin"})
+    if status != 200:
+        raise RuntimeError(f"placement: {status} {placed}")
+    node = placed["control_url"]
+    call(node, key, "POST", "/v1/rooms", {"room": room})  # 201, or 6009 when it is there already
+    status, reply = call(node, key, "POST", f"/v1/rooms/{room}/participants", {"participant": "erin", "name": "Erin"})
+    if status != 201:
+        raise RuntimeError(f"admit: {status} {reply}")
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
+    frames = {}  # mid -> audio frames decoded
+
+    @pc.on("track")
+    def on_track(track):
+        mid = next(t.mid for t in pc.getTransceivers() if t.receiver.track is track)
+        frames[mid] = 0
+
+        async def pull():
+            while True:
+                try:
+                    await track.recv()
+                except Exception:
+                    return
+                frames[mid] += 1
+        asyncio.ensure_future(pull())
+
+    for _ in range(2):
+        pc.addTransceiver("audio", direction="recvonly")
+    await pc.setLocalDescription(await pc.createOffer())
+    status, reply = call(node, key, "POST", f"/v1/rooms/{room}/participants/erin/subscribe", {"sdp": pc.localDescription.sdp})
+    if status != 200:
+        raise RuntimeError(f"subscribe: {status} {reply}")
+    await pc.setRemoteDescription(RTCSessionDescription(sdp=reply["sdp"], type="answer"))
+    await asyncio.sleep(seconds)
+    _, stats = call(node, key, "GET", f"/v1/rooms/{room}/stats")
+    slots = [s for p in stats.get("participants", []) if p["participant"] == "erin" for s in p["slots"]]
+    shown = [s["mid"] for s in slots if s.get("participant") == talker]
+    await pc.close()
+    call(node, key, "DELETE", f"/v1/rooms/{room}/participants/erin", {})
+    return placed["node"], sum(frames.get(m, 0) for m in shown)
 
 
 def room_participants(url, key, room):
@@ -61,6 +117,15 @@ def main():
         heard = sum(counts.get(m, 0) for m in (mids or []))
         print(f"bob's slots for alice: {mids}, {heard} audio packets in 3 s")
         checks["bob hears alice across the relay"] = heard > 50
+        # aiortc, a third-party client, on the node Alice is not on: it hears her through the relay too.
+        try:
+            erin_node, erin_frames = asyncio.run(aiortc_listener(nodes, args.key, room, 6, a_id))
+        except Exception as e:
+            erin_node, erin_frames = None, 0
+            print(f"aiortc listener failed: {e}")
+        print(f"aiortc listener (erin) on node {erin_node}: {erin_frames} audio frames of alice's slot decoded in 6 s")
+        checks["an aiortc listener on the other node hears alice through the relay"] = \
+            erin_node is not None and erin_node != where.get(a_id) and erin_frames > 100
         # kill -9 of Alice's node.
         dead = where.get(a_id)
         if dead:

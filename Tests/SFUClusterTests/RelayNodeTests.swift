@@ -161,6 +161,8 @@ import WebRTCEdge
         let onB = try await b.withRoom(room) { r, _, _ in (r.contains(participant: "alice"), r.snapshot().activeTalkers) }
         let origins = try await b.withRoom(room) { r, _, _ in Dictionary(uniqueKeysWithValues: r.snapshot().participants.map { ($0.id, $0.origin ?? "") }) }
         #expect(origins == ["alice": "a", "bob": ""], "the room state says who is relayed from where: \(origins)")
+        // b's load (heartbeat, placement, metrics) counts its own participants, not those relayed to it.
+        #expect(try await b.withRoom(room) { r, _, _ in r.participantCount } == 1)
         let onA = try await a.withRoom(room) { r, _, _ in r.snapshot().activeTalkers }
         #expect(onB.0 && onB.1 == ["alice"] && onA == ["alice"], "b: \(onB), a: \(onA)")
         let refused = (await cluster.members[0].relays.refusedMessages, await cluster.members[1].relays.refusedMessages)

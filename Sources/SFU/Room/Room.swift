@@ -121,7 +121,10 @@ public final class Room {
 
     // MARK: Membership
 
-    public var participantCount: Int { participants.count }
+    /// This node's own participants: those relayed from other nodes of a cluster are theirs (the node's load,
+    /// its heartbeat to the registry and `sfu_participants` would count them twice, and a node holding a room's
+    /// relayed talkers would look full to placement).
+    public var participantCount: Int { participants.all.count { $0.origin == nil } }
     public func contains(participant id: String) -> Bool { participants.contains(id) }
     public var participantIDs: [String] { participants.inOrder.map(\.id) }
 

@@ -129,8 +129,9 @@ public final class WorkerCore {
 
     /// Where media for a connection goes: the address its client nominated, while consent holds.
     public func destination(of connection: ConnectionID) -> TransportAddress? {
-        if !relayEnds.isEmpty, let end = relayEnds[connection] { return end.destination }
-        return edge.destination(of: connection)
+        // Clients' datagrams, nearly all of them, find theirs in one lookup; a relay end's after the edge's miss.
+        if let d = edge.destination(of: connection) { return d }
+        return relayEnds.isEmpty ? nil : relayEnds[connection]?.destination
     }
 
     // MARK: Rooms

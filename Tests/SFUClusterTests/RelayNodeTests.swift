@@ -308,4 +308,22 @@ import WebRTCEdge
             #expect(Set(names ?? []) == Set(ids))
         }
     }
+
+    /// The room ends on b and is made again there: the relay closes (its remote participants go) and opens
+    /// anew under a new number and new keys, and a new listener on b hears Alice again.
+    @Test func aRelayClosedWhenTheRoomEndsOnOneNodeOpensAgainWhenItComesBack() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let b = cluster.nodes[1]
+        let (room, alice, _) = try await Self.sharedRoom(cluster, home: "a")
+        try await b.destroyRoom(room)
+        try await Self.run([alice]) { await cluster.members[0].relays.openEnds.isEmpty }
+        #expect(await cluster.members[0].relays.openEnds.isEmpty, "a closed its end when b's room ended")
+        try await Self.room(b, room)
+        let carol = try await Self.subscriber(b, room: room, "carol")
+        try await Self.run([alice, carol], talking: [ObjectIdentifier(alice)]) { carol.mediaPacketsReceived >= 100 }
+        #expect(carol.mediaPacketsReceived >= 100, "Carol, on b's new room, received \(carol.mediaPacketsReceived) packets of Alice's")
+        let drops = try await b.withRoom(room) { r, _, _ in r.stats().first { $0.participant == "alice" }?.drops ?? [:] }
+        #expect(drops[.srtpAuthFailed] == nil, "the new relay's keys are both ends' new ones: \(drops)")
+    }
 }

@@ -29,6 +29,19 @@ public final class Node: Sendable {
     /// Sets what is told of rooms whose relays have something new; set it before rooms relay.
     public func observeRelays(_ observer: @escaping @Sendable (Set<String>) -> Void) { relayObserver.withLock { $0 = observer } }
 
+    /// Hands a moderator command for a room whose home is another node to that home (the cluster's relay
+    /// mesh); answers nil when this node decides it itself (it is the home, or the room spans no nodes).
+    typealias Forwarder = @Sendable (_ room: String, _ by: String, ModerationCommand) async throws -> ModerationOutcome?
+    private let forwarder = Mutex<Forwarder?>(nil)
+    func forwardModeration(_ f: @escaping Forwarder) { forwarder.withLock { $0 = f } }
+
+    /// Runs a moderator command on `room`: here, or at the room's home when the room spans nodes and its home
+    /// is another node (one node decides every command of a room: docs/cluster.md, "Moderation room-wide").
+    public func moderate(room: String, by: String, _ command: ModerationCommand) async throws -> ModerationOutcome {
+        if let forward = forwarder.withLock({ $0 }), let outcome = try await forward(room, by, command) { return outcome }
+        return try await withRoom(room) { r, core, now in try r.moderate(command, by: by, now: now, into: core.batch) }
+    }
+
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
 

@@ -195,6 +195,79 @@ import WebRTCEdge
         #expect(relayedAfter - relayedBefore <= 2, "\(relayedAfter - relayedBefore) packets of Alice's crossed after the mute applied on a")
     }
 
+    /// A moderator on a node that is not the room's home (b; the home is a, where Alice talks) moderates the
+    /// whole room: b hands each command to the home, which decides it (its rules, its codes) and answers with
+    /// the room's moderation, which b applies before it answers. Neither the moderator nor Dan ever publishes,
+    /// so the home knows them only because every node tells the others who is in the room.
+    @Test func aModeratorOnANodeThatIsNotTheHomeModeratesTheWholeRoom() async throws {
+        let cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let (room, alice, bob) = try await Self.sharedRoom(cluster, home: "a")
+        try await b.withRoom(room) { r, _, now in
+            try r.admit("mod", name: "Mod", role: .moderator, talkerCount: nil, now: now)
+            try r.admit("dan", name: "Dan", role: .participant, talkerCount: nil, now: now)
+        }
+        let roles = { (node: Node) in try await node.withRoom(room) { r, _, _ in
+            Dictionary(uniqueKeysWithValues: r.snapshot().participants.map { ($0.id, "\($0.role.rawValue)\($0.origin.map { "@" + $0 } ?? "")") })
+        } }
+        try await Self.run([alice, bob]) { try await roles(a)["dan"] != nil }
+        #expect(try await roles(a) == ["alice": "participant", "bob": "participant@b", "mod": "moderator@b", "dan": "participant@b"])
+        let call = { (path: String, body: [String: Any]) in
+            try await ClusterNodeTests.call(b, cluster.members[1], .post, "/v1/rooms/\(room)\(path)", body)
+        }
+        // A hard mute of Alice, issued on b: the home applies it (Alice stops at a) and b knows it on answering.
+        let muted = try await call("/participants/alice/hard-mute", ["by": "mod", "audio": true])
+        #expect(muted.status == 200, "\(muted)")
+        let mutedOn = { (node: Node) in try await node.withRoom(room) { r, _, _ in r.snapshot().participants.first { $0.id == "alice" }?.hardMutedAudio } }
+        let (mutedOnB, mutedOnA) = (try await mutedOn(b), try await mutedOn(a))
+        #expect(mutedOnB == true && mutedOnA == true)
+        // Dan, silent on b and never relayed, pinned from b: the home pins him, every node shows him pinned.
+        let pinned = try await call("/pins", ["by": "mod", "add": ["dan"]])
+        #expect(pinned.status == 200 && pinned.json["pinned"] as? [String] == ["dan"], "\(pinned)")
+        #expect(try await a.withRoom(room) { r, _, _ in r.pinned } == ["dan"])
+        // The home's rules and codes: Dan may not lock the room.
+        let refused = try await call("/lock", ["by": "dan", "locked": true])
+        #expect(refused.status == 403 && refused.json["result"] as? Int == 5115, "\(refused)")
+        #expect(try await a.withRoom(room) { r, _, _ in r.locked } == false)
+        // A role handed over on b: the home makes Dan moderator and Mod a participant, and b follows.
+        #expect(try await call("/participants/dan/role", ["by": "mod", "role": "moderator"]).status == 200)
+        #expect(try await roles(b) == ["alice": "participant@a", "bob": "participant", "mod": "participant", "dan": "moderator"])
+        #expect(try await roles(a) == ["alice": "participant", "bob": "participant@b", "mod": "participant@b", "dan": "moderator@b"])
+        // b's own clients are told what the home did, as the home's are: b's event stream has it.
+        let wanted: [[String: String]] = [["type": "hard_mute", "participant": "alice", "by": "mod"],
+                                          ["type": "role", "participant": "dan", "role": "moderator", "by": "mod"],
+                                          ["type": "role", "participant": "mod", "role": "participant", "by": "mod"]]
+        let told = await Self.events(of: b, room: room, until: wanted)
+        for w in wanted { #expect(told.contains { e in w.allSatisfy { e[$0.key] as? String == $0.value } }, "b told no \(w)") }
+        #expect(told.contains { $0["type"] as? String == "pins" && $0["pinned"] as? [String] == ["dan"] }, "b told no pins")
+    }
+
+    /// The events `node` numbered for `room` so far (from its history), read until each of `wanted` (fields that
+    /// must match) is among them or 5 s passed.
+    static func events(of node: Node, room: String, until wanted: [[String: String]]) async -> [[String: Any]] {
+        let subscription = node.events.subscribe(room: room, since: 0)
+        let reader = Task {
+            var seen: [String] = []
+            for await m in subscription.messages {
+                seen.append(m.text)
+                let events = seen.map(Self.parse)
+                if wanted.allSatisfy({ w in events.contains { e in w.allSatisfy { e[$0.key] as? String == $0.value } } }) { break }
+            }
+            return seen
+        }
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(5))
+            reader.cancel()
+        }
+        defer { timeout.cancel() }
+        return await reader.value.map(Self.parse)
+    }
+
+    static func parse(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
     /// A node that stops (its relay channel and relay ends close): the other node's room loses its remote
     /// participants at once, and its own go on.
     @Test func aNodeThatStopsTakesItsRemoteParticipantsOutOfTheOtherNodesRoom() async throws {

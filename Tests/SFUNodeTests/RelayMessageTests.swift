@@ -15,17 +15,37 @@ import Testing
                       h264: H264ProfileLevelID(profile: .constrainedBaseline, level: .init(levelIDC: 31, constraintSet3: false, profileIDC: 0x42))),
     ]
 
-    @Test(arguments: [
-        RelayMessage.hello(node: "sfu-1", version: RelayMessage.protocolVersion),
-        .streams(room: "standup", epoch: 42, streams: streams, left: ["carol"]),
-        .streams(room: "standup", epoch: 42, streams: [], left: []),
+    static let members = [RelayedMember(participant: "alice", name: "Alice", role: .moderator), RelayedMember(participant: "dan", name: "Dan", role: .participant)]
+    static let moderation = ModerationState(epoch: 42, version: 9, pinned: ["alice"], locked: true, hardMuted: ["bob": .init(audio: true, video: false)],
+                                            members: ["alice", "bob"], moderators: ["alice"], by: "alice",
+                                            floorCommand: .init(action: .grant, by: "alice", target: "bob"))
+    static let messages: [RelayMessage] = [
+        .hello(node: "sfu-1", version: RelayMessage.protocolVersion),
+        .streams(room: "standup", epoch: 42, streams: streams, left: ["carol"], members: members),
+        .streams(room: "standup", epoch: 42, streams: [], left: [], members: []),
         .ranking(room: "standup", SharedRanking(epoch: 42, version: 7, recency: ["bob", "alice"], speaking: ["bob"], young: [], dominant: "bob")),
         .moderation(room: "standup", ModerationState(epoch: 42, version: 9, pinned: ["alice"], locked: true, hardMuted: ["bob": .init(audio: true, video: false)],
                                                      members: ["alice", "bob"])),
+        .moderation(room: "standup", moderation),
         .open(room: "standup", epoch: 42, relay: 7, address: TransportAddress("10.0.0.2:40000")!, keyAndSalt: Array(0..<28)),
         .open(room: "standup", epoch: 42, relay: 7, address: TransportAddress("[fd00::2]:40000")!, keyAndSalt: Array(0..<28)),
         .bye(room: "standup", relay: (1 << 53) - 1),
-    ])
+    ]
+    static let commands: [RelayMessage] = [
+        .command(room: "standup", request: 1, by: "alice", .roomHardMute(audio: true)),
+        .command(room: "standup", request: 2, by: "alice", .hardMute(target: "bob", audio: true, video: nil)),
+        .command(room: "standup", request: 3, by: "alice", .pin(["bob", "dan"])),
+        .command(room: "standup", request: 4, by: "alice", .unpin(["bob"])),
+        .command(room: "standup", request: 5, by: "bob", .floor(.request, target: nil)),
+        .command(room: "standup", request: 6, by: "alice", .floor(.invite, target: "dan")),
+        .command(room: "standup", request: 7, by: "alice", .lock(false)),
+        .command(room: "standup", request: 8, by: "alice", .role(target: "dan", .moderator)),
+        .result(room: "standup", request: 8, error: nil, state: moderation),
+        .result(room: "standup", request: 9, error: RelayCommandError(code: 5003, kind: .unauthorized, message: "bob is not a moderator"), state: moderation),
+        .result(room: "standup", request: 10, error: RelayCommandError(code: 6022, kind: .unavailable, message: "not the home"), state: nil),
+    ]
+
+    @Test(arguments: messages + commands)
     func eachMessageReadsBackAsItWasWritten(_ m: RelayMessage) throws {
         #expect(try RelayMessage.decode(try m.encoded()) == m)
     }
@@ -71,6 +91,16 @@ import Testing
             (#"{"type":"ranking","room":"r","ranking":{"epoch":1,"version":1,"recency":["a"],"speaking":[],"young":[],"dominant":"z"}}"#,
              "dominant speaker is not ranked"),
             (#"{"type":"moderation","room":"r","moderation":{"version":1,"members":[""]}}"#, "members must be 1-256 bytes"),
+            (#"{"type":"moderation","room":"r","moderation":{"version":1,"by":""}}"#, "by must be 1-256 bytes"),
+            (#"{"type":"streams","room":"r","epoch":1,"streams":[],"members":[{"participant":"","name":"","role":"participant"}]}"#,
+             "participant must be 1-256 bytes"),
+            (#"{"type":"streams","room":"r","epoch":1,"streams":[],"members":[{"participant":"a","name":"A","role":"king"}]}"#, "not a relay message"),
+            (#"{"type":"command","room":"r","request":1,"by":"a","command":{"op":"pin"}}"#, "pin needs ids"),
+            (#"{"type":"command","room":"r","request":1,"by":"a","command":{"op":"abdicate"}}"#, "unknown command"),
+            (#"{"type":"command","room":"r","request":1,"by":"a","command":{"op":"role","target":"b"}}"#, "role needs role"),
+            (#"{"type":"command","room":"r","request":1,"command":{"op":"lock","locked":true}}"#, "no by"),
+            (#"{"type":"command","room":"r","request":-1,"by":"a","command":{"op":"lock","locked":true}}"#, "not a relay message"),
+            (#"{"type":"result","room":"r","request":1,"error":{"code":1,"kind":"bribed","message":""}}"#, "not a relay message"),
         ]
         for (json, reason) in refused {
             let why = refusal(json)

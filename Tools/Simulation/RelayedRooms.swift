@@ -58,6 +58,9 @@ public final class RelayedRooms {
             if !p.withUnsafeBytes({ isRTCP($0) }) { rtpToA += 1 }
             a.send(p, from: ab)
         }
+        // Who is in the room at each node, then what each relays (one `streams` message each way).
+        b.room.receiveMembers(a.room.localMembers, from: "node-a")
+        a.room.receiveMembers(b.room.localMembers, from: "node-b")
         try b.room.receiveRelayed(a.room.relayed(to: "node-b") ?? [], from: "node-a", now: b.now, into: b.batch)
         try a.room.receiveRelayed(b.room.relayed(to: "node-a") ?? [], from: "node-b", now: a.now, into: a.batch)
         if following {

@@ -132,6 +132,18 @@ final class RelayLink {
     }
 }
 
+/// One participant of a room at the node that tells another node of the room who is there (`Room.localMembers`).
+public struct RelayedMember: Sendable, Equatable {
+    public var participant: String
+    public var name: String
+    public var role: Role
+    public init(participant: String, name: String, role: Role) {
+        self.participant = participant
+        self.name = name
+        self.role = role
+    }
+}
+
 /// One stream a relay carries, as the sending node describes it to the receiving one (over the control
 /// channel): whose it is, and the SSRC, codec and payload types it goes under.
 public struct RelayedStream: Sendable, Equatable {

@@ -129,13 +129,32 @@ public struct ModerationState: Sendable, Equatable, Codable {
     public var hardMuted: [String: HardMute]
     /// Who was in the room (a locked room taken over by a new home lets them back in).
     public var members: [String]
+    /// Which of `members` are moderators (nil: the state says nothing of roles - one saved before roles were
+    /// carried). A role is the home's once a participant is in the room there: its own node takes it from here.
+    public var moderators: [String]?
+    /// Who issued the command that made this version, and the last floor command: what a node that applies
+    /// the state tells its own clients.
+    public var by: String?
+    public var floorCommand: FloorCommand?
+
+    public struct FloorCommand: Sendable, Equatable, Codable {
+        public var action: FloorAction
+        public var by: String
+        public var target: String?
+        public init(action: FloorAction, by: String, target: String?) {
+            self.action = action
+            self.by = by
+            self.target = target
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
-        case epoch, version, pinned, locked, invited
+        case epoch, version, pinned, locked, invited, moderators, by
         case roomAudioMuted = "room_audio_muted"
         case raisedHands = "raised_hands"
         case floorHolder = "floor_holder"
         case hardMuted = "hard_muted"
+        case floorCommand = "floor_command"
         case members
     }
 
@@ -151,10 +170,14 @@ public struct ModerationState: Sendable, Equatable, Codable {
         invited = try c.decodeIfPresent([String].self, forKey: .invited) ?? []
         hardMuted = try c.decodeIfPresent([String: HardMute].self, forKey: .hardMuted) ?? [:]
         members = try c.decodeIfPresent([String].self, forKey: .members) ?? []
+        moderators = try c.decodeIfPresent([String].self, forKey: .moderators)
+        by = try c.decodeIfPresent(String.self, forKey: .by)
+        floorCommand = try c.decodeIfPresent(FloorCommand.self, forKey: .floorCommand)
     }
 
     public init(epoch: Int64 = 0, version: UInt64, pinned: [String] = [], locked: Bool = false, roomAudioMuted: Bool = false, raisedHands: [String] = [],
-                floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:], members: [String] = []) {
+                floorHolder: String? = nil, invited: [String] = [], hardMuted: [String: HardMute] = [:], members: [String] = [],
+                moderators: [String]? = nil, by: String? = nil, floorCommand: FloorCommand? = nil) {
         self.epoch = epoch
         self.version = version
         self.pinned = pinned
@@ -165,6 +188,9 @@ public struct ModerationState: Sendable, Equatable, Codable {
         self.invited = invited
         self.hardMuted = hardMuted
         self.members = members
+        self.moderators = moderators
+        self.by = by
+        self.floorCommand = floorCommand
     }
 
     /// Whether it is newer than `other`: a later home's, or the same home's later version.

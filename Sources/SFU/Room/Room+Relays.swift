@@ -65,9 +65,11 @@ extension Room {
             link.remoteTracks[s.participant, default: [:]][s.kind] = s.track
             changed.insert(s.participant)
         }
-        // A role the origin changed (a moderator publishes under the floor and a room mute) follows at once.
+        // A role the origin changed (a moderator publishes under the floor and a room mute) follows at once -
+        // unless the room has a home: then roles are the home's (`applyModeration`), and a description sent
+        // before the origin applied the home's last state must not undo it.
         var roleChanged: [Participant] = []
-        for s in streams {
+        for s in streams where appliedModeration == nil && homeEpoch == 0 {
             if let p = participants.lookup(s.participant), p.role != s.role {
                 p.role = s.role
                 roleChanged.append(p)
@@ -100,6 +102,33 @@ extension Room {
         }
         if !roleChanged.isEmpty { publishingChanged(roleChanged, now: now, into: out) }
         if !changed.isEmpty || !roleChanged.isEmpty { listsChanged() }
+    }
+
+    /// This node's own participants, to tell the other nodes of the room who is in it here (`receiveMembers`
+    /// there): everyone, not only those relayed, so that every node - the home above all, where moderator
+    /// commands are decided - knows the whole room by id and role.
+    public var localMembers: [RelayedMember] {
+        participants.inOrder.lazy.filter { $0.origin == nil }.map { RelayedMember(participant: $0.id, name: $0.name, role: $0.role) }
+    }
+
+    /// Who is in the room at `peer` (its `localMembers`): each one not here yet is admitted as a remote participant
+    /// of `peer` with the role it has there (later roles come from the home: `applyModeration`); it publishes
+    /// nothing here until the relay carries its media (`receiveRelayed`). One this room already has from
+    /// elsewhere, or past the room's capacity, is left out. Returns how many were admitted.
+    @discardableResult
+    public func receiveMembers(_ members: [RelayedMember], from peer: String) -> Int {
+        guard relays[peer] != nil else { return 0 }
+        var admitted = 0
+        for m in members where !m.participant.isEmpty && participants.lookup(m.participant) == nil {
+            guard let p = try? participants.admit(m.participant, name: m.name, role: m.role, talkerCount: nil, locked: false, roomName: name) else { break }
+            p.origin = peer
+            election.join(p.index)
+            effects.events.append(.participantState(participant: p.id, state: .joined, reason: nil))
+            reapplySharedModeration(for: p)
+            admitted += 1
+        }
+        if admitted > 0 { listsChanged() }
+        return admitted
     }
 
     /// Participants of `peer` that left the room there: their remote participants here leave too (a relay

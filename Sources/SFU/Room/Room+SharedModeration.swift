@@ -9,15 +9,22 @@ extension Room {
         for p in participants.all where p.hardMutedAudio || p.hardMutedVideo {
             muted[p.id] = .init(audio: p.hardMutedAudio, video: p.hardMutedVideo)
         }
+        let members = participants.inOrder
         return ModerationState(epoch: homeEpoch, version: moderation.version, pinned: moderation.pins.compactMap(id), locked: moderation.locked,
                                roomAudioMuted: moderation.roomAudioMuted, raisedHands: moderation.floor.raised.compactMap(id),
                                floorHolder: moderation.floor.holder.flatMap(id), invited: moderation.floor.invited.compactMap(id),
-                               hardMuted: muted, members: participants.inOrder.map(\.id))
+                               hardMuted: muted, members: members.map(\.id), moderators: members.filter { $0.role == .moderator }.map(\.id),
+                               by: lastModerator, floorCommand: lastFloorCommand)
     }
 
     /// Applies the home's state when it is newer than this room's (an older or equal version is ignored:
     /// states may cross). Who may publish changes at once - a participant hard-muted on another node stops
     /// here at ingress - and lists follow. Returns whether it applied.
+    ///
+    /// What changed is told to this node's clients as the home told its own: a hard mute, the room's mute, the
+    /// lock, a role, the floor, the pins, each with who did it (`by`; the floor's last command). Roles are
+    /// the home's for the participants it lists (a participant the home does not know yet keeps the role it
+    /// joined with).
     ///
     /// Versions are the home's: what this room changes itself (a participant leaving takes its pin along) does
     /// not count, so the home's next state is never taken for an old one.
@@ -25,14 +32,32 @@ extension Room {
     public func applyModeration(_ state: ModerationState, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard state.isNewer(than: appliedModeration) else { return false }
         appliedModeration = state
-        let pinsBefore = moderation.pins
+        let before = moderation
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
-        for p in participants.all {
+        let by = state.by ?? ""
+        let listed = Set(state.members)
+        let moderators = state.moderators.map(Set.init)
+        for p in participants.inOrder {
             let m = state.hardMuted[p.id]
-            p.hardMutedAudio = m?.audio ?? false
-            p.hardMutedVideo = m?.video ?? false
+            if (m?.audio ?? false, m?.video ?? false) != (p.hardMutedAudio, p.hardMutedVideo) {
+                p.hardMutedAudio = m?.audio ?? false
+                p.hardMutedVideo = m?.video ?? false
+                effects.events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
+            }
+            if let moderators, listed.contains(p.id) {
+                let role: Role = moderators.contains(p.id) ? .moderator : .participant
+                if p.role != role {
+                    p.role = role
+                    effects.events.append(.role(participant: p.id, role: role, by: by))
+                }
+            }
         }
-        if moderation.pins != pinsBefore { effects.events.append(.pins(pinnedIDs)) }
+        if moderation.roomAudioMuted != before.roomAudioMuted { effects.events.append(.roomHardMute(audio: moderation.roomAudioMuted, by: by)) }
+        if moderation.locked != before.locked { effects.events.append(.lock(locked: moderation.locked, by: by)) }
+        if moderation.floor != before.floor, let f = state.floorCommand {
+            effects.events.append(.floor(action: f.action, by: f.by, target: f.target, raisedHands: raisedHands, approvedHands: approvedHands))
+        }
+        if moderation.pins != before.pins { effects.events.append(.pins(pinnedIDs)) }
         publishingChanged(participants.inOrder, now: now, into: out)
         return true
     }
@@ -44,6 +69,12 @@ extension Room {
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
         p.hardMutedAudio = state.hardMuted[p.id]?.audio ?? false
         p.hardMutedVideo = state.hardMuted[p.id]?.video ?? false
+        // Another node's participant the home already lists has the home's role (its own node may not have
+        // applied the home's last state when it described it). One of this node's own who comes (back) keeps
+        // the role it joined with: the state may be of its last time in the room.
+        if p.origin != nil, let moderators = state.moderators, state.members.contains(p.id) {
+            p.role = moderators.contains(p.id) ? .moderator : .participant
+        }
     }
 
     /// A node that became the room's home by taking it over (its last home died) goes on from the state that home

@@ -42,6 +42,10 @@ public final class Room {
     /// over (`takeOverModeration`).
     var takenOverModeration: (state: ModerationState, at: MonoTime)?
     var moderation = Moderation()
+    /// Who issued the last moderator command here, and the last floor command: carried in the state the other
+    /// nodes of the room get (`moderationState`), whose own clients are told who did it.
+    var lastModerator: String?
+    var lastFloorCommand: ModerationState.FloorCommand?
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
     /// What one video costs in the room, measured (ABWD's stream bandwidth).

@@ -128,39 +128,31 @@ public enum ControlAPI {
 
         router.post("/v1/rooms/:room/hard-mute") { request, context in
             let b = try await decode(RoomHardMuteRequest.self, request)
-            try await node.withRoom(try room(context)) { room, core, now in try room.hardMuteRoom(by: b.by, audio: b.audio, now: now, into: core.batch) }
+            try await node.moderate(room: try room(context), by: b.by, .roomHardMute(audio: b.audio))
             return ok(Done())
         }
         router.post("/v1/rooms/:room/participants/:p/hard-mute") { request, context in
             let b = try await decode(ParticipantHardMuteRequest.self, request)
             let p = try participant(context)
-            try await node.withRoom(try room(context)) { room, core, now in
-                try room.hardMute(by: b.by, target: p, audio: b.audio, video: b.video, now: now, into: core.batch)
-            }
+            try await node.moderate(room: try room(context), by: b.by, .hardMute(target: p, audio: b.audio, video: b.video))
             return ok(Done())
         }
         router.post("/v1/rooms/:room/pins") { request, context in
             let b = try await decode(PinsRequest.self, request)
-            let pinned = try await node.withRoom(try room(context)) { room, core, now in
-                switch b.change {
-                case .add(let ids): try room.pin(by: b.by, ids, now: now, into: core.batch)
-                case .remove(let ids): try room.unpin(by: b.by, ids, now: now, into: core.batch)
-                }
-                return room.pinned
+            let command: ModerationCommand = switch b.change {
+            case .add(let ids): .pin(ids)
+            case .remove(let ids): .unpin(ids)
             }
-            return ok(Pinned(pinned: pinned))
+            return ok(Pinned(pinned: try await node.moderate(room: try room(context), by: b.by, command).pinned))
         }
         router.post("/v1/rooms/:room/floor") { request, context in
             let b = try await decode(FloorRequest.self, request)
-            let state = try await node.withRoom(try room(context)) { room, core, now in
-                try room.floor(by: b.by, action: b.action, target: b.target, now: now, into: core.batch)
-                return (room.raisedHands, room.approvedHands)
-            }
-            return ok(Hands(raised: state.0, approved: state.1))
+            let outcome = try await node.moderate(room: try room(context), by: b.by, .floor(b.action, target: b.target))
+            return ok(Hands(raised: outcome.raisedHands, approved: outcome.approvedHands))
         }
         router.post("/v1/rooms/:room/lock") { request, context in
             let b = try await decode(LockRequest.self, request)
-            try await node.withRoom(try room(context)) { room, _, _ in try room.lock(by: b.by, locked: b.locked) }
+            try await node.moderate(room: try room(context), by: b.by, .lock(b.locked))
             return ok(Locked(locked: b.locked))
         }
         // A subscriber's render size for one video slot: the simulcast layer sent is no larger than covers it.
@@ -176,7 +168,7 @@ public enum ControlAPI {
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)
             let p = try participant(context)
-            try await node.withRoom(try room(context)) { room, core, now in try room.setRole(by: b.by, target: p, role: b.role, now: now, into: core.batch) }
+            try await node.moderate(room: try room(context), by: b.by, .role(target: p, b.role))
             return ok(Done())
         }
         return router

@@ -62,6 +62,7 @@ actor RelayMesh {
         var peerOpen: (address: TransportAddress, key: [UInt8])?
         var keyed = false
         var sentStreams: [RelayedStream]?
+        var sentMembers: [RelayedMember]?
         var sentAt: ContinuousClock.Instant?
         /// Everyone this end described to the peer, so that their leaving is told.
         var described: Set<String> = []
@@ -69,20 +70,23 @@ actor RelayMesh {
         var sentModeration: (Int64, UInt64)?
     }
 
-    private var channels: [String: RelayChannel] = [:]
+    private(set) var channels: [String: RelayChannel] = [:]
     private var pushing: Set<EndKey> = []
     private var pushAgain: Set<EndKey> = []
     private var dialing: Set<String> = []
-    private var ends: [EndKey: End] = [:]
+    private(set) var ends: [EndKey: End] = [:]
     /// Relays refused or closed by the peer: not opened again before this time (opener only).
     private var retryAt: [EndKey: ContinuousClock.Instant] = [:]
     /// Ends whose close the worker did not take (it was busy): tried again at each pass.
     private var pendingCloses: [(worker: Worker, id: ConnectionID)] = []
     /// The registry's view, from the last read: each hosted room's home, epoch and peers; the live nodes.
-    private var spans: [String: RoomSpan] = [:]
+    private(set) var spans: [String: RoomSpan] = [:]
     private var peers: [String: NodeStanding] = [:]
     /// Rooms this node was home of at the last pass (they follow no ranking).
     private var homeOf: Set<String> = []
+    /// Moderator commands forwarded to their room's home, waiting for its `result` (`RelayMesh+Commands`).
+    var awaiting: [UInt64: AwaitedResult] = [:]
+    var nextRequest: UInt64 = 1
     /// Messages refused since start.
     private(set) var refusedMessages = 0
 
@@ -238,7 +242,7 @@ actor RelayMesh {
     }
 
     /// Sends what changed on one end: its description, and from the home the ranking and moderation.
-    private func push(_ key: EndKey) async {
+    func push(_ key: EndKey) async {
         // One push per end at a time (a pass and a nudge may ask at once): a second one asks the first to go
         // round again, so what it sends is never older than what the first sent.
         guard !pushing.contains(key) else { pushAgain.insert(key); return }
@@ -255,27 +259,28 @@ actor RelayMesh {
         let home = spans[key.room]?.home == nodeID
         let epoch = spans[key.room]?.epoch ?? end.epoch
         let room = key.room, peer = key.peer, described = end.described
-        let state: ([RelayedStream], [String], SharedRanking?, ModerationState?)?
+        let state: ([RelayedStream], [String], SharedRanking?, ModerationState?, [RelayedMember])?
         do {
             state = try await worker.perform { core, _ in
                 // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
                 guard core.hasRelay(id), let r = core.rooms[room], let streams = r.relayed(to: peer) else { return nil }
                 return (streams, described.filter { !r.contains(participant: $0) }.sorted(),
-                        home ? r.shareRanking() : nil, home ? r.moderationState : nil)
+                        home ? r.shareRanking() : nil, home ? r.moderationState : nil, Array(r.localMembers.prefix(RelayMessage.maxListed)))
             }
         } catch {
             return  // a busy worker: the next pass asks again
         }
         guard ends[key]?.relay == end.relay else { return }  // replaced while this awaited
-        guard let (streams, left, ranking, moderation) = state else {
+        guard let (streams, left, ranking, moderation, members) = state else {
             return await close(key, reason: "the room's relay end is gone", tellPeer: true)
         }
         let now = ContinuousClock.now
-        if streams != end.sentStreams || !left.isEmpty || end.sentAt.map({ now - $0 > Self.resendEvery }) ?? true {
-            channel.send(.streams(room: room, epoch: epoch, streams: streams, left: left))
+        if streams != end.sentStreams || members != end.sentMembers || !left.isEmpty || end.sentAt.map({ now - $0 > Self.resendEvery }) ?? true {
+            channel.send(.streams(room: room, epoch: epoch, streams: streams, left: left, members: members))
             ends[key]?.sentStreams = streams
+            ends[key]?.sentMembers = members
             ends[key]?.sentAt = now
-            let nowDescribed = (ends[key]?.described ?? described).subtracting(left).union(streams.map(\.participant))
+            let nowDescribed = (ends[key]?.described ?? described).subtracting(left).union(streams.map(\.participant)).union(members.map(\.participant))
             ends[key]?.described = nowDescribed
         }
         if var ranking {
@@ -317,6 +322,7 @@ actor RelayMesh {
         guard channels[channel.peer] === channel else { return }
         channels[channel.peer] = nil
         channel.close()
+        giveUp(on: channel.peer)
         for key in ends.keys where key.peer == channel.peer { await close(key, reason: "relay channel to \(channel.peer) closed", tellPeer: false) }
     }
 
@@ -352,11 +358,12 @@ actor RelayMesh {
                 if ends[key] != nil { await close(key, reason: "\(peer) opened the relay anew", tellPeer: false) }
                 await open(key, relay: relay, epoch: epoch, answering: (address, keyAndSalt))
             }
-        case .streams(let room, _, let streams, let left):
+        case .streams(let room, _, let streams, let left, let members):
             guard ends[EndKey(room: room, peer: peer)]?.id != nil else { return }
             do {
                 try await node.withRoom(room) { r, core, now in
                     r.remoteLeft(left, from: peer)
+                    r.receiveMembers(members, from: peer)
                     try r.receiveRelayed(streams, from: peer, now: now, into: core.batch)
                 }
             } catch {
@@ -373,6 +380,10 @@ actor RelayMesh {
             guard ends[key]?.relay == relay else { return }  // about a relay already replaced
             await close(key, reason: "\(peer) closed the relay", tellPeer: false)
             if opens(with: peer) { retryAt[key] = .now + Self.retryAfter }
+        case .command(let room, let request, let by, let command):
+            await decide(room: room, request: request, by: by, command, from: channel)
+        case .result(_, let request, let error, let state):
+            answered(request, from: peer, error: error, state: state)
         }
     }
 

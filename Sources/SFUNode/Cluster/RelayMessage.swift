@@ -14,8 +14,9 @@ public enum RelayMessage: Sendable, Equatable {
     case hello(node: String, version: Int)
     /// What the sender relays to the receiver in `room` now (`Room.relayed(to:)`): the whole description, so
     /// that a lost or reordered one is repaired by the next; and who of those it described before has left
-    /// the room at the sender (the receiver lets its remote participants of that id go).
-    case streams(room: String, epoch: Int64, streams: [RelayedStream], left: [String])
+    /// the room at the sender (the receiver lets its remote participants of that id go); and everyone in the
+    /// room at the sender (`Room.localMembers`), relayed or not, so that every node knows the whole room.
+    case streams(room: String, epoch: Int64, streams: [RelayedStream], left: [String], members: [RelayedMember])
     /// The home's talker order (`Room.shareRanking()`).
     case ranking(room: String, SharedRanking)
     /// The home's moderation (`Room.moderationState`).
@@ -32,6 +33,12 @@ public enum RelayMessage: Sendable, Equatable {
     /// The sender closed its end of the relay `relay` of `room` (the room ended there, or is no longer shared,
     /// or it refuses the relay): the receiver closes its end of that relay, and of no other.
     case bye(room: String, relay: UInt64)
+    /// A moderator command issued at the sender, a node of `room` that is not its home, for the home (the
+    /// receiver) to decide: `by` is the issuer's participant id, `request` the sender's number for the answer.
+    case command(room: String, request: UInt64, by: String, ModerationCommand)
+    /// The home's answer to `command` `request`: refused (`error`) or done, and the room's moderation after
+    /// it (`state`), which the sender applies before it answers its caller.
+    case result(room: String, request: UInt64, error: RelayCommandError?, state: ModerationState?)
 
     public static let protocolVersion = 1
     /// Bounds of what a message may carry.
@@ -90,7 +97,8 @@ struct Envelope: Codable {
     init(_ m: RelayMessage) { message = m }
 
     enum Key: String, CodingKey {
-        case type, node, version, room, epoch, streams, ranking, moderation, address, relay, left
+        case type, node, version, room, epoch, streams, ranking, moderation, address, relay, left, members
+        case request, by, command, error
         case keyAndSalt = "key_and_salt"
     }
 
@@ -101,9 +109,10 @@ struct Envelope: Codable {
             try c.encode("hello", forKey: .type)
             try c.encode(node, forKey: .node)
             try c.encode(version, forKey: .version)
-        case .streams(let room, let epoch, let streams, let left):
+        case .streams(let room, let epoch, let streams, let left, let members):
             try c.encode("streams", forKey: .type)
             try c.encode(left, forKey: .left)
+            try c.encode(members.map(WireMember.init), forKey: .members)
             try c.encode(room, forKey: .room)
             try c.encode(epoch, forKey: .epoch)
             try c.encode(streams.map(WireStream.init), forKey: .streams)
@@ -126,6 +135,18 @@ struct Envelope: Codable {
             try c.encode("bye", forKey: .type)
             try c.encode(relay, forKey: .relay)
             try c.encode(room, forKey: .room)
+        case .command(let room, let request, let by, let command):
+            try c.encode("command", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(request, forKey: .request)
+            try c.encode(by, forKey: .by)
+            try c.encode(WireCommand(command), forKey: .command)
+        case .result(let room, let request, let error, let state):
+            try c.encode("result", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(request, forKey: .request)
+            try c.encodeIfPresent(error, forKey: .error)
+            try c.encodeIfPresent(state, forKey: .moderation)
         }
     }
 
@@ -152,7 +173,9 @@ struct Envelope: Codable {
             let streams = try wire.map { try $0.stream() }
             guard Set(streams.map(\.ssrc)).count == streams.count else { throw RelayMessageError("an SSRC named twice") }
             let left = try Check.ids(try c.decodeIfPresent([String].self, forKey: .left) ?? [], "left")
-            message = .streams(room: try id(.room), epoch: try epoch(), streams: streams, left: left)
+            let wireMembers = try c.decodeIfPresent([WireMember].self, forKey: .members) ?? []
+            guard wireMembers.count <= RelayMessage.maxListed else { throw RelayMessageError("members lists \(wireMembers.count), over \(RelayMessage.maxListed)") }
+            message = .streams(room: try id(.room), epoch: try epoch(), streams: streams, left: left, members: try wireMembers.map { try $0.member() })
         case "ranking":
             message = .ranking(room: try id(.room), try c.decode(WireRanking.self, forKey: .ranking).ranking())
         case "moderation":
@@ -170,6 +193,16 @@ struct Envelope: Codable {
             message = .open(room: try id(.room), epoch: try epoch(), relay: try relay(), address: address, keyAndSalt: [UInt8](key))
         case "bye":
             message = .bye(room: try id(.room), relay: try relay())
+        case "command":
+            let request = try c.decode(UInt64.self, forKey: .request)
+            message = .command(room: try id(.room), request: request, by: try id(.by), try c.decode(WireCommand.self, forKey: .command).command())
+        case "result":
+            let request = try c.decode(UInt64.self, forKey: .request)
+            let error = try c.decodeIfPresent(RelayCommandError.self, forKey: .error)
+            if let e = error { _ = try Check.text(e.message, "error.message") }
+            let state = try c.decodeIfPresent(ModerationState.self, forKey: .moderation)
+            if let state { try Check.moderation(state) }
+            message = .result(room: try id(.room), request: request, error: error, state: state)
         case let other:
             throw RelayMessageError("unknown type \(other.prefix(32))")
         }
@@ -290,9 +323,14 @@ enum Check {
     static func moderation(_ m: ModerationState) throws {
         guard m.epoch >= 0 else { throw RelayMessageError("negative epoch") }
         for (list, field) in [(m.pinned, "pinned"), (m.raisedHands, "raised_hands"), (m.invited, "invited"), (m.members, "members"),
-                              (Array(m.hardMuted.keys), "hard_muted")] {
+                              (Array(m.hardMuted.keys), "hard_muted"), (m.moderators ?? [], "moderators")] {
             _ = try ids(list, field)
         }
         if let h = m.floorHolder { _ = try id(h, "floor_holder") }
+        if let b = m.by { _ = try id(b, "by") }
+        if let f = m.floorCommand {
+            _ = try id(f.by, "floor_command.by")
+            if let t = f.target { _ = try id(t, "floor_command.target") }
+        }
     }
 }

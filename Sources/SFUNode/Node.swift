@@ -29,16 +29,16 @@ public final class Node: Sendable {
     /// Sets what is told of rooms whose relays have something new; set it before rooms relay.
     public func observeRelays(_ observer: @escaping @Sendable (Set<String>) -> Void) { relayObserver.withLock { $0 = observer } }
 
-    /// Hands a moderator command for a room whose home is another node to that home (the cluster's relay
-    /// mesh); answers nil when this node decides it itself (it is the home, or the room spans no nodes).
-    typealias Forwarder = @Sendable (_ room: String, _ by: String, ModerationCommand) async throws -> ModerationOutcome?
-    private let forwarder = Mutex<Forwarder?>(nil)
-    func forwardModeration(_ f: @escaping Forwarder) { forwarder.withLock { $0 = f } }
+    /// What decides elsewhere for a room that spans nodes (the cluster's relay mesh): its home decides
+    /// moderator commands, and a participant's own node removes it.
+    private let elsewhere = Mutex<(any RoomsElsewhere)?>(nil)
+    func decideElsewhere(_ e: any RoomsElsewhere) { elsewhere.withLock { $0 = e } }
 
     /// Runs a moderator command on `room`: here, or at the room's home when the room spans nodes and its home
     /// is another node (one node decides every command of a room: docs/cluster.md, "Moderation room-wide").
+    @discardableResult
     public func moderate(room: String, by: String, _ command: ModerationCommand) async throws -> ModerationOutcome {
-        if let forward = forwarder.withLock({ $0 }), let outcome = try await forward(room, by, command) { return outcome }
+        if let e = elsewhere.withLock({ $0 }), let outcome = try await e.forward(room: room, by: by, command) { return outcome }
         return try await withRoom(room) { r, core, now in try r.moderate(command, by: by, now: now, into: core.batch) }
     }
 
@@ -196,6 +196,13 @@ public final class Node: Sendable {
 
     /// Removes a participant (a moderator's drop when `by` is given) and closes its transports.
     public func removeParticipant(room: String, participant: String, by: String?) async throws -> Int {
+        // Another node's participant is removed by its node (this node's copy goes with that node's `left`).
+        if let e = elsewhere.withLock({ $0 }), let closed = try await e.drop(room: room, participant: participant, by: by) { return closed }
+        return try await removeHere(room: room, participant: participant, by: by)
+    }
+
+    /// Removes one of this node's participants (`removeParticipant` without asking another node).
+    func removeHere(room: String, participant: String, by: String?) async throws -> Int {
         guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
         return try await workers[index].perform { core, now in try core.removeParticipant(room: room, participant, by: by, now: now) }
     }
@@ -222,6 +229,15 @@ public final class Node: Sendable {
             acc.1 += d
         }
     }
+}
+
+/// Where a room that spans nodes decides what this node may not decide alone (`RelayMesh`): each answers nil
+/// when this node decides after all (the room spans no other node, or this node is the one).
+protocol RoomsElsewhere: Sendable {
+    /// A moderator command, decided by the room's home.
+    func forward(room: String, by: String, _ command: ModerationCommand) async throws -> ModerationOutcome?
+    /// Removing another node's participant, done by that node: how many of its connections closed.
+    func drop(room: String, participant: String, by: String?) async throws -> Int?
 }
 
 /// A refused API call: HTTP status, result code (the seeds' or the node's own), message.

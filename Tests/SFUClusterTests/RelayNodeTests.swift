@@ -241,6 +241,16 @@ import WebRTCEdge
         let told = await Self.events(of: b, room: room, until: wanted)
         for w in wanted { #expect(told.contains { e in w.allSatisfy { e[$0.key] as? String == $0.value } }, "b told no \(w)") }
         #expect(told.contains { $0["type"] as? String == "pins" && $0["pinned"] as? [String] == ["dan"] }, "b told no pins")
+        // Dropping a participant of the other node: its own node removes it (and closes its connections), and
+        // it leaves every node's room - b's copy of Alice does not stay, nor come back with a's next `streams`.
+        let notYet = try await ClusterNodeTests.call(b, cluster.members[1], .delete, "/v1/rooms/\(room)/participants/alice", ["by": "mod"])
+        #expect(notYet.status == 403 && notYet.json["result"] as? Int == 5116, "Mod is no moderator any more: \(notYet)")
+        let dropped = try await ClusterNodeTests.call(b, cluster.members[1], .delete, "/v1/rooms/\(room)/participants/alice", ["by": "dan"])
+        #expect(dropped.status == 200 && dropped.json["closed_connections"] as? Int == 1, "\(dropped)")
+        #expect(try await a.withRoom(room) { r, _, _ in r.contains(participant: "alice") } == false)
+        try await Self.run([bob]) { try await b.withRoom(room) { r, _, _ in !r.contains(participant: "alice") } }
+        try await Task.sleep(for: .seconds(2.5))  // a's whole description again (every 2 s) does not bring her back
+        #expect(try await b.withRoom(room) { r, _, _ in r.contains(participant: "alice") } == false)
     }
 
     /// The events `node` numbered for `room` so far (from its history), read until each of `wanted` (fields that

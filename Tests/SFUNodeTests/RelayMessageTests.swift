@@ -40,9 +40,13 @@ import Testing
         .command(room: "standup", request: 6, by: "alice", .floor(.invite, target: "dan")),
         .command(room: "standup", request: 7, by: "alice", .lock(false)),
         .command(room: "standup", request: 8, by: "alice", .role(target: "dan", .moderator)),
-        .result(room: "standup", request: 8, error: nil, state: moderation),
-        .result(room: "standup", request: 9, error: RelayCommandError(code: 5003, kind: .unauthorized, message: "bob is not a moderator"), state: moderation),
-        .result(room: "standup", request: 10, error: RelayCommandError(code: 6022, kind: .unavailable, message: "not the home"), state: nil),
+        .result(room: "standup", request: 8, error: nil, state: moderation, closed: nil),
+        .result(room: "standup", request: 9, error: RelayCommandError(code: 5003, kind: .unauthorized, message: "bob is not a moderator"), state: moderation,
+                closed: nil),
+        .result(room: "standup", request: 10, error: RelayCommandError(code: 6022, kind: .unavailable, message: "not the home"), state: nil, closed: nil),
+        .drop(room: "standup", request: 11, participant: "dan", by: "alice"),
+        .drop(room: "standup", request: 12, participant: "dan", by: nil),
+        .result(room: "standup", request: 12, error: nil, state: nil, closed: 2),
     ]
 
     @Test(arguments: messages + commands)
@@ -101,6 +105,8 @@ import Testing
             (#"{"type":"command","room":"r","request":1,"command":{"op":"lock","locked":true}}"#, "no by"),
             (#"{"type":"command","room":"r","request":-1,"by":"a","command":{"op":"lock","locked":true}}"#, "not a relay message"),
             (#"{"type":"result","room":"r","request":1,"error":{"code":1,"kind":"bribed","message":""}}"#, "not a relay message"),
+            (#"{"type":"result","room":"r","request":1,"closed":-1}"#, "negative closed"),
+            (#"{"type":"drop","room":"r","request":1}"#, "no participant"),
         ]
         for (json, reason) in refused {
             let why = refusal(json)

@@ -131,6 +131,10 @@ extension Room {
         return admitted
     }
 
+    /// The node participant `id` is in the room at, when it is another node's (nil: this node's own, or not in
+    /// the room).
+    public func origin(of id: String) -> String? { participants.lookup(id)?.origin }
+
     /// Participants of `peer` that left the room there: their remote participants here leave too (a relay
     /// that goes on keeps no one its peer no longer has). Ids that are not `peer`'s are ignored.
     public func remoteLeft(_ ids: [String], from peer: String) {

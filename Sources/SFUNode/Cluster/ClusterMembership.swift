@@ -47,7 +47,7 @@ public final class ClusterMembership: Service, Sendable {
         let relays = RelayMesh(nodeID: id, node: node, registry: registry, bind: relayIP, apiKey: c.apiKey, logger: logger)
         self.relays = relays
         node.observeRelays { rooms in Task { await relays.nudge(rooms) } }
-        node.forwardModeration { room, by, command in try await relays.forward(room: room, by: by, command) }
+        node.decideElsewhere(relays)
     }
 
     /// Whether the registry answered a heartbeat within the timeout.

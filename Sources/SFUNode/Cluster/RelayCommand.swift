@@ -105,6 +105,18 @@ public struct RelayCommandError: Sendable, Equatable, Codable, Error {
         self.init(code: e.code.rawValue, kind: kind, message: e.message)
     }
 
+    /// A refusal of this node's API, for the node that asked.
+    init(_ e: APIError) {
+        let kind: Kind = switch e.status {
+        case .forbidden, .unauthorized: .unauthorized
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .badRequest: .invalid
+        default: .unavailable
+        }
+        self.init(code: e.code, kind: kind, message: e.message)
+    }
+
     /// What the node that forwarded the command answers its caller: the home's refusal as the home's own API
     /// would have put it, or 503 (6022) when the home could not decide.
     var apiError: APIError {

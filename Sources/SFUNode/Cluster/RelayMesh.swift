@@ -382,8 +382,10 @@ actor RelayMesh {
             if opens(with: peer) { retryAt[key] = .now + Self.retryAfter }
         case .command(let room, let request, let by, let command):
             await decide(room: room, request: request, by: by, command, from: channel)
-        case .result(_, let request, let error, let state):
-            answered(request, from: peer, error: error, state: state)
+        case .drop(let room, let request, let participant, let by):
+            await dropHere(room: room, request: request, participant: participant, by: by, from: channel)
+        case .result(_, let request, let error, let state, let closed):
+            answered(request, from: peer, Answer(error: error, state: state, closed: closed))
         }
     }
 

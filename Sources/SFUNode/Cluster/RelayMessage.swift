@@ -36,9 +36,14 @@ public enum RelayMessage: Sendable, Equatable {
     /// A moderator command issued at the sender, a node of `room` that is not its home, for the home (the
     /// receiver) to decide: `by` is the issuer's participant id, `request` the sender's number for the answer.
     case command(room: String, request: UInt64, by: String, ModerationCommand)
-    /// The home's answer to `command` `request`: refused (`error`) or done, and the room's moderation after
-    /// it (`state`), which the sender applies before it answers its caller.
-    case result(room: String, request: UInt64, error: RelayCommandError?, state: ModerationState?)
+    /// A participant of the receiver's own, removed from `room` through the sender (a moderator `by` dropped
+    /// it, or the sender's caller removed it): the receiver, its node, removes it and says how many of its
+    /// connections closed; the other nodes see it leave with the receiver's next `streams`.
+    case drop(room: String, request: UInt64, participant: String, by: String?)
+    /// The answer to `command` or `drop` `request`: refused (`error`) or done, the room's moderation after it
+    /// (`state`; the home's answer to a command), which the sender applies before it answers its caller, and
+    /// how many connections a drop closed.
+    case result(room: String, request: UInt64, error: RelayCommandError?, state: ModerationState?, closed: Int?)
 
     public static let protocolVersion = 1
     /// Bounds of what a message may carry.
@@ -98,7 +103,7 @@ struct Envelope: Codable {
 
     enum Key: String, CodingKey {
         case type, node, version, room, epoch, streams, ranking, moderation, address, relay, left, members
-        case request, by, command, error
+        case request, by, command, error, participant, closed
         case keyAndSalt = "key_and_salt"
     }
 
@@ -141,12 +146,19 @@ struct Envelope: Codable {
             try c.encode(request, forKey: .request)
             try c.encode(by, forKey: .by)
             try c.encode(WireCommand(command), forKey: .command)
-        case .result(let room, let request, let error, let state):
+        case .drop(let room, let request, let participant, let by):
+            try c.encode("drop", forKey: .type)
+            try c.encode(room, forKey: .room)
+            try c.encode(request, forKey: .request)
+            try c.encode(participant, forKey: .participant)
+            try c.encodeIfPresent(by, forKey: .by)
+        case .result(let room, let request, let error, let state, let closed):
             try c.encode("result", forKey: .type)
             try c.encode(room, forKey: .room)
             try c.encode(request, forKey: .request)
             try c.encodeIfPresent(error, forKey: .error)
             try c.encodeIfPresent(state, forKey: .moderation)
+            try c.encodeIfPresent(closed, forKey: .closed)
         }
     }
 
@@ -202,7 +214,13 @@ struct Envelope: Codable {
             if let e = error { _ = try Check.text(e.message, "error.message") }
             let state = try c.decodeIfPresent(ModerationState.self, forKey: .moderation)
             if let state { try Check.moderation(state) }
-            message = .result(room: try id(.room), request: request, error: error, state: state)
+            let closed = try c.decodeIfPresent(Int.self, forKey: .closed)
+            guard (closed ?? 0) >= 0 else { throw RelayMessageError("negative closed") }
+            message = .result(room: try id(.room), request: request, error: error, state: state, closed: closed)
+        case "drop":
+            let request = try c.decode(UInt64.self, forKey: .request)
+            let by = try c.decodeIfPresent(String.self, forKey: .by).map { try Check.id($0, "by") }
+            message = .drop(room: try id(.room), request: request, participant: try id(.participant), by: by)
         case let other:
             throw RelayMessageError("unknown type \(other.prefix(32))")
         }

@@ -13,6 +13,8 @@ import Testing
         RelayedStream(participant: "alice", name: "Alice", role: .moderator, kind: .video, codec: .h264, ssrc: 0x1000_0005, payloadType: 102,
                       rtxSSRC: 0x1000_0006, rtxPayloadType: 103,
                       h264: H264ProfileLevelID(profile: .constrainedBaseline, level: .init(levelIDC: 31, constraintSet3: false, profileIDC: 0x42))),
+        RelayedStream(participant: "alice", name: "Alice", role: .moderator, kind: .video, codec: .vp8, ssrc: 0x1000_0007, payloadType: 96,
+                      rtxSSRC: 0x1000_0008, rtxPayloadType: 97, source: .screen),
     ]
 
     static let members = [RelayedMember(participant: "alice", name: "Alice", role: .moderator), RelayedMember(participant: "dan", name: "Dan", role: .participant)]
@@ -88,6 +90,8 @@ import Testing
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":300"#), "not a relay message"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":127,"rtx_ssrc":2"#), "RTX SSRC without its payload type"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"rtx_ssrc":1,"rtx_payload_type":97"#), "RTX stream on its media SSRC"),
+            (stream(#""kind":"audio","codec":"opus","ssrc":1,"payload_type":111,"source":"screen""#), "source must be screen, on a video"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"source":"window""#), "source must be screen, on a video"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"h264":{"profile":"high","level_idc":31}"#),
              "bad h264 profile"),
             (#"{"type":"ranking","room":"r","ranking":{"epoch":1,"version":1,"recency":["a"],"speaking":["b"],"young":[]}}"#,

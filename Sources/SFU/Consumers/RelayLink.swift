@@ -1,7 +1,7 @@
 /// The room's relay to another node (issue 25; docs/cluster.md, Relays): what this node sends there. It is a
 /// subscriber that is never ranked, shown or listed, whose slots are bound one to one to participants: one
 /// audio slot per relayed participant, one video slot per relayed camera. Each slot is a `SlotSender` like a
-/// browser's, so the relayed stream stays continuous across layer changes and the peer's NACKs, key frame
+/// browser's (a third kind: one screen slot per relayed screen share), so the relayed stream stays continuous across layer changes and the peer's NACKs, key frame
 /// requests and reports are answered as a browser's are; hard mute and the floor apply before the relay (a
 /// slot only shows what `PublishingRules` lets through).
 ///
@@ -43,20 +43,20 @@ final class RelayLink {
     private func ssrcValue(_ n: UInt32) -> UInt32 { 0x1000_0000 | (n & 0x0FFF_FFFF) }
 
     /// The SSRC the participant's slot of a kind goes out under now; nil when the link has none for it.
-    func ssrc(participant: Int, kind: MediaKind) -> UInt32? {
+    func ssrc(participant: Int, kind: RelayedKind) -> UInt32? {
         let mid = Self.mid(participant: participant, kind: kind)
         return descriptions.first { $0.mid == mid }?.ssrc
     }
 
-    static func mid(participant: Int, kind: MediaKind) -> String { "\(kind == .audio ? "a" : "v")\(participant)" }
+    static func mid(participant: Int, kind: RelayedKind) -> String { "\(kind.prefix)\(participant)" }
 
     /// The formats a relay slot takes: Opus, or every video codec the node forwards (the source keeps its
     /// codec; H.264 under a format for the high profiles and one for Baseline).
-    func description(participant: Int, kind: MediaKind) -> SlotDescription {
+    func description(participant: Int, kind: RelayedKind) -> SlotDescription {
         let mid = Self.mid(participant: participant, kind: kind), ssrc = newSSRC()
-        guard kind == .video else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
+        guard kind != .audio else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
         let level = H264ProfileLevelID.Level(levelIDC: 52, constraintSet3: false, profileIDC: 0x64)
-        return SlotDescription(codec: .vp8, mid: mid, ssrc: ssrc, payloadType: 96, rtxPayloadType: 97,
+        var d = SlotDescription(codec: .vp8, mid: mid, ssrc: ssrc, payloadType: 96, rtxPayloadType: 97,
                                rtxSSRC: newSSRC(), otherFormats: [
                                    PayloadFormat(codec: .vp9, payloadType: 98, rtxPayloadType: 99),
                                    PayloadFormat(codec: .h264, payloadType: 102, rtxPayloadType: 103,
@@ -64,13 +64,15 @@ final class RelayLink {
                                    PayloadFormat(codec: .h264, payloadType: 104, rtxPayloadType: 105,
                                                  h264: H264ProfileLevelID(profile: .baseline, level: level)),
                                ])
+        d.source = kind == .screen ? .screen : .camera
+        return d
     }
 
     /// Follows the plan: binds a slot to each wanted participant that has none, empties the slots of those no
     /// longer wanted, and shows each wanted participant's track in its slot.
     func follow(_ wanted: RelayPlan.Wanted, participants: Roster, configuration: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
         var changed = false
-        for (kind, who) in [(MediaKind.audio, wanted.audio), (.video, wanted.video)] {
+        for (kind, who) in [(RelayedKind.audio, wanted.audio), (.camera, wanted.video), (.screen, wanted.screen)] {
             for p in who {
                 let mid = Self.mid(participant: p, kind: kind)
                 if bound[mid] == nil {
@@ -80,7 +82,7 @@ final class RelayLink {
                 bound[mid] = (p, now)
             }
             // Past the cap, the slots empty longest go (never one wanted now: at most K of them).
-            let ofKind = bound.filter { $0.key.hasPrefix(kind == .audio ? "a" : "v") }
+            let ofKind = bound.filter { $0.key.hasPrefix(kind.prefix) }
             if ofKind.count > maxSlots {
                 for (mid, _) in ofKind.filter({ $0.value.lastWanted < now }).sorted(by: { $0.value.lastWanted < $1.value.lastWanted })
                     .prefix(ofKind.count - maxSlots) {
@@ -93,7 +95,7 @@ final class RelayLink {
         if changed { _ = subscriber.bind(descriptions, startBitrate: Double(configuration.startBitrateKbps) * 1000) }
         for slot in subscriber.slots {
             guard let b = bound[slot.description.mid] else { continue }
-            let isWanted = (slot.kind == .audio ? wanted.audio : wanted.video).contains(b.participant)
+            let isWanted = wanted[RelayedKind(slot.description)].contains(b.participant)
             if isWanted, let q = participants[b.participant] {
                 // Placed anew when it is someone else, or its track changed (re-published, another layer).
                 let shown = slot.pending ?? slot.current
@@ -118,13 +120,13 @@ final class RelayLink {
             else { return nil }
             return RelayedStream(participant: who.id, name: who.name, role: who.role, kind: slot.kind, codec: f.codec,
                                  ssrc: slot.description.ssrc, payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC,
-                                 rtxPayloadType: f.rtxPayloadType, h264: track.description.h264)
+                                 rtxPayloadType: f.rtxPayloadType, h264: track.description.h264, source: slot.kind == .video ? slot.description.source : .camera)
         }
     }
 
     /// What the peer relays here, by remote participant: the tracks last announced for each (a stream the
     /// peer stops carrying keeps its binding, so that it goes on where it left off when it comes back).
-    var remoteTracks: [String: [MediaKind: TrackDescription]] = [:]
+    var remoteTracks: [String: [RelayedKind: TrackDescription]] = [:]
 
     func release() {
         subscriber.unbind()
@@ -158,9 +160,13 @@ public struct RelayedStream: Sendable, Equatable {
     public var rtxSSRC: UInt32?
     public var rtxPayloadType: UInt8?
     public var h264: H264ProfileLevelID?
+    /// A video's source at its participant: its camera, or its screen share.
+    public var source: VideoSource
 
     public init(participant: String, name: String, role: Role = .participant, kind: MediaKind, codec: Codec, ssrc: UInt32,
-                payloadType: UInt8, rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil) {
+                payloadType: UInt8, rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil,
+                source: VideoSource = .camera) {
+        self.source = kind == .video ? source : .camera
         self.participant = participant
         self.name = name
         self.role = role
@@ -180,6 +186,24 @@ public struct RelayedStream: Sendable, Equatable {
         var t = TrackDescription(codec: codec, ssrc: ssrc, rtxSSRC: rtxPayloadType == nil ? nil : rtxSSRC, payloadType: payloadType,
                                  rtxPayloadType: rtxPayloadType, nack: true)
         t.h264 = h264
+        t.source = source
         return t
+    }
+
+    var relayedKind: RelayedKind { kind == .audio ? .audio : source == .screen ? .screen : .camera }
+}
+
+/// What one relay slot carries of its participant: audio, camera or screen share.
+enum RelayedKind: Hashable, Comparable {
+    case audio, camera, screen
+
+    init(_ d: SlotDescription) { self = d.codec == .opus ? .audio : d.source == .screen ? .screen : .camera }
+
+    var prefix: String {
+        switch self {
+        case .audio: "a"
+        case .camera: "v"
+        case .screen: "s"
+        }
     }
 }

@@ -9,6 +9,17 @@ enum RelayPlan {
         var audio: [Int]
         /// Participants whose camera the relay carries.
         var video: [Int]
+        /// Participants whose screen share the relay carries: every live one of this node's (what any
+        /// subscriber of the room could be shown).
+        var screen: [Int] = []
+
+        subscript(kind: RelayedKind) -> [Int] {
+            switch kind {
+            case .audio: audio
+            case .camera: video
+            case .screen: screen
+            }
+        }
     }
 
     /// `exclude`: participants never relayed (those that came from another node: a relay never forwards
@@ -19,6 +30,7 @@ enum RelayPlan {
         let list = ranking.talkers.list(for: Int.min, length: k + extra, videos: videos + extra)
             .filter { !exclude.contains($0.participant) }.prefix(k)
         return Wanted(audio: list.filter { ranking.talkers.candidates[$0.participant]?.hasAudio == true }.map(\.participant),
-                      video: Array(list.filter(\.video).map(\.participant).prefix(videos)))
+                      video: Array(list.filter(\.video).map(\.participant).prefix(videos)),
+                      screen: ranking.screenShares.map(\.presenter).filter { !exclude.contains($0) })
     }
 }

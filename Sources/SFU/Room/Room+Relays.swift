@@ -61,8 +61,8 @@ extension Room {
             throw RoomError(.limitReached, .conflict, "room \(name) is full (\(participants.capacity) participants)", limit: "participants_per_room")
         }
         var changed: Set<String> = []
-        for s in streams where link.remoteTracks[s.participant]?[s.kind] != s.track {
-            link.remoteTracks[s.participant, default: [:]][s.kind] = s.track
+        for s in streams where link.remoteTracks[s.participant]?[s.relayedKind] != s.track {
+            link.remoteTracks[s.participant, default: [:]][s.relayedKind] = s.track
             changed.insert(s.participant)
         }
         // A role the origin changed (a moderator publishes under the floor and a room mute) follows at once -
@@ -93,7 +93,7 @@ extension Room {
                 p.publisher = made
                 return made
             }()
-            let described = (link.remoteTracks[id] ?? [:]).sorted { $0.key == .audio && $1.key != .audio }.map(\.value)
+            let described = (link.remoteTracks[id] ?? [:]).sorted { $0.key < $1.key }.map(\.value)
             bind(publisher, to: described)
             link.connection.remotePublishers = link.connection.remotePublishers.filter { $0.value !== publisher }
             for ssrc in publisher.tracksBySSRC.keys { link.connection.remotePublishers[ssrc] = publisher }

@@ -240,6 +240,8 @@ struct WireStream: Codable {
     var rtxPayloadType: UInt8?
     /// H.264's profile (its name) and level (a level_idc, 9 for 1b).
     var h264: H264Wire?
+    /// "screen" for a screen share; absent for a camera (and audio).
+    var source: String?
 
     struct H264Wire: Codable {
         var profile: String
@@ -251,7 +253,7 @@ struct WireStream: Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case participant, name, role, kind, codec, ssrc, h264
+        case participant, name, role, kind, codec, ssrc, h264, source
         case payloadType = "payload_type"
         case rtxSSRC = "rtx_ssrc"
         case rtxPayloadType = "rtx_payload_type"
@@ -270,6 +272,7 @@ struct WireStream: Codable {
         h264 = s.h264.map {
             H264Wire(profile: $0.profile.rawValue, levelIDC: $0.level.levelIDC)
         }
+        source = s.source == .screen ? "screen" : nil
     }
 
     func stream() throws -> RelayedStream {
@@ -282,8 +285,10 @@ struct WireStream: Codable {
             guard codec == .h264, let p = H264ProfileLevelID.Profile(rawValue: h.profile) else { throw RelayMessageError("bad h264 profile") }
             profile = H264ProfileLevelID(profile: p, level: .init(levelIDC: h.levelIDC, constraintSet3: false, profileIDC: 0))
         }
+        guard source == nil || (source == "screen" && kind == .video) else { throw RelayMessageError("source must be screen, on a video") }
         return RelayedStream(participant: try Check.id(participant, "participant"), name: try Check.text(name, "name"), role: role, kind: kind,
-                             codec: codec, ssrc: ssrc, payloadType: payloadType, rtxSSRC: rtxSSRC, rtxPayloadType: rtxPayloadType, h264: profile)
+                             codec: codec, ssrc: ssrc, payloadType: payloadType, rtxSSRC: rtxSSRC, rtxPayloadType: rtxPayloadType, h264: profile,
+                             source: source == "screen" ? .screen : .camera)
     }
 }
 

@@ -128,13 +128,43 @@ import Testing
         let packets = h.rtp(to: peer.connection)
         for i in 0..<4 {
             let index = try #require(h.room.participants.lookup("v\(i)")).index
-            let video = packets.filter { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: index, kind: .video) }
+            let video = packets.filter { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: index, kind: .camera) }
             let first = try #require(video.first, "v\(i)'s camera was relayed")
             let descriptor = first.packet.withUnsafeBytes { VideoDescriptor.parse(.vp9, payload: UnsafeRawBufferPointer(rebasing: $0[first.header.payloadRange])) }
             #expect((try? descriptor.get())?.isKeyframeStart == true, "v\(i)'s relayed video starts at a key frame")
             #expect(video.allSatisfy { $0.header.payloadType == 98 }, "VP9 under the relay's VP9 format")
         }
         #expect(cameras.allSatisfy { $0.plisReceived >= 1 }, "each camera was asked for a key frame when the relay took it")
+    }
+
+    /// A screen share crosses like a camera, in a relay slot of its own marked as a screen: the other node
+    /// binds it as its presenter's screen share, and its subscribers' screen slots show it whoever talks.
+    @Test func aScreenShareOnOneNodeIsShownInTheScreenSlotsOfTheOther() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration(k: 2))
+        let (a, b) = (nodes.a, nodes.b)
+        let presenter = SimulatedParticipant(try a.join("S", publishAudio: false, publishScreen: true, audioSlots: 0)) { _ in nil }
+        presenter.sendsScreen = true  // VP8 from libvpx, 5 frames a second
+        let viewer = try b.join("V", publishAudio: false, audioSlots: 1, screenSlots: 1)
+        for f in 0..<200 {  // 4 s
+            presenter.step(a, t: Double(f) / 50, stepIndex: f)
+            try nodes.step()
+        }
+        let relayed = (a.room.relayed(to: "node-b") ?? []).filter { $0.participant == "S" }
+        #expect(relayed.map(\.source) == [.screen], "the relay carries S's share as a screen: \(relayed)")
+        #expect(b.room.snapshot().participants.first { $0.id == "S" }.map { $0.publishesScreen && !$0.publishesVideo } == true)
+        let maps = b.talkerEvents(for: "V").compactMap { $0.2.first { $0.mid == "s0" } }
+        #expect(maps.last?.participant == "S" && maps.last?.source == .screen, "V's screen slot shows S: \(maps)")
+        let out = b.slotPackets(viewer, ssrcOffset: 0x280)
+        #expect(out.count >= 40, "5 frames a second of several packets each: \(out.count)")
+        let seqs = out.map(\.header.sequenceNumber)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "one continuous stream")
+        let first = try #require(out.first)
+        let descriptor = first.packet.withUnsafeBytes { VideoDescriptor.parse(.vp8, payload: UnsafeRawBufferPointer(rebasing: $0[first.header.payloadRange])) }
+        #expect((try? descriptor.get())?.isKeyframeStart == true, "from a key frame")
+        // The share stops: it leaves the relay's plan, and B's screen slot empties.
+        presenter.sendsScreen = false
+        for _ in 0..<150 { try nodes.step() }
+        #expect(b.talkerEvents(for: "V").last?.2.first { $0.mid == "s0" }?.participant == nil)
     }
 
     @Test func aTalkerOnAnotherNodeTakesTheSlotALocalTalkerHadAndIsHeard() throws {

@@ -141,10 +141,21 @@ public struct ModerationState: Sendable, Equatable, Codable {
         public var action: FloorAction
         public var by: String
         public var target: String?
-        public init(action: FloorAction, by: String, target: String?) {
+        /// The home's epoch and the version the command made: a node tells its clients of it once.
+        public var epoch: Int64
+        public var version: UInt64
+        public init(action: FloorAction, by: String, target: String?, epoch: Int64 = 0, version: UInt64 = 0) {
             self.action = action
             self.by = by
             self.target = target
+            self.epoch = epoch
+            self.version = version
+        }
+
+        /// Whether it came after the state a node applied before (nil: none).
+        func isNewer(than state: ModerationState?) -> Bool {
+            guard let state else { return true }
+            return (epoch, version) > (state.epoch, state.version)
         }
     }
 

@@ -35,7 +35,9 @@ extension Room {
         case .role(let target, let role): try setRole(by: by, target: target, role: role, now: now, into: out)
         }
         lastModerator = by
-        if case .floor(let action, let target) = command { lastFloorCommand = .init(action: action, by: by, target: target) }
+        if case .floor(let action, let target) = command {
+            lastFloorCommand = .init(action: action, by: by, target: target, epoch: homeEpoch, version: moderation.version)
+        }
         return moderationOutcome
     }
 

@@ -52,13 +52,17 @@ extension Room {
                 owners[ssrc] = s.participant
             }
             if let known = participants.lookup(s.participant) {
-                guard known.origin == peer else { throw RoomError(.participantExists, .conflict, "\(s.participant) is not a participant of \(peer)") }
+                // One this room has as its own or another node's (it moved, and its old node has not said it
+                // left yet) is not bound: skipped, not refused with the rest.
+                guard known.origin == peer else { continue }
             } else {
                 newcomers.insert(s.participant)
             }
         }
-        guard participants.count + newcomers.count <= participants.capacity else {
-            throw RoomError(.limitReached, .conflict, "room \(name) is full (\(participants.capacity) participants)", limit: "participants_per_room")
+        let streams = streams.filter { participants.lookup($0.participant).map { $0.origin == peer } ?? true }
+        guard participants.remoteCount + newcomers.count <= participants.remoteCapacity else {
+            throw RoomError(.limitReached, .conflict, "room \(name) holds \(participants.remoteCapacity) participants of other nodes",
+                            limit: "participants_per_room")
         }
         var changed: Set<String> = []
         for s in streams where link.remoteTracks[s.participant]?[s.relayedKind] != s.track {
@@ -81,11 +85,12 @@ extension Room {
                 p = known
             } else {
                 let first = streams.first { $0.participant == id }
-                p = try participants.admit(id, name: first?.name, role: first?.role ?? .participant, talkerCount: nil, locked: false, roomName: name)
-                p.origin = peer
+                p = try participants.admit(id, name: first?.name, role: first?.role ?? .participant, talkerCount: nil, locked: false, roomName: name,
+                                           origin: peer)
                 election.join(p.index)
                 effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
                 reapplySharedModeration(for: p)
+                unpark(p)
             }
             let publisher = p.publisher ?? {
                 let made = Publisher(participant: p, connection: link.connection, effects: effects)
@@ -120,11 +125,12 @@ extension Room {
         guard relays[peer] != nil else { return 0 }
         var admitted = 0
         for m in members where !m.participant.isEmpty && participants.lookup(m.participant) == nil {
-            guard let p = try? participants.admit(m.participant, name: m.name, role: m.role, talkerCount: nil, locked: false, roomName: name) else { break }
-            p.origin = peer
+            guard let p = try? participants.admit(m.participant, name: m.name, role: m.role, talkerCount: nil, locked: false, roomName: name,
+                                                  origin: peer) else { break }
             election.join(p.index)
             effects.events.append(.participantState(participant: p.id, state: .joined, reason: nil))
             reapplySharedModeration(for: p)
+            unpark(p)
             admitted += 1
         }
         if admitted > 0 { listsChanged() }
@@ -135,11 +141,16 @@ extension Room {
     /// the room).
     public func origin(of id: String) -> String? { participants.lookup(id)?.origin }
 
+    /// This node's own participant `id`'s index (its admission: a participant who left and came back has
+    /// another), nil when `id` is not one of this node's own: what tells another node that it left.
+    public func localIndex(of id: String) -> Int? { participants.lookup(id).flatMap { $0.origin == nil ? $0.index : nil } }
+
     /// Participants of `peer` that left the room there: their remote participants here leave too (a relay
     /// that goes on keeps no one its peer no longer has). Ids that are not `peer`'s are ignored.
     public func remoteLeft(_ ids: [String], from peer: String) {
         var any = false
         for id in ids {
+            if parked[id]?.peer == peer { parked[id] = nil }
             guard let p = participants.lookup(id), p.origin == peer else { continue }
             leave(p, reason: "left at \(peer)")
             any = true
@@ -161,7 +172,10 @@ extension Room {
     func detachRelay(_ conn: Connection) {
         guard let link = relays.values.first(where: { $0.connection === conn }) else { return }
         relays[link.peer] = nil
-        for p in participants.inOrder where p.origin == link.peer { leave(p, reason: "relay from \(link.peer) closed") }
+        for p in participants.inOrder where p.origin == link.peer {
+            park(p)
+            leave(p, reason: "relay from \(link.peer) closed")
+        }
         link.release()
         listsChanged()
     }

@@ -6,10 +6,17 @@
 /// docs/renegotiation.md), new ones are added and the others end. A new connection for the same direction
 /// replaces the old one, which is released first.
 extension Room {
+    /// One of this node's own participants: another node's (a room that spans nodes) sends and receives there.
+    func ownParticipant(_ id: String) throws(RoomError) -> Participant {
+        let p = try participant(id)
+        if let origin = p.origin { throw RoomError(.undefinedClientIDs, .notFound, "\(id) is a participant of node \(origin), not of this one") }
+        return p
+    }
+
     /// Binds a participant's sending connection and the tracks its offer declares.
     public func attachPublisher(_ id: String, connection: ConnectionID, tracks published: [TrackDescription],
                                 now: MonoTime) throws(RoomError) {
-        let p = try participant(id)
+        let p = try ownParticipant(id)
         try OfferRules.checkPublish(published, limits: limits)
         if let old = p.publisher?.connection, old.id != connection { detachConnection(old.id, reason: nil) }
         let conn = connectionFor(connection, participant: p)
@@ -32,7 +39,7 @@ extension Room {
     /// whose mid the new offer keeps keep what feeds them and their stream's continuity.
     public func attachSubscriber(_ id: String, connection: ConnectionID, slots: [SlotDescription],
                                  now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try participant(id)
+        let p = try ownParticipant(id)
         try OfferRules.checkSubscribe(slots, limits: limits)
         if let old = p.subscriber?.connection, old.id != connection { detachConnection(old.id, reason: nil) }
         let conn = connectionFor(connection, participant: p)

@@ -31,6 +31,7 @@ extension Room {
     @discardableResult
     public func applyModeration(_ state: ModerationState, now: MonoTime, into out: DatagramBatch) -> Bool {
         guard state.isNewer(than: appliedModeration) else { return false }
+        let previous = appliedModeration
         appliedModeration = state
         let before = moderation
         moderation = Moderation(state, index: { self.participants.lookup($0)?.index })
@@ -38,8 +39,9 @@ extension Room {
         let listed = Set(state.members)
         let moderators = state.moderators.map(Set.init)
         for p in participants.inOrder {
+            // Of a participant the home does not list (not there yet, or already gone there) the state says nothing.
             let m = state.hardMuted[p.id]
-            if (m?.audio ?? false, m?.video ?? false) != (p.hardMutedAudio, p.hardMutedVideo) {
+            if listed.contains(p.id), (m?.audio ?? false, m?.video ?? false) != (p.hardMutedAudio, p.hardMutedVideo) {
                 p.hardMutedAudio = m?.audio ?? false
                 p.hardMutedVideo = m?.video ?? false
                 effects.events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
@@ -54,7 +56,7 @@ extension Room {
         }
         if moderation.roomAudioMuted != before.roomAudioMuted { effects.events.append(.roomHardMute(audio: moderation.roomAudioMuted, by: by)) }
         if moderation.locked != before.locked { effects.events.append(.lock(locked: moderation.locked, by: by)) }
-        if moderation.floor != before.floor, let f = state.floorCommand {
+        if moderation.floor != before.floor, let f = state.floorCommand, f.isNewer(than: previous) {
             effects.events.append(.floor(action: f.action, by: f.by, target: f.target, raisedHands: raisedHands, approvedHands: approvedHands))
         }
         if moderation.pins != before.pins { effects.events.append(.pins(pinnedIDs)) }
@@ -97,7 +99,9 @@ extension Room {
             let m = state.hardMuted[p.id]
             p.hardMutedAudio = m?.audio ?? false
             p.hardMutedVideo = m?.video ?? false
-            left.forget(p.id)
+            // Another node's participant may be the dead home's, whose relay has not closed yet: it comes back
+            // here (rejoins) and is then given what the state says of it.
+            if p.origin == nil { left.forget(p.id) }
         }
         takenOverModeration = left.isSpent ? nil : (left, now)
         if moderation.pins != pinsBefore { effects.events.append(.pins(pinnedIDs)) }
@@ -128,6 +132,23 @@ extension Room {
         if left.pinned.contains(p.id) { try? moderation.pin([p.index], maxActiveTalkers: configuration.maxActiveTalkers) }
         left.forget(p.id)
         takenOverModeration = left.isSpent ? nil : (left, at)
+    }
+
+    /// Another node's participant whose relay closed (a relay that closes and opens again, a channel that
+    /// flapped): a room that decides its own moderation - the home - keeps what it decided of it (hard mutes,
+    /// role, pin) for when the peer describes it again, so the room's moderation is not lost with a relay.
+    /// Bounded: past `maxRejoining` nothing more is kept.
+    func park(_ p: Participant) {
+        guard appliedModeration == nil, let peer = p.origin, parked.count < Self.maxRejoining else { return }
+        parked[p.id] = Parked(peer: peer, audio: p.hardMutedAudio, video: p.hardMutedVideo, role: p.role, pinned: moderation.pins.contains(p.index))
+    }
+
+    func unpark(_ p: Participant) {
+        guard let kept = parked.removeValue(forKey: p.id), kept.peer == p.origin else { return }
+        p.hardMutedAudio = kept.audio
+        p.hardMutedVideo = kept.video
+        p.role = kept.role
+        if kept.pinned { try? moderation.pin([p.index], maxActiveTalkers: configuration.maxActiveTalkers) }
     }
 
     /// The room was locked again: only the new lock's rules hold, nobody rejoins past it.

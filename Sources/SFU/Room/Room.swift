@@ -46,6 +46,15 @@ public final class Room {
     /// nodes of the room get (`moderationState`), whose own clients are told who did it.
     var lastModerator: String?
     var lastFloorCommand: ModerationState.FloorCommand?
+    /// What the home decided of other nodes' participants whose relay closed (`park`), by id.
+    var parked: [String: Parked] = [:]
+    struct Parked {
+        var peer: String
+        var audio: Bool
+        var video: Bool
+        var role: Role
+        var pinned: Bool
+    }
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
     /// What one video costs in the room, measured (ABWD's stream bandwidth).
@@ -61,7 +70,8 @@ public final class Room {
         self.name = name
         self.configuration = configuration
         self.limits = limits
-        participants = Roster(capacity: limits.participants)
+        // Other nodes' participants: as many as each node the room may relay to holds of its own.
+        participants = Roster(capacity: limits.participants, remoteCapacity: limits.participants.multipliedReportingOverflow(by: max(limits.relays, 1)).partialValue)
         election = TalkerElection(detector: configuration.detector, now: now)
     }
 
@@ -128,7 +138,7 @@ public final class Room {
     /// This node's own participants: those relayed from other nodes of a cluster are theirs (the node's load,
     /// its heartbeat to the registry and `sfu_participants` would count them twice, and a node holding a room's
     /// relayed talkers would look full to placement).
-    public var participantCount: Int { participants.all.count { $0.origin == nil } }
+    public var participantCount: Int { participants.localCount }
     public func contains(participant id: String) -> Bool { participants.contains(id) }
     public var participantIDs: [String] { participants.inOrder.map(\.id) }
 
@@ -137,6 +147,12 @@ public final class Room {
     /// Admits a participant. Refused while the room is locked, or when the ID is taken (`Roster.admit`).
     public func admit(_ id: String, name: String? = nil, role: Role = .participant, talkerCount: Int? = nil,
                       now: MonoTime) throws(RoomError) {
+        // One held as another node's participant moved here (its node died, or it rejoined here first): this
+        // node's own from now on; its old node's later descriptions of it are skipped.
+        if let moved = participants.lookup(id), moved.origin != nil {
+            leave(moved, reason: "moved to this node")
+            listsChanged()
+        }
         let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked && !rejoins(id, now: now),
                                        roomName: self.name)
         reapplySharedModeration(for: p)

@@ -5,12 +5,20 @@ struct Roster {
     private(set) var byIndex: [Int: Participant] = [:]
     private var indexByID: [String: Int] = [:]
     private var nextIndex = 0
-    /// The room's `participants_per_room`.
+    /// The room's `participants_per_room`: this node's own participants, at most (what placement counts).
     let capacity: Int
+    /// Other nodes' participants of a room that spans nodes, at most (each node holds its own to `capacity`).
+    let remoteCapacity: Int
+    private(set) var remoteCount = 0
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int, remoteCapacity: Int = 0) {
+        self.capacity = capacity
+        self.remoteCapacity = remoteCapacity
+    }
 
     var count: Int { byIndex.count }
+    /// This node's own participants.
+    var localCount: Int { byIndex.count - remoteCount }
     var isEmpty: Bool { byIndex.isEmpty }
     /// In no particular order: for work whose result does not depend on it.
     var all: Dictionary<Int, Participant>.Values { byIndex.values }
@@ -45,19 +53,28 @@ struct Roster {
     }
 
     /// Admits a participant: refused for an empty or taken id, while `locked`, when the room is full, or for a
-    /// talker count outside 1-12.
+    /// talker count outside 1-12. `origin`: another node's participant (bounded by `remoteCapacity`, not
+    /// `capacity`).
     mutating func admit(_ id: String, name: String?, role: Role, talkerCount: Int?, locked: Bool,
-                        roomName: String) throws(RoomError) -> Participant {
+                        roomName: String, origin: String? = nil) throws(RoomError) -> Participant {
         guard !id.isEmpty else { throw RoomError(.invalidSetting, .invalid, "participant id must not be empty") }
         guard indexByID[id] == nil else {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
         }
         guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(roomName) is locked") }
-        guard byIndex.count < capacity else {
-            throw RoomError(.limitReached, .conflict, "room \(roomName) is full (\(capacity) participants)", limit: "participants_per_room")
+        if origin == nil {
+            guard localCount < capacity else {
+                throw RoomError(.limitReached, .conflict, "room \(roomName) is full (\(capacity) participants)", limit: "participants_per_room")
+            }
+        } else {
+            guard remoteCount < remoteCapacity else {
+                throw RoomError(.limitReached, .conflict, "room \(roomName) holds \(remoteCapacity) participants of other nodes", limit: "participants_per_room")
+            }
         }
         if let t = talkerCount { try Self.checkTalkerCount(t) }
         let p = Participant(id: id, index: nextIndex, name: name ?? id, role: role, talkerCount: talkerCount)
+        p.origin = origin
+        if origin != nil { remoteCount += 1 }
         nextIndex += 1
         byIndex[p.index] = p
         indexByID[id] = p.index
@@ -71,13 +88,15 @@ struct Roster {
     }
 
     mutating func remove(_ p: Participant) {
-        byIndex[p.index] = nil
+        guard byIndex.removeValue(forKey: p.index) != nil else { return }
         indexByID[p.id] = nil
+        if p.origin != nil { remoteCount -= 1 }
     }
 
     /// Empties the roster; indices still never repeat.
     mutating func removeAll() {
         byIndex.removeAll()
         indexByID.removeAll()
+        remoteCount = 0
     }
 }

@@ -1,5 +1,21 @@
 import SFU
 
+extension String {
+    /// At most `bytes` of UTF-8, cut at the end of a character.
+    func clipped(toUTF8Bytes bytes: Int) -> String {
+        guard utf8.count > bytes else { return self }
+        var out = ""
+        var used = 0
+        for c in self {
+            let n = c.utf8.count
+            guard used + n <= bytes else { break }
+            out.append(c)
+            used += n
+        }
+        return out
+    }
+}
+
 /// One member of a room at a node, as it crosses in `streams`.
 struct WireMember: Codable {
     var participant: String
@@ -8,12 +24,12 @@ struct WireMember: Codable {
 
     init(_ m: RelayedMember) {
         participant = m.participant
-        name = m.name
+        name = Check.name(m.name)
         role = m.role
     }
 
     func member() throws -> RelayedMember {
-        RelayedMember(participant: try Check.id(participant, "participant"), name: try Check.text(name, "name"), role: role)
+        RelayedMember(participant: try Check.id(participant, "participant"), name: Check.name(name), role: role)
     }
 }
 
@@ -92,7 +108,7 @@ public struct RelayCommandError: Sendable, Equatable, Codable, Error {
     public init(code: Int, kind: Kind, message: String) {
         self.code = code
         self.kind = kind
-        self.message = String(message.prefix(RelayMessage.maxIDBytes))
+        self.message = message.clipped(toUTF8Bytes: RelayMessage.maxIDBytes)
     }
 
     init(_ e: RoomError) {

@@ -34,6 +34,9 @@ extension RelayMesh: RoomsElsewhere {
               ends[EndKey(room: room, peer: home)]?.keyed == true else { return nil }
         // Who is in the room here goes first on the channel, so the home knows the issuer and the target.
         await push(EndKey(room: room, peer: home))
+        guard channels[home] === channel else {
+            throw APIError(.serviceUnavailable, code: 6022, "the channel to the room's home node \(home) closed; retry")
+        }
         let answer = try await ask(home, room: room, on: channel) { .command(room: room, request: $0, by: by, command) }
         let outcome = try await node.withRoom(room) { r, core, now in
             if let state = answer.state { r.applyModeration(state, now: now, into: core.batch) }

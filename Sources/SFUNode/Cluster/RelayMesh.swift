@@ -64,8 +64,9 @@ actor RelayMesh {
         var sentStreams: [RelayedStream]?
         var sentMembers: [RelayedMember]?
         var sentAt: ContinuousClock.Instant?
-        /// Everyone this end described to the peer, so that their leaving is told.
-        var described: Set<String> = []
+        /// Everyone this end described to the peer, with the index of the admission described (a participant
+        /// who left and came back between two pushes has another), so that their leaving is told.
+        var described: [String: Int] = [:]
         var sentRanking: (Int64, UInt64)?
         var sentModeration: (Int64, UInt64)?
     }
@@ -259,19 +260,23 @@ actor RelayMesh {
         let home = spans[key.room]?.home == nodeID
         let epoch = spans[key.room]?.epoch ?? end.epoch
         let room = key.room, peer = key.peer, described = end.described
-        let state: ([RelayedStream], [String], SharedRanking?, ModerationState?, [RelayedMember])?
+        let state: ([RelayedStream], [String], SharedRanking?, ModerationState?, [RelayedMember], [String: Int])?
         do {
             state = try await worker.perform { core, _ in
                 // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
                 guard core.hasRelay(id), let r = core.rooms[room], let streams = r.relayed(to: peer) else { return nil }
-                return (streams, described.filter { !r.contains(participant: $0) }.sorted(),
-                        home ? r.shareRanking() : nil, home ? r.moderationState : nil, Array(r.localMembers.prefix(RelayMessage.maxListed)))
+                let members = Array(r.localMembers.prefix(RelayMessage.maxListed))
+                var generations: [String: Int] = [:]
+                for who in members.map(\.participant) + streams.map(\.participant) { generations[who] = r.localIndex(of: who) }
+                // Left: no longer this node's own (gone, or moved to another node), or left and came back.
+                return (streams, described.filter { r.localIndex(of: $0.key) != $0.value }.keys.sorted(),
+                        home ? r.shareRanking() : nil, home ? r.moderationState : nil, members, generations)
             }
         } catch {
             return  // a busy worker: the next pass asks again
         }
         guard ends[key]?.relay == end.relay else { return }  // replaced while this awaited
-        guard let (streams, left, ranking, moderation, members) = state else {
+        guard let (streams, left, ranking, moderation, members, generations) = state else {
             return await close(key, reason: "the room's relay end is gone", tellPeer: true)
         }
         let now = ContinuousClock.now
@@ -280,7 +285,9 @@ actor RelayMesh {
             ends[key]?.sentStreams = streams
             ends[key]?.sentMembers = members
             ends[key]?.sentAt = now
-            let nowDescribed = (ends[key]?.described ?? described).subtracting(left).union(streams.map(\.participant)).union(members.map(\.participant))
+            var nowDescribed = ends[key]?.described ?? described
+            for who in left { nowDescribed[who] = nil }
+            nowDescribed.merge(generations) { _, new in new }
             ends[key]?.described = nowDescribed
         }
         if var ranking {
@@ -363,7 +370,8 @@ actor RelayMesh {
             do {
                 try await node.withRoom(room) { r, core, now in
                     r.remoteLeft(left, from: peer)
-                    r.receiveMembers(members, from: peer)
+                    // Talkers with their streams first: the members after them are the silent rest.
+                    defer { r.receiveMembers(members, from: peer) }
                     try r.receiveRelayed(streams, from: peer, now: now, into: core.batch)
                 }
             } catch {

@@ -45,7 +45,9 @@ public enum RelayMessage: Sendable, Equatable {
     /// how many connections a drop closed.
     case result(room: String, request: UInt64, error: RelayCommandError?, state: ModerationState?, closed: Int?)
 
-    public static let protocolVersion = 1
+    /// 2: `members` in `streams`, `command`, `drop` and `result`, screen shares (`source`). Nodes of other
+    /// versions do not relay to each other.
+    public static let protocolVersion = 2
     /// Bounds of what a message may carry.
     public static let maxBytes = 1 << 20
     public static let maxIDBytes = 256
@@ -261,7 +263,7 @@ struct WireStream: Codable {
 
     init(_ s: RelayedStream) {
         participant = s.participant
-        name = s.name
+        name = Check.name(s.name)
         role = s.role
         kind = s.kind
         codec = s.codec
@@ -286,7 +288,7 @@ struct WireStream: Codable {
             profile = H264ProfileLevelID(profile: p, level: .init(levelIDC: h.levelIDC, constraintSet3: false, profileIDC: 0))
         }
         guard source == nil || (source == "screen" && kind == .video) else { throw RelayMessageError("source must be screen, on a video") }
-        return RelayedStream(participant: try Check.id(participant, "participant"), name: try Check.text(name, "name"), role: role, kind: kind,
+        return RelayedStream(participant: try Check.id(participant, "participant"), name: Check.name(name), role: role, kind: kind,
                              codec: codec, ssrc: ssrc, payloadType: payloadType, rtxSSRC: rtxSSRC, rtxPayloadType: rtxPayloadType, h264: profile,
                              source: source == "screen" ? .screen : .camera)
     }
@@ -336,6 +338,10 @@ enum Check {
         guard s.utf8.count <= RelayMessage.maxIDBytes else { throw RelayMessageError("\(field) over \(RelayMessage.maxIDBytes) bytes") }
         return s
     }
+
+    /// A display name: cut to `maxIDBytes` at a character's end rather than refused (the control API bounds
+    /// names in characters, and a name never decides anything).
+    static func name(_ s: String) -> String { s.clipped(toUTF8Bytes: RelayMessage.maxIDBytes) }
 
     static func ids(_ list: [String], _ field: String) throws -> [String] {
         guard list.count <= RelayMessage.maxListed else { throw RelayMessageError("\(field) lists \(list.count), over \(RelayMessage.maxListed)") }

@@ -35,15 +35,72 @@ import Testing
         #expect(!a.room.contains(participant: "dan"))
     }
 
-    @Test func aRoomTakesTheOthersMembersOnlyUpToItsCapacity() throws {
+    /// `participants_per_room` bounds each node's own participants (what placement counts, so a full home
+    /// spills to another node); other nodes' participants have a bound of their own (as many as the nodes the
+    /// room may relay to hold), so a spilled node still takes the full home's members and its own joiners.
+    @Test func eachNodeHoldsItsOwnParticipantsToTheCapAndTheOthersToTheirs() throws {
         var limits = RoomLimits()
         limits.participants = 3
-        let room = try Room(name: "standup", configuration: Self.configuration(), limits: limits, now: .seconds(1))
-        try room.attachRelay(peer: "node-b", connection: ConnectionID(900), now: .seconds(1), into: DatagramBatch(capacity: 16))
-        try room.admit("local", now: .seconds(1))
-        let members = (0..<5).map { RelayedMember(participant: "r\($0)", name: "R\($0)", role: .participant) }
-        #expect(room.receiveMembers(members, from: "node-b") == 2)
-        #expect(room.snapshot().participants.map(\.id) == ["local", "r0", "r1"])
+        limits.relays = 2
+        let now = MonoTime.seconds(1)
+        let room = try Room(name: "standup", configuration: Self.configuration(), limits: limits, now: now)
+        try room.attachRelay(peer: "node-b", connection: ConnectionID(900), now: now, into: DatagramBatch(capacity: 16))
+        try room.admit("local", now: now)
+        let members = (0..<8).map { RelayedMember(participant: "r\($0)", name: "R\($0)", role: .participant) }
+        #expect(room.receiveMembers(members, from: "node-b") == 6, "3 x 2 of other nodes")
+        #expect(room.participantCount == 1)
+        try room.admit("l2", now: now)
+        try room.admit("l3", now: now)
+        #expect(throws: RoomError.self) { try room.admit("l4", now: now) }
+        #expect(room.participantCount == 3 && room.snapshot().participants.count == 9)
+    }
+
+    /// A participant held as another node's that joins here (its node died, or it moved) becomes this node's
+    /// own; what its old node still describes of it is skipped, not refused with the rest; and another
+    /// node's participant can neither publish nor subscribe here.
+    @Test func aParticipantWhoMovesHereIsThisNodesOwnAndItsOldNodesDescriptionIsSkipped() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration())
+        let (a, b) = (nodes.a, nodes.b)
+        var dan = try b.join("dan", audioSlots: 0)
+        _ = try a.join("L", publishAudio: false, audioSlots: 1)
+        try nodes.step()
+        #expect(a.room.origin(of: "dan") == "node-b" && a.room.localIndex(of: "dan") == nil)
+        #expect(throws: RoomError.self) { try a.room.attachPublisher("dan", connection: ConnectionID(901), tracks: [], now: a.now) }
+        try a.room.admit("dan", now: a.now)
+        #expect(a.room.origin(of: "dan") == nil && a.room.localIndex(of: "dan") != nil)
+        // B still has him and relays his audio: A binds nothing of it, and takes the rest of B's description.
+        _ = try b.join("eve", audioSlots: 0)
+        for _ in 0..<50 {
+            b.send(dan.audio.packet([0xF8, 0xFF, 0xFE], level: 10), from: dan.publish)
+            dan.audio.timestamp &+= 960
+            try nodes.step()
+        }
+        #expect(a.room.origin(of: "dan") == nil && a.room.origin(of: "eve") == "node-b")
+    }
+
+    /// A relay that closes and opens again (a flapping channel) does not undo what the home decided of the
+    /// other node's participants: their hard mutes, roles and pins come back with them.
+    @Test func theHomeKeepsWhatItDecidedOfAnotherNodesParticipantsAcrossARelayThatClosed() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration())
+        let (a, b) = (nodes.a, nodes.b)
+        _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
+        _ = try b.join("dan", publishAudio: false, audioSlots: 0)
+        try nodes.step()
+        try a.room.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
+        try a.room.moderate(.pin(["dan"]), by: "M", now: a.now, into: a.batch)
+        try a.room.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
+        a.room.detachConnection(nodes.ab.connection, reason: nil)
+        #expect(!a.room.contains(participant: "dan"))
+        _ = try a.relay(to: "node-b")
+        a.room.receiveMembers(b.room.localMembers, from: "node-b")
+        let state = a.room.moderationState
+        #expect(state.hardMuted["dan"] == .init(audio: true, video: false) && state.pinned == ["dan"] && state.moderators?.contains("dan") == true,
+                "\(state)")
+        // A real leave forgets it: dan back after leaving B is a new participant to the home.
+        a.room.detachConnection(nodes.ab.connection, reason: nil)
+        a.room.remoteLeft(["dan"], from: "node-b")
+        a.room.receiveMembers([RelayedMember(participant: "dan", name: "dan", role: .participant)], from: "node-b")
+        #expect(a.room.moderationState.hardMuted["dan"] == nil)
     }
 
     /// B applies A's (the home's) state: B's own clients are told what changed with who did it, as A's were;
@@ -79,5 +136,24 @@ import Testing
         _ = b.room.drainEvents()
         #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
         #expect(b.room.drainEvents().contains(.floor(action: .invite, by: "dan", target: "late", raisedHands: [], approvedHands: [])))
+        // A later state that moves the floor without a floor command (the invited one left) repeats no floor event.
+        try a.room.moderate(.hardMute(target: "late", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
+        a.room.remoteLeft(["late"], from: "node-b")  // the home saw "late" go first
+        _ = b.room.drainEvents()
+        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(!b.room.drainEvents().contains { if case .floor = $0 { true } else { false } })
+        // A participant the home's state does not list (the home let it go first) keeps its hard mute here.
+        try a.room.moderate(.lock(false), by: "dan", now: a.now, into: a.batch)
+        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        _ = try b.join("new", publishAudio: false, audioSlots: 0)
+        try nodes.step()
+        try a.room.moderate(.hardMute(target: "new", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
+        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        a.room.remoteLeft(["new"], from: "node-b")
+        _ = b.room.drainEvents()
+        try a.room.moderate(.roomHardMute(audio: false), by: "dan", now: a.now, into: a.batch)
+        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.snapshot().participants.first { $0.id == "new" }?.hardMutedAudio == true)
+        #expect(!b.room.drainEvents().contains { if case .participantHardMute = $0 { true } else { false } })
     }
 }

@@ -15,6 +15,7 @@ import Testing
                       h264: H264ProfileLevelID(profile: .constrainedBaseline, level: .init(levelIDC: 31, constraintSet3: false, profileIDC: 0x42))),
         RelayedStream(participant: "alice", name: "Alice", role: .moderator, kind: .video, codec: .vp8, ssrc: 0x1000_0007, payloadType: 96,
                       rtxSSRC: 0x1000_0008, rtxPayloadType: 97, source: .screen),
+        RelayedStream(participant: "bob", name: "Bob", kind: .video, codec: .vp8, ssrc: 0x1000_0009, payloadType: 96, layer: 2),
     ]
 
     static let members = [RelayedMember(participant: "alice", name: "Alice", role: .moderator), RelayedMember(participant: "dan", name: "Dan", role: .participant)]
@@ -92,6 +93,8 @@ import Testing
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"rtx_ssrc":1,"rtx_payload_type":97"#), "RTX stream on its media SSRC"),
             (stream(#""kind":"audio","codec":"opus","ssrc":1,"payload_type":111,"source":"screen""#), "source must be screen, on a video"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"source":"window""#), "source must be screen, on a video"),
+            (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"layer":4"#), "layer must be 0-3, on a video"),
+            (stream(#""kind":"audio","codec":"opus","ssrc":1,"payload_type":111,"layer":0"#), "layer must be 0-3, on a video"),
             (stream(#""kind":"video","codec":"vp8","ssrc":1,"payload_type":96,"h264":{"profile":"high","level_idc":31}"#),
              "bad h264 profile"),
             (#"{"type":"ranking","room":"r","ranking":{"epoch":1,"version":1,"recency":["a"],"speaking":["b"],"young":[]}}"#,

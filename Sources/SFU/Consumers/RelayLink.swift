@@ -15,8 +15,11 @@ final class RelayLink {
     let holder: Participant
     let subscriber: Subscriber
     let maxSlots: Int
-    /// The participant each slot is bound to, by mid, and when it was last in the plan.
-    private(set) var bound: [String: (participant: Int, lastWanted: MonoTime)] = [:]
+    /// The participant each slot is bound to, by mid, what of it (audio, or which layer of which video), and
+    /// when it was last in the plan.
+    private(set) var bound: [String: (participant: Int, kind: RelayedKind, lastWanted: MonoTime)] = [:]
+    /// Slots per participant and source at most: a simulcast source's layers each have one.
+    static let maxLayers = 4
     private var descriptions: [SlotDescription] = []
 
     init(peer: String, connection: Connection, holder: Participant, videoCount: VideoCountPolicy, resendPolicy: ResendPolicy,
@@ -26,6 +29,7 @@ final class RelayLink {
         self.holder = holder
         self.maxSlots = maxSlots
         subscriber = Subscriber(participant: holder, connection: connection, videoCount: videoCount, resendPolicy: resendPolicy, effects: effects)
+        subscriber.passesEveryLayer = true
         connection.subscriber = subscriber
     }
 
@@ -48,13 +52,13 @@ final class RelayLink {
         return descriptions.first { $0.mid == mid }?.ssrc
     }
 
-    static func mid(participant: Int, kind: RelayedKind) -> String { "\(kind.prefix)\(participant)" }
+    static func mid(participant: Int, kind: RelayedKind) -> String { "\(kind.prefix)\(participant)" + (kind.layer > 0 ? ".\(kind.layer)" : "") }
 
     /// The formats a relay slot takes: Opus, or every video codec the node forwards (the source keeps its
     /// codec; H.264 under a format for the high profiles and one for Baseline).
     func description(participant: Int, kind: RelayedKind) -> SlotDescription {
         let mid = Self.mid(participant: participant, kind: kind), ssrc = newSSRC()
-        guard kind != .audio else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
+        guard kind.source != .audio else { return SlotDescription(codec: .opus, mid: mid, ssrc: ssrc, payloadType: 111, audioLevelExtensionID: 1) }
         let level = H264ProfileLevelID.Level(levelIDC: 52, constraintSet3: false, profileIDC: 0x64)
         var d = SlotDescription(codec: .vp8, mid: mid, ssrc: ssrc, payloadType: 96, rtxPayloadType: 97,
                                rtxSSRC: newSSRC(), otherFormats: [
@@ -64,28 +68,39 @@ final class RelayLink {
                                    PayloadFormat(codec: .h264, payloadType: 104, rtxPayloadType: 105,
                                                  h264: H264ProfileLevelID(profile: .baseline, level: level)),
                                ])
-        d.source = kind == .screen ? .screen : .camera
+        d.source = kind.source == .screen ? .screen : .camera
         return d
     }
 
-    /// Follows the plan: binds a slot to each wanted participant that has none, empties the slots of those no
-    /// longer wanted, and shows each wanted participant's track in its slot.
+    /// A video source's layers, lowest first (one for a source that is not simulcast).
+    static func layers(of p: Participant, _ source: VideoSource) -> [PublishedTrack] {
+        (p.publisher?.tracks(source) ?? []).sorted { ($0.description.simulcast?.index ?? 0) < ($1.description.simulcast?.index ?? 0) }
+    }
+
+    /// Follows the plan: binds a slot to each wanted participant that has none - a video one per layer of a
+    /// simulcast source, so the peer's subscribers each take the layer that fits them, as this node's do -
+    /// empties the slots of those no longer wanted, and shows each wanted participant's track in its slot.
     func follow(_ wanted: RelayPlan.Wanted, participants: Roster, configuration: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
         var changed = false
-        for (kind, who) in [(RelayedKind.audio, wanted.audio), (.camera, wanted.video), (.screen, wanted.screen)] {
+        for (source, who) in [(RelayedKind.Source.audio, wanted.audio), (.camera, wanted.video), (.screen, wanted.screen)] {
             for p in who {
-                let mid = Self.mid(participant: p, kind: kind)
-                if bound[mid] == nil {
-                    descriptions.append(description(participant: p, kind: kind))
-                    changed = true
+                let layers = source == .audio ? 1 : participants[p].map { min(max(Self.layers(of: $0, source == .screen ? .screen : .camera).count, 1), Self.maxLayers) } ?? 1
+                for layer in 0..<layers {
+                    let kind = RelayedKind(source: source, layer: layer)
+                    let mid = Self.mid(participant: p, kind: kind)
+                    if bound[mid] == nil {
+                        descriptions.append(description(participant: p, kind: kind))
+                        changed = true
+                    }
+                    bound[mid] = (p, kind, now)
                 }
-                bound[mid] = (p, now)
             }
             // Past the cap, the slots empty longest go (never one wanted now: at most K of them).
-            let ofKind = bound.filter { $0.key.hasPrefix(kind.prefix) }
-            if ofKind.count > maxSlots {
+            let cap = source == .audio ? maxSlots : maxSlots * Self.maxLayers
+            let ofKind = bound.filter { $0.value.kind.source == source }
+            if ofKind.count > cap {
                 for (mid, _) in ofKind.filter({ $0.value.lastWanted < now }).sorted(by: { $0.value.lastWanted < $1.value.lastWanted })
-                    .prefix(ofKind.count - maxSlots) {
+                    .prefix(ofKind.count - cap) {
                     bound[mid] = nil
                     descriptions.removeAll { $0.mid == mid }
                     changed = true
@@ -95,15 +110,16 @@ final class RelayLink {
         if changed { _ = subscriber.bind(descriptions, startBitrate: Double(configuration.startBitrateKbps) * 1000) }
         for slot in subscriber.slots {
             guard let b = bound[slot.description.mid] else { continue }
-            let isWanted = wanted[RelayedKind(slot.description)].contains(b.participant)
-            if isWanted, let q = participants[b.participant] {
+            let isWanted = wanted[b.kind.source].contains(b.participant)
+            // Each slot shows its own layer (audio: the audio), and nothing when the source has fewer now.
+            let track: PublishedTrack? = participants[b.participant].flatMap { q in
+                b.kind.source == .audio ? q.publisher?.audio : Self.layers(of: q, slot.description.source).dropFirst(b.kind.layer).first
+            }
+            if isWanted, let q = participants[b.participant], let track {
                 // Placed anew when it is someone else, or its track changed (re-published, another layer).
                 let shown = slot.pending ?? slot.current
-                if slot.assignee !== q {
-                    subscriber.place(q, in: slot, configuration: configuration, now: now, into: out)
-                } else if let t = subscriber.chooseTrack(of: q, for: slot, current: shown, configuration: configuration, now: now),
-                          t !== shown, slot.undecodable !== t {
-                    subscriber.place(q, in: slot, configuration: configuration, now: now, into: out)
+                if slot.assignee !== q || (track !== shown && slot.undecodable !== track) {
+                    subscriber.place(q, in: slot, layer: track, configuration: configuration, now: now, into: out)
                 }
             } else if slot.assigned != nil {
                 slot.clear()
@@ -118,9 +134,12 @@ final class RelayLink {
             guard let who = slot.assignee, let track = slot.pending ?? slot.current,
                   let f = slot.kind == .audio ? slot.description.formats.first : slot.description.format(for: track.description)
             else { return nil }
+            // A layer of a simulcast source says which: the peer binds the layers as one simulcast source.
+            let layer = slot.kind == .video && Self.layers(of: who, slot.description.source).count > 1 ? bound[slot.description.mid]?.kind.layer : nil
             return RelayedStream(participant: who.id, name: who.name, role: who.role, kind: slot.kind, codec: f.codec,
                                  ssrc: slot.description.ssrc, payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC,
-                                 rtxPayloadType: f.rtxPayloadType, h264: track.description.h264, source: slot.kind == .video ? slot.description.source : .camera)
+                                 rtxPayloadType: f.rtxPayloadType, h264: track.description.h264, source: slot.kind == .video ? slot.description.source : .camera,
+                                 layer: layer)
         }
     }
 
@@ -162,11 +181,14 @@ public struct RelayedStream: Sendable, Equatable {
     public var h264: H264ProfileLevelID?
     /// A video's source at its participant: its camera, or its screen share.
     public var source: VideoSource
+    /// Which layer of a simulcast source (0 the lowest); nil for a source that is not simulcast.
+    public var layer: Int?
 
     public init(participant: String, name: String, role: Role = .participant, kind: MediaKind, codec: Codec, ssrc: UInt32,
                 payloadType: UInt8, rtxSSRC: UInt32? = nil, rtxPayloadType: UInt8? = nil, h264: H264ProfileLevelID? = nil,
-                source: VideoSource = .camera) {
+                source: VideoSource = .camera, layer: Int? = nil) {
         self.source = kind == .video ? source : .camera
+        self.layer = kind == .video ? layer : nil
         self.participant = participant
         self.name = name
         self.role = role
@@ -187,20 +209,33 @@ public struct RelayedStream: Sendable, Equatable {
                                  rtxPayloadType: rtxPayloadType, nack: true)
         t.h264 = h264
         t.source = source
+        t.simulcast = layer.map { SimulcastLayer(index: $0) }
         return t
     }
 
-    var relayedKind: RelayedKind { kind == .audio ? .audio : source == .screen ? .screen : .camera }
+    var relayedKind: RelayedKind {
+        RelayedKind(source: kind == .audio ? .audio : source == .screen ? .screen : .camera, layer: layer ?? 0)
+    }
 }
 
-/// What one relay slot carries of its participant: audio, camera or screen share.
-enum RelayedKind: Hashable, Comparable {
-    case audio, camera, screen
+/// What one relay slot carries of its participant: its audio, or one layer of its camera or screen share.
+struct RelayedKind: Hashable, Comparable {
+    enum Source: Int, Comparable {
+        case audio, camera, screen
+        static func < (a: Source, b: Source) -> Bool { a.rawValue < b.rawValue }
+    }
 
-    init(_ d: SlotDescription) { self = d.codec == .opus ? .audio : d.source == .screen ? .screen : .camera }
+    var source: Source
+    var layer = 0
+
+    static let audio = RelayedKind(source: .audio)
+    static let camera = RelayedKind(source: .camera)
+    static let screen = RelayedKind(source: .screen)
+
+    static func < (a: RelayedKind, b: RelayedKind) -> Bool { (a.source, a.layer) < (b.source, b.layer) }
 
     var prefix: String {
-        switch self {
+        switch source {
         case .audio: "a"
         case .camera: "v"
         case .screen: "s"

@@ -59,7 +59,7 @@ extension Subscriber {
     /// slot's `LayerClimb` allows. Without an estimate: the top step its render limit allows.
     /// Returns whether a slot moved (its slot map reports the new layer).
     func reviewLayers(configuration c: RoomConfiguration, now: MonoTime, into out: DatagramBatch) -> Bool {
-        guard videoSlots.contains(where: \.showsSeveralSteps) else { return false }
+        guard !passesEveryLayer, videoSlots.contains(where: \.showsSeveralSteps) else { return false }
         let plan = layerPlan(configuration: c, now: now)
         let estimate = estimator.estimate.map { Double($0) }
         // What the lowest estimate of the last `LayerClimb.hold` fits: the most a slot climbs to (planned once,
@@ -152,6 +152,7 @@ extension Subscriber {
     /// rate falls to a quarter. Going up needs `layerUpMargin` to spare and the slot's `LayerClimb` to allow it,
     /// as simulcast layers do; going down is at once.
     func reviewLayerCaps(audioReserveKbps: Int, now: MonoTime, into out: DatagramBatch) {
+        guard !passesEveryLayer else { return }
         let share = videoShare(audioReserveKbps: audioReserveKbps)
         for slot in videoSlots {
             // While another source waits for its key frame the caps are not chosen: they would be the old one's.

@@ -26,6 +26,8 @@ final class Subscriber {
     var probe = ProbePlanner()
     /// The lowest its estimate has been lately: what a layer must fit to be climbed to (`reviewLayers`).
     var estimateFloor = EstimateFloor()
+    /// A relay's: each slot shows the layer it was bound to, whole (`RelayLink`); no estimate moves or caps it.
+    var passesEveryLayer = false
 
     init(participant: Participant, connection: Connection, videoCount: VideoCountPolicy, resendPolicy: ResendPolicy, effects: RoomEffects) {
         self.participant = participant

@@ -13,7 +13,7 @@ enum RelayPlan {
         /// subscriber of the room could be shown).
         var screen: [Int] = []
 
-        subscript(kind: RelayedKind) -> [Int] {
+        subscript(kind: RelayedKind.Source) -> [Int] {
             switch kind {
             case .audio: audio
             case .camera: video

@@ -54,6 +54,8 @@ public enum RelayMessage: Sendable, Equatable {
     public static let maxStreams = 256
     public static let maxListed = 4096
     public static let keyAndSaltBytes = 28
+    /// Layers of one simulcast source at most.
+    public static let maxLayers = 4
     public static let maxRelayID: UInt64 = 1 << 53
 }
 
@@ -244,6 +246,8 @@ struct WireStream: Codable {
     var h264: H264Wire?
     /// "screen" for a screen share; absent for a camera (and audio).
     var source: String?
+    /// A simulcast source's layer, 0 the lowest; absent for one that is not simulcast.
+    var layer: Int?
 
     struct H264Wire: Codable {
         var profile: String
@@ -255,7 +259,7 @@ struct WireStream: Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case participant, name, role, kind, codec, ssrc, h264, source
+        case participant, name, role, kind, codec, ssrc, h264, source, layer
         case payloadType = "payload_type"
         case rtxSSRC = "rtx_ssrc"
         case rtxPayloadType = "rtx_payload_type"
@@ -275,6 +279,7 @@ struct WireStream: Codable {
             H264Wire(profile: $0.profile.rawValue, levelIDC: $0.level.levelIDC)
         }
         source = s.source == .screen ? "screen" : nil
+        layer = s.layer
     }
 
     func stream() throws -> RelayedStream {
@@ -288,9 +293,12 @@ struct WireStream: Codable {
             profile = H264ProfileLevelID(profile: p, level: .init(levelIDC: h.levelIDC, constraintSet3: false, profileIDC: 0))
         }
         guard source == nil || (source == "screen" && kind == .video) else { throw RelayMessageError("source must be screen, on a video") }
+        guard layer.map({ kind == .video && (0..<RelayMessage.maxLayers).contains($0) }) ?? true else {
+            throw RelayMessageError("layer must be 0-\(RelayMessage.maxLayers - 1), on a video")
+        }
         return RelayedStream(participant: try Check.id(participant, "participant"), name: Check.name(name), role: role, kind: kind,
                              codec: codec, ssrc: ssrc, payloadType: payloadType, rtxSSRC: rtxSSRC, rtxPayloadType: rtxPayloadType, h264: profile,
-                             source: source == "screen" ? .screen : .camera)
+                             source: source == "screen" ? .screen : .camera, layer: layer)
     }
 }
 

@@ -167,6 +167,72 @@ import Testing
         #expect(b.talkerEvents(for: "V").last?.2.first { $0.mid == "s0" }?.participant == nil)
     }
 
+    /// A simulcast camera crosses whole: one relay slot per layer, bound on the other node as one simulcast
+    /// source, whose subscribers each take the layer their estimate fits - as the publisher's own node's do
+    /// (a relay that carried one layer left a weak subscriber there nothing smaller).
+    @Test func aSimulcastCameraCrossesWithEveryLayerAndEachSubscriberThereTakesItsOwn() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration(k: 2))
+        let (a, b) = (nodes.a, nodes.b)
+        var publisher = try a.join("P", audioSlots: 0)
+        let ssrcs: [UInt32] = [0xA1, 0xA2, 0xA3], sizes = [150, 600, 1200], frames = [(320, 180), (640, 360), (1280, 720)]
+        try a.publishSimulcast(publisher, layers: ssrcs)
+        let low = try b.join("low", publishAudio: false, audioSlots: 1, videoSlots: 1)
+        let high = try b.join("high", publishAudio: false, audioSlots: 1, videoSlots: 1)
+        var writers = ssrcs.map { RTPStreamWriter(ssrc: $0, payloadType: 96, timestamp: 90_000) }
+        var pictureIDs = [UInt16](repeating: 100, count: 3)
+        var rtcpRead = 0
+        func remb(_ m: RoomHarness.Member, _ bps: UInt64) {
+            var buf = [UInt8](repeating: 0, count: 64)
+            let n = buf.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: bps, ssrcs: [1]).write(into: $0) }!
+            b.send(Array(buf[0..<n]), from: m.subscribe)
+        }
+        func run(steps: Int) throws {
+            for step in 0..<steps {
+                // Key frames where the node asked for them (a PLI on the layer's SSRC), and every 2 s.
+                let rtcp = a.rtcp(to: publisher.publish.connection)
+                var plis: Set<UInt32> = []
+                for p in rtcp.dropFirst(rtcpRead) where p.count >= 12 && p[1] == 206 && p[0] & 0x1F == 1 {
+                    plis.insert(UInt32(p[8]) << 24 | UInt32(p[9]) << 16 | UInt32(p[10]) << 8 | UInt32(p[11]))
+                }
+                rtcpRead = rtcp.count
+                a.send(publisher.audio.packet([0xF8, 0xFF, 0xFE], level: 10), from: publisher.publish)
+                publisher.audio.timestamp &+= 960
+                for _ in 0..<2 {
+                    for i in 0..<3 {
+                        let key = plis.contains(ssrcs[i]) || step % 100 == 0
+                        var payload = [UInt8](repeating: UInt8(i), count: sizes[i])
+                        let pid = pictureIDs[i]
+                        payload.replaceSubrange(0..<6, with: [0x90, 0x80, 0x80 | UInt8(pid >> 8), UInt8(pid & 0xFF), key ? 0x10 : 0x11, UInt8(i)])
+                        if key {
+                            let (w, h) = frames[i]
+                            payload.replaceSubrange(7..<14, with: [0x9D, 0x01, 0x2A, UInt8(w & 0xFF), UInt8(w >> 8), UInt8(h & 0xFF), UInt8(h >> 8)])
+                        }
+                        pictureIDs[i] = (pid + 1) & 0x7FFF
+                        a.send(writers[i].packet(payload, marker: true), from: publisher.publish)
+                        writers[i].timestamp &+= 900
+                    }
+                    plis.removeAll()
+                }
+                if step % 5 == 0 {
+                    remb(low, 400_000)
+                    remb(high, 5_000_000)
+                }
+                try nodes.step()
+            }
+        }
+        try run(steps: 200)
+        let relayed = (a.room.relayed(to: "node-b") ?? []).filter { $0.participant == "P" && $0.kind == .video }
+        #expect(relayed.map(\.layer) == [0, 1, 2], "every layer of P's camera crosses: \(relayed)")
+        b.clearReceived()
+        try run(steps: 50)
+        func shown(_ m: RoomHarness.Member) -> [UInt8] {
+            b.slotPackets(m, ssrcOffset: SlotSSRC.video(0)).map { $0.packet[$0.header.payloadOffset + 5] }
+        }
+        let (lows, highs) = (shown(low), shown(high))
+        #expect(lows.count >= 50 && Set(lows) == [0], "400 kbit/s on node B takes the lowest layer: \(Set(lows)), \(lows.count)")
+        #expect(highs.count >= 50 && Set(highs) == [2], "5 Mbit/s on node B takes the highest: \(Set(highs)), \(highs.count)")
+    }
+
     @Test func aTalkerOnAnotherNodeTakesTheSlotALocalTalkerHadAndIsHeard() throws {
         let nodes = try RelayedRooms(configuration: Self.configuration(k: 1))
         let (a, b) = (nodes.a, nodes.b)

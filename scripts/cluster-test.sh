@@ -2,8 +2,9 @@
 # Two nodes of a cluster as processes, each in a network namespace of its own, joined by a bridge, sharing a
 # registry (a private PostgreSQL server, reached over its Unix socket):
 # 1. `sfu-lab relay-bench`: a room spanning both nodes, a talker and a listener on node a and a listener on
-#    node b (real ICE, DTLS and SRTP from a third namespace), then kill -9 of node a - the talker's node and the
-#    room's home - and the talker rejoining on node b;
+#    node b (real ICE, DTLS and SRTP from a third namespace), talkers on both nodes taking turns, then kill -9
+#    of node a - the talker's node and the room's home - and the talker rejoining on node b; the link between
+#    the nodes loses 1 % each way and is capped (iptables, tc tbf);
 # 2. Chromium: the example signaling server (`sfu signaling`) before two nodes that take one and two participants,
 #    two headless Chromium on its demo page in one room - Alice talking, Bob silent - placed on different nodes,
 #    Bob hearing Alice through the relay; then kill -9 of Alice's node, her page told to rejoin, placed on the
@@ -33,10 +34,21 @@ cleanup() {
 trap cleanup EXIT
 # The clients' namespace holds the bridge (10.214.0.1); each node's namespace one end of a veth (10.214.0.11, .12).
 bridged_netns "$prefix" clients 10.214.0 a b
-echo "== a room across two node processes in their own namespaces: relay latency, kill -9 of the home, the talker back on the survivor"
+echo "== a room across two node processes in their own namespaces: relay latency, talkers taking turns on both, kill -9 of the home, the talker back on the survivor"
+# The link between the two "data centres": each node drops 1 % of the datagrams it gets from the other, and
+# each node's link is capped at 50 Mbit/s (token bucket; a relay here carries a few hundred kbit/s).
+for pair in "a 12" "b 11"; do
+  set -- $pair
+  ip netns exec "$prefix-$1" iptables -A INPUT -p udp -s "10.214.0.$2" -m statistic --mode random --probability 0.01 -j DROP
+  ip netns exec "$prefix-$1" tc qdisc add dev eth0 root tbf rate 50mbit burst 64kb latency 50ms
+done
 # A 3 s heartbeat timeout: a debug build on a loaded machine may be late with a 1 s heartbeat, never by 2 s.
 SFU_BENCH_NODE=$(realpath "$sfu") timeout 180 ip netns exec "$prefix-clients" "$lab" relay-bench --seconds 5 --heartbeat-timeout 3 \
   --node-hosts 10.214.0.11,10.214.0.12 --namespaces "$prefix-a,$prefix-b" --client-host 10.214.0.1
+for n in a b; do
+  ip netns exec "$prefix-$n" iptables -F INPUT
+  ip netns exec "$prefix-$n" tc qdisc del dev eth0 root
+done
 
 echo "== Chromium on two nodes: a room across them through the example signaling server, kill -9 of the talker's node"
 peer_venv

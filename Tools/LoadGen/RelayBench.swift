@@ -9,7 +9,9 @@ import WebRTCEdge
 /// on real UDP: the latency a relay hop adds (a listener on the talker's node against one on the other node,
 /// measured side by side on the same packets' send stamps), then `kill -9` of the talker's node (the room's
 /// home) and how long until the registry names a new home and until the talker, rejoining on the survivor as a
-/// signaling server would have it do, is heard there again.
+/// signaling server would have it do, is heard there again. Between the two, talkers on both nodes take turns:
+/// whether the nodes show the same talkers (the room state of each, sampled every 50 ms) and how long each
+/// node takes to list a new talker among the active talkers, on the talker's own node and on the other.
 public enum RelayBench {
     public struct Result: CustomStringConvertible, Sendable {
         public var localMilliseconds: [Double] = []
@@ -23,6 +25,15 @@ public enum RelayBench {
         public var mediaBackSeconds: Double?
         /// The heartbeat timeout the nodes ran with.
         public var heartbeatTimeout = 0
+        /// Talkers on both nodes taking turns: samples of both nodes' room state, and how many of them agreed
+        /// (the same active talkers in the same order, and the same dominant speaker).
+        public var rankingSamples = 0
+        public var rankingAgreed = 0
+        /// From a new talker's first loud packet to its node (local) and the other node (remote) listing it
+        /// among the room's active talkers (what every subscriber's slots follow), per turn.
+        public var switchLocalSeconds: [Double] = []
+        public var switchRemoteSeconds: [Double] = []
+        public var turns = 0
 
         static func p(_ v: [Double], _ q: Double) -> Double {
             guard !v.isEmpty else { return .nan }
@@ -42,6 +53,15 @@ public enum RelayBench {
                 String(format: "  the relay hop adds:             p50 %.2f ms, p99 %.2f ms", p(remoteMilliseconds, 0.5) - p(localMilliseconds, 0.5),
                        p(remoteMilliseconds, 0.99) - p(localMilliseconds, 0.99)),
             ]
+            if turns > 0 {
+                func s(_ v: [Double]) -> String {
+                    String(format: "p50 %.2f s, max %.2f s (%d of %d turns)", p(v, 0.5), v.max() ?? .nan, v.count, turns)
+                }
+                lines.append(String(format: "talkers on both nodes taking turns: the nodes agree on the talkers in %.1f %% of %d samples",
+                                    100 * Double(rankingAgreed) / Double(max(rankingSamples, 1)), rankingSamples))
+                lines.append("  a new talker listed as talking on its own node:  \(s(switchLocalSeconds)) (sampled every 0.05 s)")
+                lines.append("  a new talker listed as talking on the other node: \(s(switchRemoteSeconds))")
+            }
             lines.append("kill -9 of the talker's node (the room's home), heartbeat timeout \(heartbeatTimeout) s:")
             lines.append("  home taken over after " + (takeOverSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
             lines.append("  talker heard again on the survivor after " + (mediaBackSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
@@ -124,17 +144,24 @@ public enum RelayBench {
         var talkers: [(LoadClient, UInt16)] = [(alice, 1)]
         var frame = 0
         var nextFrame = MonoClock.now()
-        func pump(for duration: Double, loudAfter: Double = 0, until done: () -> Bool = { false }) async throws {
+        func pump(for duration: Double, loudAfter: Double = 0, loud: ((UInt16, Double) -> Bool)? = nil, every: (Double, () async -> Void)? = nil,
+                  until done: () -> Bool = { false }) async throws {
             let start = MonoClock.now()
+            var nextCall = 0.0
             while MonoClock.now() - start < .seconds(duration), !done() {
                 let now = MonoClock.now()
                 for c in [local.client, remote.client] + talkers.map(\.0) { c.poll(now: now) }
+                if let (period, call) = every, (now - start).seconds >= nextCall {
+                    nextCall += period
+                    await call()
+                }
                 if now >= nextFrame {
                     nextFrame = nextFrame + .milliseconds(20)
-                    let loud = (now - start).seconds >= loudAfter
+                    let t = (now - start).seconds
                     for (c, id) in talkers where c.state == .connected {
+                        let isLoud = loud.map { $0(id, t) } ?? (t >= loudAfter)
                         c.sendAudio(BenchStamp.opus(speech[frame % speech.count], sentAt: UInt64(MonoClock.now().nanoseconds), publisher: id),
-                                    level: loud ? 18 : 127)
+                                    level: isLoud ? 18 : 127)
                         if id == 1 { result.sent += 1 }
                     }
                     frame += 1
@@ -152,6 +179,41 @@ public enum RelayBench {
         try await pump(for: seconds, loudAfter: 0)
         (result.localMilliseconds, result.remoteMilliseconds) = (local.latencies, remote.latencies)
         (result.localReceived, result.remoteReceived) = (local.received, remote.received)
+        let sentWhileMeasured = result.sent
+
+        // Turns: Alice (node a, the home) and Carol (node b) talk 3 s each in turn, four times each; both nodes'
+        // room state is sampled every 50 ms.
+        let carol = try await join(b, "carol", publish: true)
+        talkers = [(alice, 1), (carol, 3)]
+        try await pump(for: 3, loud: { _, _ in false })  // Carol connects; everyone quiet
+        let turn = 3.0
+        result.turns = 8
+        var firstDominant: [Int: (a: Double?, b: Double?)] = [:]
+        let turnsStart = MonoClock.now()
+        func speaker(_ t: Double) -> UInt16 { Int(t / turn) % 2 == 0 ? 1 : 3 }
+        try await pump(for: turn * Double(result.turns), loud: { id, t in id == speaker(t) }, every: (0.05, {
+            let t = (MonoClock.now() - turnsStart).seconds
+            guard let x = try? await a.call("GET", "v1/rooms/\(room)"), let y = try? await b.call("GET", "v1/rooms/\(room)") else { return }
+            let talkersA = x.json["active_talkers"] as? [String] ?? [], talkersB = y.json["active_talkers"] as? [String] ?? []
+            let (domA, domB) = (x.json["dominant_speaker"] as? String, y.json["dominant_speaker"] as? String)
+            result.rankingSamples += 1
+            if talkersA == talkersB && domA == domB { result.rankingAgreed += 1 }
+            let i = Int(t / turn), name = speaker(t) == 1 ? "alice" : "carol", into = t - Double(i) * turn
+            var seen = firstDominant[i] ?? (nil, nil)
+            if seen.a == nil, talkersA.contains(name) { seen.a = into }
+            if seen.b == nil, talkersB.contains(name) { seen.b = into }
+            firstDominant[i] = seen
+        }))
+        // The first turn is Alice's from silence: a switch is a turn that takes over from the other talker.
+        for i in 1..<result.turns {
+            guard let seen = firstDominant[i] else { continue }
+            let (own, other) = i % 2 == 0 ? (seen.a, seen.b) : (seen.b, seen.a)
+            if let own { result.switchLocalSeconds.append(own) }
+            if let other { result.switchRemoteSeconds.append(other) }
+        }
+        result.turns -= 1
+        result.sent = sentWhileMeasured
+        talkers = [(alice, 1)]
 
         // kill -9 of a, the talker's node and the room's home.
         let killed = MonoClock.now()

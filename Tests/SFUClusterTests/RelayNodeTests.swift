@@ -8,6 +8,7 @@ import Logging
 import NodeIO
 import SFU
 import SFUCluster
+import SFUClient
 import SFUMedia
 @testable import SFUNode
 import Testing
@@ -276,6 +277,35 @@ import WebRTCEdge
 
     static func parse(_ text: String) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// `sfu bench --nodes`: the load generator places every participant through the cluster (`ClusterServer`)
+    /// and signals it to the node it was given; a room larger than a node takes spills to the other, whose
+    /// relay carries its talkers, and the report counts both nodes and says what each did.
+    @Test func theBenchPlacesItsParticipantsThroughTheClusterAndARoomSpansBothNodes() async throws {
+        let cluster = try await Self.twoNodes(capacity: 5)
+        defer { cluster.stop() }
+        var plan = BenchPlan()
+        plan.rooms = 1
+        plan.publishers = 3
+        plan.speakers = 2
+        plan.subscribers = 5
+        plan.seconds = 3
+        plan.rampSeconds = 1
+        plan.observe = false
+        let server = ClusterServer(nodes: zip(["a", "b"], cluster.nodes).map {
+            .init(id: $0, api: ControlClient(base: URL(string: "http://\($1.configuration.apiListen)")!, key: nil), pid: nil)
+        })
+        var bench = try Bench(plan: plan, server: server, media: MediaLibrary(videoKbps: 300, fps: 15, videoSeconds: 0.5))
+        let report = try await bench.run { _ in }
+        #expect(report.lossFraction < 0.01 && report.packetsOutPerSecond > 100, "\(report.text)")
+        // 8 participants, 5 a node: the room spans both, and one node receives the other's talkers over its relay.
+        #expect(server.participantsByNode.values.sorted() == [3, 5], "\(server.participantsByNode)")
+        #expect(server.perNode.contains("relay datagrams in/s"), "\(server.perNode)")
+        let relayed = server.perNode.split(separator: "\n").dropFirst().compactMap { line in
+            line.split(separator: ",").first { $0.contains("relay datagrams") }.flatMap { Double($0.split(separator: " ").first ?? "") }
+        }
+        #expect(relayed.contains { $0 >= 40 }, "a node received the other's talkers (50 packets a second each): \(server.perNode)")
     }
 
     /// A node that stops (its relay channel and relay ends close): the other node's room loses its remote

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClusterLab
 import Foundation
 import LoadGen
 import SFUClient
@@ -15,7 +16,11 @@ struct BenchCommand: AsyncParsableCommand {
             A preset or any meeting key makes the publishers play a simulated meeting (the one `sfu tune` plays; \
             docs/conversation-model.md) and the report say what the subscribers missed of it. \
             --sweep key=v1,v2,... runs once per value (a fresh node each time) and writes a table and an SVG chart; \
-            with --against, each value runs through both servers and the table compares them.
+            with --against, each value runs through both servers and the table compares them. \
+            --nodes N starts N nodes of one cluster (sharing --registry, or a private PostgreSQL server this \
+            command starts), places each participant through the cluster as a signaling server does (rooms spill \
+            to other nodes past --node-capacity and relay their talkers) and reports each node and its relays. \
+            --room-prefix names the rooms, so several generator processes can load the same node(s) at once.
             """
     )
 
@@ -30,11 +35,17 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Write the report(s) as JSON here.") var json: String?
     @Option(help: "Write the sweep chart (SVG) here.") var chart: String?
     @Option(help: "Seconds of raw UDP baseline after each run (0: none).") var baselineSeconds = 2.0
+    @Option(help: "Nodes of one cluster to start (2 or more: participants are placed through the cluster).") var nodes = 1
+    @Option(help: "The cluster's registry (postgres://...) with --nodes; default: a private server this command starts.") var registry: String?
+    @Option(help: "Each started node's cluster.capacity (participants) with --nodes: a room spills to another node past it.") var nodeCapacity = 1000
+    @Option(help: "Rooms are named this and their number.") var roomPrefix = "bench-"
     @Option(help: "Also run the plan against this peer SFU on the same cores and compare: janus (Debian's janus, VideoRoom; needs root for a private network namespace).")
     var against: String?
 
     func run() async throws {
         if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
+        if nodes > 1, target != nil || against != nil { throw ValidationError("--nodes starts the cluster itself; it cannot be used with --target or --against") }
+        guard (1...16).contains(nodes) else { throw ValidationError("--nodes must be 1-16") }
         if let against, against != "janus" { throw ValidationError("--against knows only janus, got '\(against)'") }
         if against != nil, !BenchNamespace.isInside {
             // Janus needs a veth interface holding 127.0.0.1: the whole comparison runs in a namespace of its own.
@@ -87,20 +98,27 @@ struct BenchCommand: AsyncParsableCommand {
         var comparisons: [BenchComparison] = []
         for (label, p) in runs {
             if let sweepKey { print("\n== \(sweepKey) = \(label)") }
-            let node: NodeProcess? = target == nil ? try await NodeProcess(workers: workers, cores: cores) : nil
-            let api = node?.api ?? ControlClient(base: URL(string: target!)!, key: key)
+            let cluster = nodes > 1 ? try await startCluster() : []
+            let node: NodeProcess? = target == nil && cluster.isEmpty ? try await NodeProcess(workers: workers, cores: cores) : nil
+            let api = node?.api ?? cluster.first?.api ?? ControlClient(base: URL(string: target!)!, key: key)
             let conversation = p.conversation.map { BenchConversation(parameters: $0, media: conversationMedia!) }
             if let conversation {
                 print("bench: meeting \(p.preset ?? "discussion"), \(conversation.parameters.participants) participants, \(conversation.joinOrder.count) publish audio, \(conversation.script.talkers) talk, \(conversation.script.turns.count) turns in \(String(format: "%.0f", conversation.seconds)) s")
             }
-            var bench = try Bench(plan: p, server: NodeServer(api: api, pid: node?.pid ?? pid), media: media, conversation: conversation)
-            bench.baselineRSS = bench.server.pid.flatMap(ProcessProbe.residentBytes(pid:))
+            let server: any BenchServer = cluster.isEmpty
+                ? NodeServer(api: api, pid: node?.pid ?? pid, roomPrefix: roomPrefix)
+                : ClusterServer(nodes: cluster.enumerated().map { .init(id: "n\($0.offset)", api: $0.element.api, pid: $0.element.pid) }, roomPrefix: roomPrefix)
+            var bench = try Bench(plan: p, server: server, media: media, conversation: conversation)
+            bench.baselineRSS = bench.server.pids.compactMap(ProcessProbe.residentBytes(pid:)).reduce(0, +)
             var report: BenchReport
             do { report = try await bench.run { print($0) } } catch {
                 _ = await node?.stop()
+                for n in cluster { _ = await n.stop() }
                 throw error
             }
             if let node { print("node: \(await node.stop() ?? "stopped cleanly")") }
+            if let c = server as? ClusterServer { print(c.perNode) }
+            for (i, n) in cluster.enumerated() { print("node n\(i): \(await n.stop() ?? "stopped cleanly")") }
             if baselineSeconds > 0, report.meanPacketBytes > 0 {
                 report.baseline = try Baseline.measure(packetSize: report.meanPacketBytes, seconds: baselineSeconds)
             }
@@ -170,5 +188,24 @@ struct BenchCommand: AsyncParsableCommand {
             try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
             print("json: \(json)")
         }
+    }
+
+    /// `--nodes` nodes of one cluster (ids n0, n1, ...), registered and live in the registry.
+    func startCluster() async throws -> [NodeProcess] {
+        let url = try registry ?? PostgresServer.shared.get().database()
+        var started: [NodeProcess] = []
+        for i in 0..<nodes {
+            started.append(try await NodeProcess(workers: workers, cores: cores, extra: [
+                "--set", "cluster.registry=\(url)", "--set", "cluster.node_id=n\(i)", "--set", "cluster.capacity=\(nodeCapacity)",
+                "--set", "cluster.heartbeat_timeout_seconds=3",
+            ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] }))
+        }
+        for _ in 0..<100 {
+            let listed = (try? await started[0].api.call("GET", "v1/nodes"))?.json["nodes"] as? [[String: Any]] ?? []
+            if listed.count(where: { ($0["alive"] as? Bool) == true && ($0["state"] as? String) == "serving" }) >= nodes { return started }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for n in started { _ = await n.stop() }
+        throw ValidationError("the \(nodes) nodes did not all appear live in the registry")
     }
 }

@@ -33,13 +33,25 @@ extension Bench {
     /// so answering them is never counted as the server's work.
     func snapshot(countersFirst: Bool) async throws -> Snapshot {
         let early = countersFirst ? try await server.counters() : nil
-        let all = server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0) }
-        var s = Snapshot(counters: nil, cpu: server.pid.flatMap(ProcessProbe.cpuSeconds(pid:)),
-                         threadCPU: server.pid.flatMap(ProcessProbe.threadCPUSeconds(pid:)),
-                         rss: server.pid.flatMap(ProcessProbe.residentBytes(pid:)), generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
-                         nodeWait: all?.wait, generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
-                         workerCPU: server.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
-        s.workerThreads = server.pid.map { ProcessProbe.cpuSecondsByThreadName(pid: $0, prefix: "sfu-worker") } ?? [:]
+        // A cluster's nodes are summed (threads by "pid/name"); one node is one pid.
+        let pids = server.pids
+        func sum(_ f: (Int32) -> Double?) -> Double? {
+            let v = pids.compactMap(f)
+            return v.isEmpty ? nil : v.reduce(0, +)
+        }
+        let all = pids.compactMap { ProcessProbe.schedulerSeconds(pid: $0) }
+        var threads: [String: Double]?
+        for p in pids {
+            guard let t = ProcessProbe.threadCPUSeconds(pid: p) else { continue }
+            for (name, v) in t { threads = threads ?? [:]; threads![pids.count > 1 ? "\(p)/\(name)" : name] = v }
+        }
+        var s = Snapshot(counters: nil, cpu: sum(ProcessProbe.cpuSeconds(pid:)), threadCPU: threads,
+                         rss: sum { ProcessProbe.residentBytes(pid: $0).map(Double.init) }.map { Int($0) }, generatorCPU: ProcessProbe.cpuSeconds(pid: getpid()),
+                         nodeWait: all.isEmpty ? nil : all.map(\.wait).reduce(0, +), generatorWait: ProcessProbe.schedulerSeconds(pid: getpid())?.wait,
+                         workerCPU: sum { ProcessProbe.schedulerSeconds(pid: $0, threadsNamed: "sfu-worker")?.cpu })
+        for p in pids {
+            for (name, v) in ProcessProbe.cpuSecondsByThreadName(pid: p, prefix: "sfu-worker") { s.workerThreads[pids.count > 1 ? "\(p)/\(name)" : name] = v }
+        }
         s.counters = countersFirst ? early : try await server.counters()
         return s
     }

@@ -10,6 +10,8 @@ public protocol BenchServer: AnyObject, Sendable {
     var name: String { get }
     /// The server's process, for its CPU time and memory (nil: not known, e.g. a node at `--target`).
     var pid: Int32? { get }
+    /// All its processes (a cluster's nodes); by default `pid`.
+    var pids: [Int32] { get }
     /// Creates the plan's rooms (numbered from 0), replacing leftovers of an earlier run.
     func prepare(plan: BenchPlan, rooms: Int) async throws
     /// Signals one participant into room `room` and starts its client's ICE, or throws `BenchServerNotReady`
@@ -28,6 +30,11 @@ public protocol BenchServer: AnyObject, Sendable {
     /// Each subscriber's downlink estimate and number_of_videos now, by "room/participant", when the server
     /// reports them (this node's room stats); nil when it has no such figures (Janus).
     func subscriberStats(rooms: Int) async -> [String: SubscriberSample]?
+}
+
+extension BenchServer {
+    /// Every process of the server (a cluster's nodes): the CPU and memory the report counts are their sums.
+    public var pids: [Int32] { pid.map { [$0] } ?? [] }
 }
 
 /// The server cannot take this participant yet (Janus: a subscription to a publisher whose PeerConnection
@@ -56,31 +63,36 @@ public final class NodeServer: BenchServer {
     public let api: ControlClient
     public let pid: Int32?
 
-    public init(api: ControlClient, pid: Int32?) {
+    /// Rooms are named this and their number: several generators (processes, each its own `--room-prefix`)
+    /// can load one node side by side.
+    public let roomPrefix: String
+
+    public init(api: ControlClient, pid: Int32?, roomPrefix: String = "bench-") {
         self.api = api
         self.pid = pid
+        self.roomPrefix = roomPrefix
     }
 
-    static func room(_ r: Int) -> String { "bench-\(r)" }
+    func room(_ r: Int) -> String { "\(roomPrefix)\(r)" }
 
     public func prepare(plan: BenchPlan, rooms: Int) async throws {
         for r in 0..<rooms {
-            _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(r))")
+            _ = try? await api.call("DELETE", "v1/rooms/\(room(r))")
             try await api.require("POST", "v1/rooms", [
-                "room": Self.room(r), "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
+                "room": room(r), "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
             ])
         }
     }
 
     public func join(_ client: LoadClient, id: String, room: Int) async throws {
-        let path = "v1/rooms/\(Self.room(room))/participants"
+        let path = "v1/rooms/\(self.room(room))/participants"
         try await api.require("POST", path, ["participant": id])
         let answer = try await api.require("POST", "\(path)/\(id)/\(client.publishes ? "publish" : "subscribe")", ["sdp": client.offer()])
         try client.start(answer: answer.json["sdp"] as? String ?? "", now: MonoClock.now())
     }
 
     public func leave(_ client: LoadClient, id: String, room: Int) async {
-        _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(room))/participants/\(id)")
+        _ = try? await api.call("DELETE", "v1/rooms/\(self.room(room))/participants/\(id)")
     }
 
     public func counters() async throws -> ServerCounters? {
@@ -99,8 +111,8 @@ public final class NodeServer: BenchServer {
     public func subscriberStats(rooms: Int) async -> [String: SubscriberSample]? {
         var out: [String: SubscriberSample] = [:]
         for r in 0..<rooms {
-            guard let reply = try? await api.call("GET", "v1/rooms/\(Self.room(r))/stats"), reply.status == 200 else { continue }
-            out.merge(Self.subscriberSamples(reply.json, room: Self.room(r))) { a, _ in a }
+            guard let reply = try? await api.call("GET", "v1/rooms/\(room(r))/stats"), reply.status == 200 else { continue }
+            out.merge(Self.subscriberSamples(reply.json, room: room(r))) { a, _ in a }
         }
         return out
     }
@@ -118,15 +130,16 @@ public final class NodeServer: BenchServer {
     }
 
     public func watchDominantSpeaker(_ record: @escaping @Sendable (Int, String, Int64) -> Void) async {
+        let roomPrefix = roomPrefix
         await EventStream(api: api.base, key: api.key).run { e in
-            guard e.type == "dominant_speaker", let room = e.room, room.hasPrefix("bench-"), let r = Int(room.dropFirst(6)),
+            guard e.type == "dominant_speaker", let room = e.room, room.hasPrefix(roomPrefix), let r = Int(room.dropFirst(roomPrefix.count)),
                   let p = e["participant"] as? String, let ms = (e["time"] as? NSNumber)?.int64Value else { return }
             record(r, p, ms)
         }
     }
 
     public func finish(rooms: Int) async {
-        for r in 0..<rooms { _ = try? await api.call("DELETE", "v1/rooms/\(Self.room(r))") }
+        for r in 0..<rooms { _ = try? await api.call("DELETE", "v1/rooms/\(room(r))") }
     }
 }
 

@@ -39,6 +39,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The cluster's registry (postgres://...) with --nodes; default: a private server this command starts.") var registry: String?
     @Option(help: "Each started node's cluster.capacity (participants) with --nodes: a room spills to another node past it.") var nodeCapacity = 1000
     @Option(help: "Rooms are named this and their number.") var roomPrefix = "bench-"
+    @Flag(name: .customLong("cluster"), help: "--target is a node of a cluster: place each participant through it on the cluster's live nodes.") var cluster_ = false
+    @Option(help: "Generator processes (each its share of the rooms): more load than one generator thread sends.") var generators = 1
     @Option(help: "Also run the plan against this peer SFU on the same cores and compare: janus (Debian's janus, VideoRoom; needs root for a private network namespace).")
     var against: String?
 
@@ -46,6 +48,8 @@ struct BenchCommand: AsyncParsableCommand {
         if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
         if nodes > 1, target != nil || against != nil { throw ValidationError("--nodes starts the cluster itself; it cannot be used with --target or --against") }
         guard (1...16).contains(nodes) else { throw ValidationError("--nodes must be 1-16") }
+        guard (1...64).contains(generators) else { throw ValidationError("--generators must be 1-64") }
+        if cluster_, target == nil { throw ValidationError("--cluster names the cluster of --target") }
         if let against, against != "janus" { throw ValidationError("--against knows only janus, got '\(against)'") }
         if against != nil, !BenchNamespace.isInside {
             // Janus needs a veth interface holding 127.0.0.1: the whole comparison runs in a namespace of its own.
@@ -70,6 +74,7 @@ struct BenchCommand: AsyncParsableCommand {
         if against != nil, plan.maxActiveTalkers < plan.publishers {
             throw ValidationError("Janus forwards every publisher to every subscriber: set max_active_talkers (\(plan.maxActiveTalkers)) >= publishers (\(plan.publishers)) so both carry the same load")
         }
+        if generators > 1 { return try await runGenerators(plan: plan) }
         var runs: [(label: String, plan: BenchPlan)] = [("", plan)]
         var sweepKey: String?
         if let sweep {
@@ -105,9 +110,14 @@ struct BenchCommand: AsyncParsableCommand {
             if let conversation {
                 print("bench: meeting \(p.preset ?? "discussion"), \(conversation.parameters.participants) participants, \(conversation.joinOrder.count) publish audio, \(conversation.script.talkers) talk, \(conversation.script.turns.count) turns in \(String(format: "%.0f", conversation.seconds)) s")
             }
-            let server: any BenchServer = cluster.isEmpty
-                ? NodeServer(api: api, pid: node?.pid ?? pid, roomPrefix: roomPrefix)
-                : ClusterServer(nodes: cluster.enumerated().map { .init(id: "n\($0.offset)", api: $0.element.api, pid: $0.element.pid) }, roomPrefix: roomPrefix)
+            let server: any BenchServer
+            if cluster_ {
+                server = ClusterServer(nodes: try await Self.clusterNodes(of: api), roomPrefix: roomPrefix)
+            } else if cluster.isEmpty {
+                server = NodeServer(api: api, pid: node?.pid ?? pid, roomPrefix: roomPrefix)
+            } else {
+                server = ClusterServer(nodes: cluster.enumerated().map { .init(id: "n\($0.offset)", api: $0.element.api, pid: $0.element.pid) }, roomPrefix: roomPrefix)
+            }
             var bench = try Bench(plan: p, server: server, media: media, conversation: conversation)
             bench.baselineRSS = bench.server.pids.compactMap(ProcessProbe.residentBytes(pid:)).reduce(0, +)
             var report: BenchReport
@@ -207,5 +217,17 @@ struct BenchCommand: AsyncParsableCommand {
         }
         for n in started { _ = await n.stop() }
         throw ValidationError("the \(nodes) nodes did not all appear live in the registry")
+    }
+
+    /// The live serving nodes of the cluster `api` is a node of (`GET /v1/nodes`), each through its control URL.
+    static func clusterNodes(of api: ControlClient) async throws -> [ClusterServer.Node] {
+        let listed = try await api.require("GET", "v1/nodes").json["nodes"] as? [[String: Any]] ?? []
+        let nodes: [ClusterServer.Node] = listed.compactMap { n in
+            guard (n["alive"] as? Bool) == true, (n["state"] as? String) == "serving", let id = n["node"] as? String,
+                  let url = (n["control_url"] as? String).flatMap(URL.init(string:)) else { return nil }
+            return .init(id: id, api: ControlClient(base: url, key: api.key), pid: nil)
+        }
+        guard !nodes.isEmpty else { throw ValidationError("\(api.base) lists no live serving node") }
+        return nodes
     }
 }

@@ -17,7 +17,7 @@ import SFUClient
 /// (which follows the home's ranking and moderation); the roster merges every node's participants.
 ///
 /// Browser -> server:
-///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture"}
+///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture", "knock": true|false}
 ///   {"type": "offer", "kind": "publish"|"subscribe", "sdp", "screen_share_mids"?: [mid]}
 ///                                                             -> {"type": "answer", "kind", "sdp", "change"}
 ///                                                               or {"type": "answer", "kind", "error"}
@@ -169,7 +169,7 @@ public actor SignalingServer {
         placed[id] = (room, nodeURL)
         let created = try await api.call("POST", "v1/rooms", [
             "room": room, "mode": m["mode"] as? String == "lecture" ? "lecture" : "group",
-            "max_active_talkers": configuration.maxActiveTalkers,
+            "max_active_talkers": configuration.maxActiveTalkers, "knock": (m["knock"] as? Bool) ?? (m["knock"] as? String == "true"),
         ])
         guard created.status == 201 || created.result == 6009 else { throw APIRefusal(method: "POST", path: "v1/rooms", status: created.status, json: created.json) }
         if created.status == 201, !browsers.values.contains(where: { $0.room == room }) { dominantSpeakers[room] = DominantSpeaker(participant: nil) }
@@ -208,6 +208,11 @@ public actor SignalingServer {
         case "lock": return try await api.call("POST", "\(base)/lock", ["by": me, "locked": m["locked"] as? Bool ?? true])
         case "drop": return try await api.call("DELETE", "\(base)/participants/\(target)", ["by": me])
         case "role": return try await api.call("POST", "\(base)/participants/\(target)/role", ["by": me, "role": m["role"] as? String ?? ""])
+        case "approve", "deny":
+            // Knock-enabled rooms: one awaited participant (`target`), or everyone who waits.
+            var body: [String: Any] = ["by": me]
+            if !target.isEmpty { body["participants"] = [target] }
+            return try await api.call("POST", "\(base)/awaited/\(m["action"] as? String ?? "")", body)
         case "talkers": return try await api.call("PATCH", "\(base)/participants/\(me)", ["talker_count": m["count"] as? Int ?? 0])
         case "floor":
             var body: [String: Any] = ["by": me, "action": m["floor_action"] as? String ?? ""]
@@ -339,7 +344,7 @@ public actor SignalingServer {
             await sendRoster(room)
         default:
             for b in browsers.values where b.room == room && b.nodeURL == from { b.outbox.yield(message) }
-            if ["hard_mute", "pins", "floor", "lock", "role"].contains(event.type) { await sendRoster(room) }
+            if ["hard_mute", "pins", "floor", "lock", "role", "knock"].contains(event.type) { await sendRoster(room) }
         }
     }
 

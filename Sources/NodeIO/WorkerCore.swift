@@ -172,6 +172,17 @@ public final class WorkerCore {
     public var hostedCount: Int { transports.values.count { $0.home != nil } }
 
     /// Removes a participant and closes its transports; returns how many were closed.
+    /// Turns away participants awaited in a knock-enabled room (`Room.deny`) and closes their transports:
+    /// who went, and how many transports closed.
+    public func denyAwaited(room name: String, by: String, _ ids: [String]?, now: MonoTime) throws -> (denied: [String], closed: Int) {
+        guard let room = room(name) else { throw NoSuchRoom(room: name) }
+        let waiting = ids ?? room.awaitedParticipants.map(\.id)
+        let conns = waiting.flatMap { room.connections(of: $0) }
+        let denied = try room.deny(by: by, ids, now: now, into: batch)
+        for c in conns { if let t = transports[c] { forget(t, notify: true) } }
+        return (denied, conns.count)
+    }
+
     public func removeParticipant(room name: String, _ id: String, by: String?, now: MonoTime) throws -> Int {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
         let conns = room.connections(of: id)

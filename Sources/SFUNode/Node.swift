@@ -173,6 +173,12 @@ public final class Node: Sendable {
         }
     }
 
+    /// Runs `body` on the worker core of `room`'s worker (an operation that closes transports as well).
+    func withCore<T: Sendable>(of room: String, _ body: @escaping @Sendable (WorkerCore, MonoTime) throws -> T) async throws -> T {
+        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
+        return try await workers[index].perform(body)
+    }
+
     /// Answers a participant's offer to send (see `WorkerCore.publish`).
     public func publish(room: String, participant: String, offer: String, screenShareMids: Set<String> = []) async throws -> SessionAnswer {
         try await session(room) { core, now in

@@ -224,6 +224,41 @@ import WebRTCEdge
         #expect(r[16].json["hard_muted"] as? Bool == true)
     }
 
+    /// A knock-enabled room through the API (EnableX "Moderate Participants' entry"): who joins without the
+    /// moderator role is listed as awaited; a moderator approves one, denies one (its transports close), and
+    /// a participant may do neither.
+    @Test func aKnockEnabledRoomListsWhoWaitsAndAModeratorApprovesAndDenies() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "k", "knock": true], [:]),
+            (.post, "/v1/rooms/k/participants", ["participant": "a", "name": "Ann"], [:]),
+            (.post, "/v1/rooms/k/participants", ["participant": "b", "name": "Bo"], [:]),
+            (.post, "/v1/rooms/k/participants", ["participant": "mod", "role": "moderator"], [:]),
+            (.post, "/v1/rooms/k/participants/a/publish", ["sdp": Self.offer(publish: true)], [:]),  // 4: held, not refused
+            (.get, "/v1/rooms/k", nil, [:]),
+            (.post, "/v1/rooms/k/awaited/approve", ["by": "a", "participants": ["b"]], [:]),  // 6
+            (.post, "/v1/rooms/k/awaited/approve", ["by": "mod", "participants": ["mod"]], [:]),
+            (.post, "/v1/rooms/k/awaited/deny", ["by": "mod", "participants": ["a"]], [:]),  // 8
+            (.post, "/v1/rooms/k/awaited/approve", ["by": "mod"], [:]),
+            (.get, "/v1/rooms/k", nil, [:]),  // 10
+            (.post, "/v1/rooms/k/awaited/approve", ["by": "mod", "participants": ["x", 3]], [:]),
+        ])
+        #expect(r[0].status == 201 && r[4].status == 200)
+        let waiting = r[5].json["awaited_participants"] as? [[String: String]]
+        #expect(waiting == [["participant": "a", "name": "Ann"], ["participant": "b", "name": "Bo"]], "\(r[5].json)")
+        #expect(r[5].json["knock"] as? Bool == true)
+        let flags = (r[5].json["participants"] as? [[String: Any]] ?? []).map { "\($0["participant"] ?? "")=\($0["awaited"] ?? "")" }
+        #expect(flags == ["a=1", "b=1", "mod=0"], "\(flags)")
+        #expect(r[6].status == 403 && r[6].result == 5003)
+        #expect(r[7].status == 404 && r[7].result == 5126, "a moderator is not awaited")
+        #expect(r[8].status == 200 && r[8].json["denied"] as? [String] == ["a"] && r[8].json["closed_connections"] as? Int == 1, "\(r[8].json)")
+        #expect(r[9].status == 200 && r[9].json["approved"] as? [String] == ["b"])
+        #expect((r[10].json["awaited_participants"] as? [Any])?.isEmpty == true)
+        #expect((r[10].json["participants"] as? [[String: Any]] ?? []).map { $0["participant"] as? String } == ["b", "mod"])
+        #expect(r[11].status == 400 && r[11].result == 6010)
+    }
+
     @Test func publishAndSubscribeAnswerOffersAndRefuseBadOnes() async throws {
         let node = try Self.node()
         defer { node.stop() }

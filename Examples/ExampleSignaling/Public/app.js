@@ -243,7 +243,9 @@ function showRoster(room) {
   demo.roster = room;
   for (const p of room.participants) demo.names[p.participant] = p.name || p.participant;
   const raised = room.floor.raised_hands, approved = room.floor.approved_hands;
-  $("#room-state").textContent = [room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`]
+  const waiting = (room.awaited_participants || []).map((a) => a.name || a.participant);
+  $("#room-state").textContent = [room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
+    waiting.length && `waiting to enter: ${waiting.join(", ")}`]
     .filter(Boolean).join(" · ");
   const list = $("#roster");
   list.innerHTML = "";
@@ -290,6 +292,8 @@ const actions = {
   "unmute-room": () => demo.command("mute_room", { audio: false }),
   "lock": () => demo.command("lock", { locked: true }),
   "unlock": () => demo.command("lock", { locked: false }),
+  "approve-all": () => demo.command("approve"),
+  "deny-all": () => demo.command("deny"),
   "raise-hand": () => demo.command("floor", { floor_action: "request" }),
   "lower-hand": () => demo.command("floor", { floor_action: "cancel" }),
   "finish": () => demo.command("floor", { floor_action: "finish" }),

@@ -7,7 +7,7 @@ struct PublishingRules {
     var floorHolder: Int?
     var roomAudioMuted: Bool
 
-    func mayPublish(_ p: Participant) -> Bool { mode == .group || p.role == .moderator || floorHolder == p.index }
+    func mayPublish(_ p: Participant) -> Bool { !p.awaited && (mode == .group || p.role == .moderator || floorHolder == p.index) }
 
     func audioAllowed(_ p: Participant) -> Bool {
         mayPublish(p) && !p.hardMutedAudio && !(roomAudioMuted && p.role != .moderator)
@@ -17,6 +17,7 @@ struct PublishingRules {
 
     /// Why a participant's packet of `kind` may not leave, if it may not.
     func refusal(_ p: Participant, _ kind: MediaKind) -> DropReason? {
+        if p.awaited { return .awaited }
         if !mayPublish(p) { return .noFloor }
         if kind == .audio { return audioAllowed(p) ? nil : .hardMuted }
         return p.hardMutedVideo ? .hardMuted : nil

@@ -37,6 +37,15 @@ struct RoomRanking {
         }
     }
 
+    /// Nobody to show: what a subscriber who may receive nothing (one awaited in a knock-enabled room) is
+    /// planned from.
+    static var nobody: RoomRanking { RoomRanking(talkers: TalkerListBuilder.prepare(recency: [], candidates: [:], pins: [], dominant: nil), screenShares: []) }
+
+    private init(talkers: TalkerListBuilder.Prepared, screenShares: [SlotPolicy.ScreenShare]) {
+        self.talkers = talkers
+        self.screenShares = screenShares
+    }
+
     init(participants: some Sequence<Participant>, rules: PublishingRules, election: TalkerElection, pins: [Int]) {
         self.init(participants: participants, rules: rules, order: TalkerOrder(election), pins: pins)
     }

@@ -8,6 +8,8 @@ final class Participant {
     var talkerCount: Int?
     var hardMutedAudio = false
     var hardMutedVideo = false
+    /// Admitted to a knock-enabled room and not let in yet: it sends nothing onward and receives nothing.
+    var awaited = false
     /// The client says its camera is off (signaling); stale video also counts as off.
     var videoMuted = false
     var publisher: Publisher?

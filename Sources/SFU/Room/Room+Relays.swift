@@ -113,7 +113,8 @@ extension Room {
     /// there): everyone, not only those relayed, so that every node - the home above all, where moderator
     /// commands are decided - knows the whole room by id and role.
     public var localMembers: [RelayedMember] {
-        participants.inOrder.lazy.filter { $0.origin == nil }.map { RelayedMember(participant: $0.id, name: $0.name, role: $0.role) }
+        // One who waits to be let into a knock-enabled room is not in it yet for the other nodes.
+        participants.inOrder.lazy.filter { $0.origin == nil && !$0.awaited }.map { RelayedMember(participant: $0.id, name: $0.name, role: $0.role) }
     }
 
     /// Who is in the room at `peer` (its `localMembers`): each one not here yet is admitted as a remote participant

@@ -49,6 +49,8 @@ extension Room {
     /// Applies the subscriber's plan from `ranking` to its slots, and reports the list and slot map when either
     /// changed.
     func refreshSubscriber(_ p: Participant, _ ranking: RoomRanking, now: MonoTime, into out: DatagramBatch) {
+        // One who waits to be let into a knock-enabled room is shown nobody: its slots stay empty.
+        let ranking = p.awaited ? RoomRanking.nobody : ranking
         guard let s = p.subscriber,
               let slotMap = SlotAssigner.apply(ranking, to: s, participants: participants, configuration: configuration, now: now, into: out)
         else { return }

@@ -158,7 +158,11 @@ public final class Room {
         reapplySharedModeration(for: p)
         restoreTakenOverModeration(for: p)
         election.join(p.index)
-        effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+        if configuration.knock && role != .moderator {
+            knocked(p)
+        } else {
+            effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+        }
         listsChanged()
     }
 

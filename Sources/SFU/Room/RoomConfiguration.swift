@@ -3,6 +3,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     public enum Mode: String, Sendable, Codable { case group, lecture }
 
     public var mode: Mode = .group
+    /// Knock-enabled: a participant admitted without the moderator role waits until a moderator lets it in
+    /// (`Room.approve`) or turns it away (`Room.deny`); while it waits nothing of it is forwarded and it
+    /// receives nothing (EnableX "Moderate Participants' entry").
+    public var knock = false
     /// K: how many talkers each subscriber receives at most (1-12, EnableX's range for web clients).
     public var maxActiveTalkers = 6
     /// Per-video bandwidth in kbps for the video-count rule until the videos' own rates are measured.

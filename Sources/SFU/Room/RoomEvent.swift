@@ -12,6 +12,8 @@ public enum RoomEvent: Equatable, Sendable {
     case pins([String])
     case floor(action: FloorAction, by: String, target: String?, raisedHands: [String], approvedHands: [String])
     case lock(locked: Bool, by: String)
+    /// A knock-enabled room's entry: `by` is the moderator who approved or denied (nil: the participant knocked).
+    case knock(action: KnockAction, participant: String, name: String, by: String?)
     case role(participant: String, role: Role, by: String)
     /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
     case levelMismatch(participant: String, meanDifferenceDb: Double)
@@ -79,7 +81,14 @@ public enum RoomEvent: Equatable, Sendable {
 }
 
 public enum ParticipantState: String, Sendable {
-    case joined, connected, disconnected, left, failed
+    /// `awaited`: admitted to a knock-enabled room, waiting for a moderator (`joined` follows the approval).
+    case joined, connected, disconnected, left, failed, awaited
+}
+
+/// A knock-enabled room's entry (EnableX "Moderate Participants' entry"): someone waits, a moderator let them in,
+/// or a moderator turned them away.
+public enum KnockAction: String, Sendable {
+    case awaited, approved, denied
 }
 
 public enum Role: String, Sendable, Codable, CaseIterable {

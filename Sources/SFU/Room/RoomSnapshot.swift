@@ -14,6 +14,8 @@ public struct RoomSnapshot: Sendable, Equatable {
         public var publishesScreen = false
         /// The node of the cluster it is connected to, when another (a participant relayed from there).
         public var origin: String? = nil
+        /// Waiting for a moderator to let it into a knock-enabled room.
+        public var awaited = false
     }
 
     public var name: String
@@ -26,6 +28,8 @@ public struct RoomSnapshot: Sendable, Equatable {
     public var raisedHands: [String]
     public var approvedHands: [String]
     public var participants: [Participant]
+    /// Who waits to be let into a knock-enabled room, in the order they knocked: (id, name).
+    public var awaited: [(id: String, name: String)] { participants.filter(\.awaited).map { ($0.id, $0.name) } }
 }
 
 /// Per-participant counters (`GET /v1/rooms/{room}/stats`).
@@ -77,7 +81,7 @@ extension RoomSnapshot {
                     connected: [p.publisher?.connection, p.subscriber?.connection].contains { $0?.inbound != nil },
                     hardMutedAudio: p.hardMutedAudio || (room.roomAudioMuted && p.role != .moderator), hardMutedVideo: p.hardMutedVideo,
                     publishesAudio: p.audioTrack != nil, publishesVideo: !p.tracks(.camera).isEmpty,
-                    subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty, origin: p.origin)
+                    subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty, origin: p.origin, awaited: p.awaited)
             })
     }
 }

@@ -47,6 +47,8 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     /// libsrtp refused to protect a packet the node sends: an index it used long ago (RFC 3711 section 3.3.2),
     /// which only a break in the node's own sequence continuity produces. Never expected; counted to be seen.
     case protectRefused
+    /// A participant of a knock-enabled room that a moderator has not let in yet: nothing of it is forwarded.
+    case awaited
 
     public var description: String {
         switch self {
@@ -78,6 +80,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .ssrcRebindLimit: "ssrc_rebind_limit"
         case .rtcpThrottled: "rtcp_throttled"
         case .protectRefused: "srtp_protect_refused"
+        case .awaited: "awaited"
         }
     }
 }

@@ -165,6 +165,20 @@ public enum ControlAPI {
             }
             return ok(Done())
         }
+        // Knock-enabled rooms: a moderator lets awaited participants in, or turns them away (their transports close).
+        router.post("/v1/rooms/:room/awaited/approve") { request, context in
+            let b = try await decode(AwaitedRequest.self, request)
+            let approved = try await node.withRoom(try room(context)) { room, core, now in
+                try room.approve(by: b.by, b.participants, now: now, into: core.batch)
+            }
+            return ok(Approved(approved: approved))
+        }
+        router.post("/v1/rooms/:room/awaited/deny") { request, context in
+            let b = try await decode(AwaitedRequest.self, request)
+            let name = try room(context)
+            let denied = try await node.withCore(of: name) { core, now in try core.denyAwaited(room: name, by: b.by, b.participants, now: now) }
+            return ok(Denied(denied: denied.denied, closed: denied.closed))
+        }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)
             let p = try participant(context)

@@ -12,7 +12,7 @@ struct CreateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation"])
+        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation", "knock"])
         room = try f.identifier("room")
         settings = try RoomSettings(f)
     }
@@ -35,7 +35,7 @@ struct UpdateRoomRequest: RequestBody {
     var settings: RoomSettings
 
     init(from decoder: any Decoder) throws {
-        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation"]))
+        settings = try RoomSettings(FieldReader(decoder, allowed: ["mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation", "knock"]))
     }
 }
 
@@ -47,6 +47,7 @@ struct RoomSettings: Sendable {
     var levelSource: LevelSource?
     var screenShare: ScreenShareRule?
     var videoDegradation: VideoDegradation?
+    var knock: Bool?
 
     init(_ f: FieldReader) throws {
         mode = try f.oneOf("mode", RoomConfiguration.Mode.self, "group or lecture")
@@ -55,6 +56,7 @@ struct RoomSettings: Sendable {
         levelSource = try f.oneOf("level_source", LevelSource.self, "extension, decode or verify")
         screenShare = try f.oneOf("screen_share", ScreenShareRule.self, "always or with_talker")
         videoDegradation = try f.oneOf("video_degradation", VideoDegradation.self, "layers_first or videos_first")
+        knock = try f.bool("knock")
     }
 
     func apply(to c: inout RoomConfiguration) {
@@ -64,6 +66,7 @@ struct RoomSettings: Sendable {
         if let levelSource { c.levelSource = levelSource }
         if let screenShare { c.screenShare = screenShare }
         if let videoDegradation { c.videoDegradation = videoDegradation }
+        if let knock { c.knock = knock }
     }
 }
 
@@ -214,5 +217,18 @@ struct RoleRequest: RequestBody {
         let f = try FieldReader(decoder, allowed: ["by", "role"])
         by = try f.identifier("by")
         role = try f.required(f.oneOf("role", Role.self, "moderator or participant"), "role")
+    }
+}
+
+/// POST /v1/rooms/:room/awaited/approve and .../deny: `participants` (at most 64), or everyone who waits when
+/// absent.
+struct AwaitedRequest: RequestBody {
+    var by: String
+    var participants: [String]?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "participants"])
+        by = try f.identifier("by")
+        participants = try f.identifiers("participants")
     }
 }

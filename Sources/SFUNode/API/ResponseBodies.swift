@@ -127,6 +127,21 @@ struct Hands: JSONFields {
     }
 }
 
+struct Approved: JSONFields {
+    var approved: [String]
+    func writeFields(_ w: inout JSONWriter) { w.field("approved", approved) }
+}
+
+struct Denied: JSONFields {
+    var denied: [String]
+    var closed: Int
+    enum CodingKeys: String, CodingKey { case denied, closed = "closed_connections" }
+    func writeFields(_ w: inout JSONWriter) {
+        w.field("closed_connections", closed)
+        w.field("denied", denied)
+    }
+}
+
 struct Locked: JSONFields {
     var locked: Bool
     func writeFields(_ w: inout JSONWriter) { w.field("locked", locked) }

@@ -13,7 +13,7 @@ struct RoomState: JSONFields {
         case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
         case screenShare = "screen_share", videoDegradation = "video_degradation"
         case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
-        case floor, participants
+        case floor, participants, knock, awaitedParticipants = "awaited_participants"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -33,14 +33,19 @@ struct RoomState: JSONFields {
         try c.encode(s.activeTalkers, forKey: .activeTalkers)
         try c.encode(Hands(raised: s.raisedHands, approved: s.approvedHands), forKey: .floor)
         try c.encode(s.participants.map(Member.init), forKey: .participants)
+        try c.encode(s.configuration.knock, forKey: .knock)
+        try c.encode(s.awaited.map { Awaited(participant: $0.id, name: $0.name) }, forKey: .awaitedParticipants)
     }
 
     func writeFields(_ w: inout JSONWriter) {
         let s = snapshot
         w.field("active_talkers", s.activeTalkers)
+        w.key("awaited_participants")
+        w.array(s.awaited) { w, a in w.object { Awaited(participant: a.id, name: a.name).writeFields(&$0) } }
         w.field("dominant_speaker", s.dominantSpeaker)
         w.field("floor", Hands(raised: s.raisedHands, approved: s.approvedHands))
         w.field("hard_muted", s.roomAudioMuted)
+        w.field("knock", s.configuration.knock)
         w.field("level_source", s.configuration.levelSource.rawValue)
         w.field("locked", s.locked)
         w.field("max_active_talkers", s.configuration.maxActiveTalkers)
@@ -56,6 +61,16 @@ struct RoomState: JSONFields {
 
     var estimatedJSONSize: Int { 512 + snapshot.participants.count * 192 }
 
+    /// One who waits to be let into a knock-enabled room (EnableX `awaitedParticipants`: `clientId`, `name`).
+    struct Awaited: JSONFields {
+        var participant: String
+        var name: String
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("name", name)
+            w.field("participant", participant)
+        }
+    }
+
     struct Member: JSONFields {
         var participant: String
         var name: String
@@ -65,6 +80,7 @@ struct RoomState: JSONFields {
         var publishes: Publishes
         var slots: Int
         var origin: String?
+        var awaited: Bool
 
         init(_ p: RoomSnapshot.Participant) {
             participant = p.id
@@ -75,9 +91,10 @@ struct RoomState: JSONFields {
             publishes = Publishes(audio: p.publishesAudio, video: p.publishesVideo, screen: p.publishesScreen)
             slots = p.subscribedSlots
             origin = p.origin
+            awaited = p.awaited
         }
 
-        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots, origin }
+        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots, origin, awaited }
 
         /// `origin` is null when absent, as `writeFields` writes it.
         func encode(to encoder: any Encoder) throws {
@@ -90,9 +107,11 @@ struct RoomState: JSONFields {
             try c.encode(publishes, forKey: .publishes)
             try c.encode(slots, forKey: .slots)
             try c.encode(origin, forKey: .origin)
+            try c.encode(awaited, forKey: .awaited)
         }
 
         func writeFields(_ w: inout JSONWriter) {
+            w.field("awaited", awaited)
             w.field("connected", connected)
             w.field("hard_muted", hardMuted)
             w.field("name", name)

@@ -33,6 +33,7 @@ enum EventPayload: Encodable, Sendable {
             case .floor: return "floor"
             case .lock: return "lock"
             case .role: return "role"
+            case .knock: return "knock"
             case .levelMismatch: return "level_mismatch"
             case .roomDestroyed: return "room_destroyed"
             case .relaysChanged: return "relays_changed"  // never published (Node.pumpEvents)
@@ -47,7 +48,7 @@ enum EventPayload: Encodable, Sendable {
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
         case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
-        case node, participants, home
+        case node, participants, home, name
     }
 
     struct Talker: Encodable {
@@ -140,6 +141,11 @@ enum EventPayload: Encodable, Sendable {
                 try c.encode(participant, forKey: .participant)
                 try c.encode(role.rawValue, forKey: .role)
                 try c.encode(by, forKey: .by)
+            case .knock(let action, let participant, let name, let by):
+                try c.encode(action.rawValue, forKey: .action)
+                try c.encode(participant, forKey: .participant)
+                try c.encode(name, forKey: .name)
+                try c.encode(by, forKey: .by)  // null when the participant knocked
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)

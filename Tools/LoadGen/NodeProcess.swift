@@ -9,6 +9,8 @@ public final class NodeProcess: @unchecked Sendable {
     public let process: Process
     public let api: ControlClient
     public var pid: Int32 { process.processIdentifier }
+    /// The node's id in a cluster, when the caller gave it one.
+    public var nodeID = ""
 
     /// Starts the node and waits until it answers `/healthz`.
     /// `host`: the address its control API and media listen on; `netns`: a network namespace to run it in

@@ -116,19 +116,21 @@ struct BenchCommand: AsyncParsableCommand {
             } else if cluster.isEmpty {
                 server = NodeServer(api: api, pid: node?.pid ?? pid, roomPrefix: roomPrefix)
             } else {
-                server = ClusterServer(nodes: cluster.enumerated().map { .init(id: "n\($0.offset)", api: $0.element.api, pid: $0.element.pid) }, roomPrefix: roomPrefix)
+                server = ClusterServer(nodes: cluster.map { .init(id: $0.nodeID, api: $0.api, pid: $0.pid) }, roomPrefix: roomPrefix)
             }
-            var bench = try Bench(plan: p, server: server, media: media, conversation: conversation)
-            bench.baselineRSS = bench.server.pids.compactMap(ProcessProbe.residentBytes(pid:)).reduce(0, +)
             var report: BenchReport
-            do { report = try await bench.run { print($0) } } catch {
+            do {
+                var bench = try Bench(plan: p, server: server, media: media, conversation: conversation)
+                bench.baselineRSS = bench.server.pids.compactMap(ProcessProbe.residentBytes(pid:)).reduce(0, +)
+                report = try await bench.run { print($0) }
+            } catch {
                 _ = await node?.stop()
                 for n in cluster { _ = await n.stop() }
                 throw error
             }
             if let node { print("node: \(await node.stop() ?? "stopped cleanly")") }
             if let c = server as? ClusterServer { print(c.perNode) }
-            for (i, n) in cluster.enumerated() { print("node n\(i): \(await n.stop() ?? "stopped cleanly")") }
+            for n in cluster { print("node \(n.nodeID): \(await n.stop() ?? "stopped cleanly")") }
             if baselineSeconds > 0, report.meanPacketBytes > 0 {
                 report.baseline = try Baseline.measure(packetSize: report.meanPacketBytes, seconds: baselineSeconds)
             }
@@ -200,20 +202,31 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 
-    /// `--nodes` nodes of one cluster (ids n0, n1, ...), registered and live in the registry.
+    /// `--nodes` nodes of one cluster (ids bench-<run>-n0, -n1, ...), registered and live in the registry.
     func startCluster() async throws -> [NodeProcess] {
         let url = try registry ?? PostgresServer.shared.get().database()
         var started: [NodeProcess] = []
-        for i in 0..<nodes {
-            started.append(try await NodeProcess(workers: workers, cores: cores, extra: [
-                "--set", "cluster.registry=\(url)", "--set", "cluster.node_id=n\(i)", "--set", "cluster.capacity=\(nodeCapacity)",
-                "--set", "cluster.heartbeat_timeout_seconds=3",
-            ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] }))
-        }
-        for _ in 0..<100 {
-            let listed = (try? await started[0].api.call("GET", "v1/nodes"))?.json["nodes"] as? [[String: Any]] ?? []
-            if listed.count(where: { ($0["alive"] as? Bool) == true && ($0["state"] as? String) == "serving" }) >= nodes { return started }
-            try await Task.sleep(for: .milliseconds(100))
+        // Ids of this run's own (a shared registry may list other nodes): all of them live before the run.
+        let run = UInt32.random(in: 0...0xFFFF_FFFF)
+        let ids = (0..<nodes).map { "bench-\(String(run, radix: 16))-n\($0)" }
+        do {
+            for id in ids {
+                let n = try await NodeProcess(workers: workers, cores: cores, extra: [
+                    "--set", "cluster.registry=\(url)", "--set", "cluster.node_id=\(id)", "--set", "cluster.capacity=\(nodeCapacity)",
+                    "--set", "cluster.heartbeat_timeout_seconds=3",
+                ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] })
+                n.nodeID = id
+                started.append(n)
+            }
+            for _ in 0..<100 {
+                let listed = (try? await started[0].api.call("GET", "v1/nodes"))?.json["nodes"] as? [[String: Any]] ?? []
+                let live = Set(listed.filter { ($0["alive"] as? Bool) == true && ($0["state"] as? String) == "serving" }.compactMap { $0["node"] as? String })
+                if live.isSuperset(of: ids) { return started }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        } catch {
+            for n in started { _ = await n.stop() }
+            throw error
         }
         for n in started { _ = await n.stop() }
         throw ValidationError("the \(nodes) nodes did not all appear live in the registry")

@@ -1,9 +1,9 @@
 /// The room's relay to another node (issue 25; docs/cluster.md, Relays): what this node sends there. It is a
 /// subscriber that is never ranked, shown or listed, whose slots are bound one to one to participants: one
-/// audio slot per relayed participant, one video slot per relayed camera. Each slot is a `SlotSender` like a
-/// browser's (a third kind: one screen slot per relayed screen share), so the relayed stream stays continuous across layer changes and the peer's NACKs, key frame
-/// requests and reports are answered as a browser's are; hard mute and the floor apply before the relay (a
-/// slot only shows what `PublishingRules` lets through).
+/// audio slot per relayed participant, one video slot per layer of a relayed camera and of a relayed screen
+/// share. Each slot is a `SlotSender` like a browser's, so the relayed stream stays continuous and the peer's
+/// NACKs, key frame requests and reports are answered as a browser's are; hard mute and the floor apply before
+/// the relay (a slot only shows what `PublishingRules` lets through).
 ///
 /// Which participants it carries is `RelayPlan`'s. A participant that drops out of the plan keeps its slot,
 /// empty, so that its stream to the peer continues where it left off when it comes back; past `maxSlots` slots
@@ -135,7 +135,8 @@ final class RelayLink {
                   let f = slot.kind == .audio ? slot.description.formats.first : slot.description.format(for: track.description)
             else { return nil }
             // A layer of a simulcast source says which: the peer binds the layers as one simulcast source.
-            let layer = slot.kind == .video && Self.layers(of: who, slot.description.source).count > 1 ? bound[slot.description.mid]?.kind.layer : nil
+            let bound = self.bound[slot.description.mid]?.kind.layer ?? 0
+            let layer = slot.kind == .video && (bound > 0 || Self.layers(of: who, slot.description.source).count > 1) ? bound : nil
             return RelayedStream(participant: who.id, name: who.name, role: who.role, kind: slot.kind, codec: f.codec,
                                  ssrc: slot.description.ssrc, payloadType: f.payloadType, rtxSSRC: slot.description.rtxSSRC,
                                  rtxPayloadType: f.rtxPayloadType, h264: track.description.h264, source: slot.kind == .video ? slot.description.source : .camera,

@@ -31,6 +31,8 @@ enum RelayPlan {
             .filter { !exclude.contains($0.participant) }.prefix(k)
         return Wanted(audio: list.filter { ranking.talkers.candidates[$0.participant]?.hasAudio == true }.map(\.participant),
                       video: Array(list.filter(\.video).map(\.participant).prefix(videos)),
-                      screen: ranking.screenShares.map(\.presenter).filter { !exclude.contains($0) })
+                      // Screen shares: at most K, oldest first (a subscriber's screen slots take the oldest too).
+                      screen: Array(ranking.screenShares.filter { !exclude.contains($0.presenter) }
+                          .sorted { ($0.pinOrder ?? .max, $0.since ?? .zero) < ($1.pinOrder ?? .max, $1.since ?? .zero) }.map(\.presenter).prefix(k)))
     }
 }

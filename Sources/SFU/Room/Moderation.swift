@@ -152,6 +152,18 @@ public struct ModerationState: Sendable, Equatable, Codable {
             self.version = version
         }
 
+        enum CodingKeys: String, CodingKey { case action, by, target, epoch, version }
+
+        /// `epoch` and `version` may be absent (a state saved before they were written): 0.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            action = try c.decode(FloorAction.self, forKey: .action)
+            by = try c.decode(String.self, forKey: .by)
+            target = try c.decodeIfPresent(String.self, forKey: .target)
+            epoch = try c.decodeIfPresent(Int64.self, forKey: .epoch) ?? 0
+            version = try c.decodeIfPresent(UInt64.self, forKey: .version) ?? 0
+        }
+
         /// Whether it came after the state a node applied before (nil: none).
         func isNewer(than state: ModerationState?) -> Bool {
             guard let state else { return true }

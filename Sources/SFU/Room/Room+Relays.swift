@@ -69,6 +69,16 @@ extension Room {
             link.remoteTracks[s.participant, default: [:]][s.relayedKind] = s.track
             changed.insert(s.participant)
         }
+        // A source described now is described whole: its layers not described any more are gone (a simulcast
+        // camera renegotiated to fewer layers), so the source is not taken for simulcast with dead layers.
+        var described: [String: Set<RelayedKind>] = [:]
+        for s in streams { described[s.participant, default: []].insert(s.relayedKind) }
+        for (who, kinds) in described {
+            let sources = Set(kinds.map(\.source))
+            let stale = (link.remoteTracks[who] ?? [:]).keys.filter { sources.contains($0.source) && !kinds.contains($0) }
+            for k in stale { link.remoteTracks[who]?[k] = nil }
+            if !stale.isEmpty { changed.insert(who) }
+        }
         // A role the origin changed (a moderator publishes under the floor and a room mute) follows at once -
         // unless the room has a home: then roles are the home's (`applyModeration`), and a description sent
         // before the origin applied the home's last state must not undo it.
@@ -151,7 +161,7 @@ extension Room {
     public func remoteLeft(_ ids: [String], from peer: String) {
         var any = false
         for id in ids {
-            if parked[id]?.peer == peer { parked[id] = nil }
+            if parked[id]?.peer == peer { parked[id] = nil }  // it left for good
             guard let p = participants.lookup(id), p.origin == peer else { continue }
             leave(p, reason: "left at \(peer)")
             any = true

@@ -143,8 +143,10 @@ extension Room {
         parked[p.id] = Parked(peer: peer, audio: p.hardMutedAudio, video: p.hardMutedVideo, role: p.role, pinned: moderation.pins.contains(p.index))
     }
 
+    /// Gives back what the home decided of a participant parked when its relay closed, whichever node it comes
+    /// back through (its node may have died: it rejoins through another, or here).
     func unpark(_ p: Participant) {
-        guard let kept = parked.removeValue(forKey: p.id), kept.peer == p.origin else { return }
+        guard let kept = parked.removeValue(forKey: p.id) else { return }
         p.hardMutedAudio = kept.audio
         p.hardMutedVideo = kept.video
         p.role = kept.role

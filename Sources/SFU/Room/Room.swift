@@ -149,14 +149,17 @@ public final class Room {
                       now: MonoTime) throws(RoomError) {
         // One held as another node's participant moved here (its node died, or it rejoined here first): this
         // node's own from now on; its old node's later descriptions of it are skipped.
+        let locked = moderation.locked && !rejoins(id, now: now)
         if let moved = participants.lookup(id), moved.origin != nil {
+            // Checked first: an admission refused leaves the other node's participant where it was.
+            try participants.checkLocal(talkerCount: talkerCount, locked: locked, roomName: self.name)
             leave(moved, reason: "moved to this node")
             listsChanged()
         }
-        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: moderation.locked && !rejoins(id, now: now),
-                                       roomName: self.name)
+        let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: locked, roomName: self.name)
         reapplySharedModeration(for: p)
         restoreTakenOverModeration(for: p)
+        unpark(p)
         election.join(p.index)
         if configuration.knock && role != .moderator {
             knocked(p)

@@ -61,11 +61,8 @@ struct Roster {
         guard indexByID[id] == nil else {
             throw RoomError(.participantExists, .conflict, "participant \(id) is already in the room")
         }
-        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(roomName) is locked") }
         if origin == nil {
-            guard localCount < capacity else {
-                throw RoomError(.limitReached, .conflict, "room \(roomName) is full (\(capacity) participants)", limit: "participants_per_room")
-            }
+            try checkLocal(talkerCount: talkerCount, locked: locked, roomName: roomName)
         } else {
             guard remoteCount < remoteCapacity else {
                 throw RoomError(.limitReached, .conflict, "room \(roomName) holds \(remoteCapacity) participants of other nodes", limit: "participants_per_room")
@@ -79,6 +76,16 @@ struct Roster {
         byIndex[p.index] = p
         indexByID[id] = p.index
         return p
+    }
+
+    /// What admitting one of this node's own checks besides its id: the lock, the room's capacity, the talker
+    /// count.
+    func checkLocal(talkerCount: Int?, locked: Bool, roomName: String) throws(RoomError) {
+        guard !locked else { throw RoomError(.roomLocked, .conflict, "room \(roomName) is locked") }
+        guard localCount < capacity else {
+            throw RoomError(.limitReached, .conflict, "room \(roomName) is full (\(capacity) participants)", limit: "participants_per_room")
+        }
+        if let t = talkerCount { try Self.checkTalkerCount(t) }
     }
 
     static func checkTalkerCount(_ t: Int) throws(RoomError) {

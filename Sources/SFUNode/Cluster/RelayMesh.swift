@@ -264,7 +264,8 @@ actor RelayMesh {
         do {
             state = try await worker.perform { core, _ in
                 // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
-                guard core.hasRelay(id), let r = core.rooms[room], let streams = r.relayed(to: peer) else { return nil }
+                guard core.hasRelay(id), let r = core.rooms[room], let all = r.relayed(to: peer) else { return nil }
+                let streams = Array(all.prefix(RelayMessage.maxStreams))  // what one description may hold
                 let members = Array(r.localMembers.prefix(RelayMessage.maxListed))
                 var generations: [String: Int] = [:]
                 for who in members.map(\.participant) + streams.map(\.participant) { generations[who] = r.localIndex(of: who) }

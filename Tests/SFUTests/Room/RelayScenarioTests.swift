@@ -233,6 +233,26 @@ import Testing
         #expect(highs.count >= 50 && Set(highs) == [2], "5 Mbit/s on node B takes the highest: \(Set(highs)), \(highs.count)")
     }
 
+    /// A simulcast camera renegotiated to one layer at its node: the next description names one camera stream,
+    /// and the receiving node drops the layers no longer described instead of keeping a simulcast source with
+    /// dead layers.
+    @Test func aCameraDescribedWithFewerLayersLosesTheLayersNoLongerDescribed() throws {
+        let nodes = try RelayedRooms(configuration: Self.configuration(k: 2))
+        let b = nodes.b
+        let layers = (0..<3).map { RelayedStream(participant: "x", name: "x", kind: .video, codec: .vp8, ssrc: 0x1000_0010 + UInt32($0), payloadType: 96, layer: $0) }
+        let audio = RelayedStream(participant: "x", name: "x", kind: .audio, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
+        try b.room.receiveRelayed([audio] + layers, from: "node-a", now: b.now, into: b.batch)
+        let cameras = { b.room.participants.lookup("x")?.publisher?.tracks(.camera).count ?? 0 }
+        #expect(cameras() == 3)
+        try b.room.receiveRelayed([audio, RelayedStream(participant: "x", name: "x", kind: .video, codec: .vp8, ssrc: 0x1000_0020, payloadType: 96)],
+                                  from: "node-a", now: b.now, into: b.batch)
+        #expect(cameras() == 1, "one camera, not one plus two dead layers")
+        #expect(b.room.participants.lookup("x")?.publisher?.tracks(.camera).first?.description.simulcast == nil)
+        // Audio only now: the camera keeps its binding (it may come back), the audio is unchanged.
+        try b.room.receiveRelayed([audio], from: "node-a", now: b.now, into: b.batch)
+        #expect(cameras() == 1)
+    }
+
     @Test func aTalkerOnAnotherNodeTakesTheSlotALocalTalkerHadAndIsHeard() throws {
         let nodes = try RelayedRooms(configuration: Self.configuration(k: 1))
         let (a, b) = (nodes.a, nodes.b)

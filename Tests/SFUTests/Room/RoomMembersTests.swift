@@ -76,6 +76,11 @@ import Testing
             try nodes.step()
         }
         #expect(a.room.origin(of: "dan") == nil && a.room.origin(of: "eve") == "node-b")
+        // An admission refused (the room locked) leaves another node's participant where it was.
+        _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
+        try a.room.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
+        #expect(throws: RoomError.self) { try a.room.admit("eve", now: a.now) }
+        #expect(a.room.origin(of: "eve") == "node-b")
     }
 
     /// A relay that closes and opens again (a flapping channel) does not undo what the home decided of the

@@ -101,7 +101,7 @@ public final class ClusterServer: BenchServer {
                                    packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
                                    relayDatagramsIn: MetricsText.sum(m, "sfu_relay_datagrams_received_total"),
                                    participants: MetricsText.sum(m, "sfu_participants"),
-                                   cpu: n.pid.flatMap { ProcessProbe.schedulerSeconds(pid: $0)?.cpu }))
+                                   cpu: n.pid.flatMap(ProcessProbe.cpuSeconds(pid:))))  // exited threads' time included
         }
         let at = Double(MonoClock.now().nanoseconds) / 1e9
         samples.withLock { $0.append((at, each)) }

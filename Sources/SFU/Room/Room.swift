@@ -243,7 +243,7 @@ public final class Room {
 
     /// The subscriber's own talker count (at most the room's max_active_talkers).
     public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try participant(id)
+        let p = try ownParticipant(id)
         if let t = count { try Roster.checkTalkerCount(t) }
         p.talkerCount = count
         refreshSubscriber(p, now: now, into: out)
@@ -251,7 +251,7 @@ public final class Room {
 
     /// The client reports its camera on or off (soft mute, from signaling).
     public func setVideoMuted(_ id: String, _ muted: Bool, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try participant(id)
+        let p = try ownParticipant(id)
         p.videoMuted = muted
         refreshAllSubscribers(now: now, into: out)
     }
@@ -259,7 +259,7 @@ public final class Room {
     /// The subscriber renders its video slot `mid` at most this large (nil: no limit): a simulcast source is
     /// then sent the smallest layer that covers it, or a lower one if the estimate says so.
     public func setRenderLimit(_ id: String, mid: String, _ limit: RenderLimit?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try participant(id)
+        let p = try ownParticipant(id)
         guard let s = p.subscriber, let slot = s.videoSlots.first(where: { $0.description.mid == mid }) else {
             throw RoomError(.invalidSetting, .notFound, "participant \(id) has no video slot \(mid)")
         }

@@ -51,6 +51,33 @@ import Testing
         #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
     }
 
+    /// Every flow mapping and sequence (`{ ... }`, `[ ... ]`, one line each in this document) is closed on its
+    /// line, strings aside: an unclosed one makes the whole document unreadable to YAML parsers (schemathesis
+    /// refused it once), which the route scan above would not notice.
+    @Test func everyFlowCollectionClosesOnItsLine() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
+        var open: [Int] = []
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var depth = (brace: 0, bracket: 0), inString = false, escaped = false
+            for ch in line {
+                if inString {
+                    if escaped { escaped = false } else if ch == "\\" { escaped = true } else if ch == "\"" { inString = false }
+                    continue
+                }
+                switch ch {
+                case "\"": inString = true
+                case "{": depth.brace += 1
+                case "}": depth.brace -= 1
+                case "[": depth.bracket += 1
+                case "]": depth.bracket -= 1
+                default: break
+                }
+            }
+            if depth.brace != 0 || depth.bracket != 0 { open.append(n + 1) }
+        }
+        #expect(open.isEmpty, "lines with an unclosed flow collection: \(open)")
+    }
+
     @Test func everyDocumentedOperationAnswersThroughTheRouterRatherThanNoSuchRoute() async throws {
         var c = NodeConfiguration()
         c.workers = 1

@@ -66,7 +66,8 @@ import WebRTCEdge
 
         let remb = try LoadClient(certificate: DTLSCertificate(commonName: "t"), profile: .subscriber(audio: 1, video: 1))
         let plain = remb.offer()
-        #expect(!plain.contains("transport-cc") && !plain.contains("rtx"), "without transport-cc the offer is as before")
+        #expect(!plain.contains("transport-cc"), "without transport-cc the offer has none")
+        #expect(plain.contains("a=rtpmap:97 rtx/90000"), "a receiving video section takes RTX all the same, as browsers' do")
     }
 
     @Test func theFeedbackForReceivedPacketsParsesWithTheSFUsParser() throws {

@@ -44,14 +44,15 @@ extension LoadClient {
                 if section.send, !inactive { l.append("a=ssrc:\(writer.ssrc) cname:load") }
                 l += transportLines()
             } else {
-                l += ["m=video 9 UDP/TLS/RTP/SAVPF 96\(tcc ? " 97" : "")", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux",
+                // A receiving video section takes RTX as browsers' do (under AES-GCM a slot without it does not
+                // answer NACKs: `DropReason.resendNeedsRTX`); a sending one offers it with transport-cc.
+                let rtx = tcc || !section.send
+                l += ["m=video 9 UDP/TLS/RTP/SAVPF 96\(rtx ? " 97" : "")", "c=IN IP4 0.0.0.0", "a=mid:\(i)", direction, "a=rtcp-mux",
                       "a=setup:actpass", "a=rtpmap:96 VP8/90000"]
                 if !section.send || profile.videoNACK { l += ["a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli"] }
                 l += ["a=rtcp-fb:96 goog-remb", "a=extmap:3 \(OfferAnswer.absSendTimeURI)"]
-                if tcc {
-                    l += ["a=rtcp-fb:96 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)",
-                          "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"]
-                }
+                if tcc { l += ["a=rtcp-fb:96 transport-cc", "a=extmap:\(Self.transportCCOfferID) \(OfferAnswer.transportCCURI)"] }
+                if rtx { l += ["a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"] }
                 if section.send, ridSimulcast {
                     let rids = Self.rids.prefix(1 + layerWriters.count)
                     l += ["a=extmap:\(Self.midOfferID) \(OfferAnswer.midURI)", "a=extmap:\(Self.ridOfferID) \(SimulcastOffer.ridURI)"]

@@ -130,10 +130,10 @@ extension RoomHarness {
     /// `audioSlots` audio slots and `videoSlots` video slots that take `slotFormats` (slot SSRCs as `join`
     /// makes them). Payload types are the caller's; RTX in a format gets the track's RTX SSRC.
     public func join(_ id: String, video: PayloadFormat?, h264: H264ProfileLevelID? = nil, audioSlots: Int = 1, videoSlots: Int = 0,
-                     slotFormats: [PayloadFormat] = [PayloadFormat(codec: .vp8, payloadType: 98)]) throws -> Member {
+                     slotFormats: [PayloadFormat] = [PayloadFormat(codec: .vp8, payloadType: 98)], options: FeedbackOptions = .init()) throws -> Member {
         // Joined with as many slots as it will have: a subscription's first video count comes from its first
         // slots (one video at most until an estimate), and the harness sends no estimate.
-        var m = try join(id, audioSlots: audioSlots, videoSlots: videoSlots)
+        var m = try join(id, audioSlots: audioSlots, videoSlots: videoSlots, options: options)
         let base = m.audio.ssrc - 1
         var tracks = [TrackDescription(codec: .opus, ssrc: base + 1, payloadType: 111, audioLevelExtensionID: 1)]
         if let video {

@@ -61,10 +61,14 @@ public final class RoomHarness {
         public var repair = false
         /// Opus RED (payload type 63) both ways.
         public var red = false
-        public init(transportCC: Bool = false, repair: Bool = false, red: Bool = false) {
+        /// The subscribing connection's SRTP profile. Without RTX a NACK is answered only under AES-CM (under
+        /// AES-GCM a resend on the media SSRC would reuse a nonce: `DropReason.resendNeedsRTX`).
+        public var subscribeProfile: SRTPProfile = .aeadAES128GCM
+        public init(transportCC: Bool = false, repair: Bool = false, red: Bool = false, subscribeProfile: SRTPProfile = .aeadAES128GCM) {
             self.transportCC = transportCC
             self.repair = repair
             self.red = red
+            self.subscribeProfile = subscribeProfile
         }
     }
 
@@ -81,7 +85,7 @@ public final class RoomHarness {
                      keySubscription: Bool = true) throws -> Member {
         try room.admit(id, role: role, talkerCount: talkerCount, now: now)
         let pub = newClient()
-        let sub = newClient()
+        let sub = newClient(profile: o.subscribeProfile)
         let base = UInt32(nextConnection) * 0x1000
         let tcc: UInt8? = o.transportCC ? 5 : nil
         var tracks = publishAudio ? [TrackDescription(codec: .opus, ssrc: base + 1, payloadType: 111,
@@ -215,8 +219,9 @@ public final class RoomHarness {
         return next
     }
 
-    private func newClient() -> SimulatedClient {
-        let c = SimulatedClient(connection: ConnectionID(UInt64(nextConnection)), seed: UInt64(nextConnection) * 7919, nullCipher: nullCipher)
+    private func newClient(profile: SRTPProfile = .aeadAES128GCM) -> SimulatedClient {
+        let c = SimulatedClient(connection: ConnectionID(UInt64(nextConnection)), profile: profile, seed: UInt64(nextConnection) * 7919,
+                                nullCipher: nullCipher)
         nextConnection += 1
         clients[c.connection] = c
         return c

@@ -7,6 +7,11 @@ extension SlotSender {
     func resend(_ seq: UInt16, subscriber s: Subscriber, policy: ResendPolicy, tracks: [Int: PublishedTrack], now: MonoTime,
                 into out: DatagramBatch) {
         guard let rec = sendLog?.lookup(seq) else { return }
+        // Without RTX the repair would go out under the packet's own SSRC and number with its header extensions
+        // stamped anew (transport-wide sequence, abs-send-time): under AES-GCM the original's nonce with other
+        // associated data, and two such packets give away the GHASH key (RFC 7714 section 8.1: a nonce never
+        // protects two packets). Only RTX, a new number on its own stream, repairs there.
+        if description.rtxSSRC == nil, s.connection.outbound?.profile.isAEAD == true { return effects.drop(.resendNeedsRTX, s.connection) }
         switch policy.admits(resends: rec.resends, lastResend: rec.lastResend, rtt: rtt, now: now) {
         case .resend: break
         case .tooSoon: return

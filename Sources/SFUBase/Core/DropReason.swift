@@ -49,6 +49,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     case protectRefused
     /// A participant of a knock-enabled room that a moderator has not let in yet: nothing of it is forwarded.
     case awaited
+    /// A NACK on a slot without RTX whose transport is AES-GCM: a resend would reuse the original's nonce with
+    /// other header bytes (RFC 7714 section 8.1), so it is not sent.
+    case resendNeedsRTX
 
     public var description: String {
         switch self {
@@ -81,6 +84,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .rtcpThrottled: "rtcp_throttled"
         case .protectRefused: "srtp_protect_refused"
         case .awaited: "awaited"
+        case .resendNeedsRTX: "resend_needs_rtx"
         }
     }
 }

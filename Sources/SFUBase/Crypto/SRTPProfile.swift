@@ -6,6 +6,9 @@ public enum SRTPProfile: UInt16, CaseIterable, Sendable, CustomStringConvertible
     case aeadAES128GCM = 0x0007
     case aeadAES256GCM = 0x0008
 
+    /// AES-GCM (RFC 7714): a (key, SSRC, index) nonce must never protect two different packets.
+    public var isAEAD: Bool { self == .aeadAES128GCM || self == .aeadAES256GCM }
+
     /// The DTLS-SRTP protection profile identifier (the raw value).
     public var dtlsIdentifier: UInt16 { rawValue }
 

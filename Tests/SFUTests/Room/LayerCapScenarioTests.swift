@@ -97,7 +97,8 @@ import Testing
         video.spatialLayers = 2
         video.packetsPerFrame = 1
         video.packetBytes = 1000
-        let bMember = try h.join("B", video: nil, videoSlots: 1, slotFormats: [PayloadFormat(codec: .vp9, payloadType: 120)])
+        // AES-CM: padding resent under a number of this RTX-less slot is allowed only there (not under GCM).
+        let bMember = try h.join("B", video: nil, videoSlots: 1, slotFormats: [PayloadFormat(codec: .vp9, payloadType: 120)], options: .init(subscribeProfile: .aesCM128HmacSHA1_80))
         let b = SimulatedParticipant(bMember) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         var t = 0.0
         func run(seconds: Double, rembBps: UInt64 = 170_000) {

@@ -6,11 +6,12 @@ import Testing
 
 @Suite struct RTCPScenarioTests {
     /// A video publisher A (talking) and a subscriber B with one video slot, 2 s in.
-    func setUp() throws -> (RoomHarness, SimulatedParticipant, SimulatedParticipant) {
+    func setUp(subscribeProfile: SRTPProfile = .aesCM128HmacSHA1_80) throws -> (RoomHarness, SimulatedParticipant, SimulatedParticipant) {
         let h = try RoomHarness()
         let sa = SpeechScript(Voices.a, seed: 1), quiet = SpeechScript([], seed: 2)
         let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { sa.frame(at: $0, speaking: 0..<30) }
-        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
+        // AES-CM: its video slot has no RTX, and only there is a NACK answered on the media SSRC (not under GCM).
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1, options: .init(subscribeProfile: subscribeProfile))) { quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
         return (h, a, b)
     }
@@ -78,6 +79,29 @@ import Testing
         #expect(a.nacksReceived == 0)
         #expect(count(h.rtcp(to: a.member.publish.connection), type: .transportFeedback, format: FeedbackFormat.nack) == 0)
         #expect(h.room.counters.retransmissions == 1)
+    }
+
+    /// Under AES-GCM a slot without RTX does not answer a NACK: the resend would go out under the packet's own
+    /// SSRC and number with other header bytes (a new transport-wide sequence or send time), the original's
+    /// nonce with other associated data (RFC 7714 section 8.1). The drop is counted; nothing goes out again.
+    @Test func underAESGCMASlotWithoutRTXDoesNotResendUnderTheSameNonce() throws {
+        let (h, a, b) = try setUp(subscribeProfile: .aeadAES128GCM)
+        let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
+        var lostSeq: UInt16?
+        h.network = { dest, d in
+            guard dest == b.member.subscribe.connection, lostSeq == nil, d.count > 12,
+                  (UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])) == slotSSRC else { return true }
+            lostSeq = UInt16(d[2]) << 8 | UInt16(d[3])
+            return false
+        }
+        h.run([a, b], from: 2, seconds: 0.2)
+        let lost = try #require(lostSeq)
+        h.clearReceived()
+        var nack = [UInt8](repeating: 0, count: 32)
+        let n = try #require(nack.withUnsafeMutableBytes { GenericNACK.write(sender: 0xB0B, media: slotSSRC, sequences: [lost], into: $0) })
+        h.send(Array(nack[0..<n]), from: b.member.subscribe)
+        #expect(!h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).contains { $0.header.sequenceNumber == lost })
+        #expect(h.room.counters.retransmissions == 0 && h.room.counters.drops[.resendNeedsRTX] == 1)
     }
 
     @Test func senderReportsAreRewrittenForTheSlotSoLipSyncSurvives() throws {

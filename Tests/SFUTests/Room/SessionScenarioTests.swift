@@ -203,7 +203,7 @@ import Testing
         let h = try RoomHarness()
         let s = SpeechScript(Voices.a, seed: 1)
         let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { s.frame(at: $0, speaking: 0..<30) }
-        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1, options: .init(subscribeProfile: .aesCM128HmacSHA1_80))) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
         let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
         let sent = try #require(h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).last?.header.sequenceNumber)
@@ -219,7 +219,7 @@ import Testing
         let h = try RoomHarness()
         let s = SpeechScript(Voices.a, seed: 1)
         let a = SimulatedParticipant(try h.join("A", publishVideo: true), video: true, seed: 1) { s.frame(at: $0, speaking: 0..<30) }
-        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1, options: .init(subscribeProfile: .aesCM128HmacSHA1_80))) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 4)
         var remb = [UInt8](repeating: 0, count: 24)
         let n = remb.withUnsafeMutableBytes { REMB(senderSSRC: 0xB0B, bitrate: 100_000, ssrcs: [1]).write(into: $0) }

@@ -40,7 +40,14 @@ extension Room {
         var owners: [UInt32: String] = [:]
         for (ssrc, publisher) in link.connection.remotePublishers { owners[ssrc] = publisher.participant.id }
         var newcomers: Set<String> = []
+        var named: Set<UInt32> = []
         for s in streams {
+            // Within one description every SSRC, media or RTX, names one stream.
+            for ssrc in [s.ssrc] + (s.rtxSSRC.map { [$0] } ?? []) {
+                guard named.insert(ssrc).inserted else {
+                    throw RoomError(.invalidSetting, .conflict, "\(peer) names SSRC \(ssrc) for two streams")
+                }
+            }
             // Audio is Opus, video is not: a stream of one kind under the other's codec would be a second track.
             guard (s.kind == .audio) == (s.codec == .opus), !s.participant.isEmpty else {
                 throw RoomError(.invalidSetting, .invalid, "\(peer) relays a \(s.kind) stream of \(s.participant) as \(s.codec)")

@@ -418,6 +418,11 @@ import Testing
         let opusAsVideo = RelayedStream(participant: "x", name: "x", kind: .video, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
         let notTheirs = RelayedStream(participant: "local", name: "l", kind: .audio, codec: .opus, ssrc: 0x1000_0004, payloadType: 111)
         #expect(throws: RoomError.self) { try b.room.receiveRelayed([fine, opusAsVideo], from: "node-a", now: b.now, into: b.batch) }
+        // One participant's camera whose RTX SSRC is its screen share's media SSRC: two streams under one SSRC.
+        let camera = RelayedStream(participant: "newcomer", name: "n", kind: .video, codec: .vp8, ssrc: 0x1000_0002, payloadType: 96,
+                                   rtxSSRC: 0x1000_0003, rtxPayloadType: 97)
+        let screen = RelayedStream(participant: "newcomer", name: "n", kind: .video, codec: .vp8, ssrc: 0x1000_0003, payloadType: 96, source: .screen)
+        #expect(throws: RoomError.self) { try b.room.receiveRelayed([fine, camera, screen], from: "node-a", now: b.now, into: b.batch) }
         #expect(!b.room.contains(participant: "newcomer") && b.room.tracks.count == own, "nothing of the description was bound")
         // A stream of one of this node's own participants (one that moved here, which its old node still
         // describes) is skipped; the rest binds.

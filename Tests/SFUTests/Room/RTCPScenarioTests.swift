@@ -48,20 +48,25 @@ import Testing
         #expect(count(h.rtcp(to: a.member.publish.connection), type: .payloadFeedback, format: FeedbackFormat.pli) - before == 2)
     }
 
+    /// Runs 0.2 s from t = 2 s with the first packet of slot `ssrc` to `m` lost on the way: its sequence number.
+    static func loseOneSlotPacket(_ h: RoomHarness, _ people: [SimulatedParticipant], to m: RoomHarness.Member, ssrc: UInt32) -> UInt16? {
+        var lostSeq: UInt16?
+        h.network = { dest, d in
+            guard dest == m.subscribe.connection, lostSeq == nil, d.count > 12,
+                  (UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])) == ssrc else { return true }
+            lostSeq = UInt16(d[2]) << 8 | UInt16(d[3])
+            return false
+        }
+        h.run(people, from: 2, seconds: 0.2)
+        return lostSeq
+    }
+
     @Test func nackIsAnsweredFromHistoryAndNeverForwardedUpstream() throws {
         // media-core check 11, second half: a lost slot packet is NACKed and retransmitted by the node.
         let (h, a, b) = try setUp()
         let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
-        var lostSeq: UInt16?
-        h.network = { dest, d in
-            guard dest == b.member.subscribe.connection, lostSeq == nil, d.count > 12,
-                  (UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])) == slotSSRC else { return true }
-            lostSeq = UInt16(d[2]) << 8 | UInt16(d[3])
-            return false
-        }
         h.clearReceived()
-        h.run([a, b], from: 2, seconds: 0.2)
-        let lost = try #require(lostSeq)
+        let lost = try #require(Self.loseOneSlotPacket(h, [a, b], to: b.member, ssrc: slotSSRC))
         #expect(!h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).contains { $0.header.sequenceNumber == lost })
         var nack = [UInt8](repeating: 0, count: 32)
         let n = try #require(nack.withUnsafeMutableBytes {
@@ -87,15 +92,7 @@ import Testing
     @Test func underAESGCMASlotWithoutRTXDoesNotResendUnderTheSameNonce() throws {
         let (h, a, b) = try setUp(subscribeProfile: .aeadAES128GCM)
         let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.video(0)
-        var lostSeq: UInt16?
-        h.network = { dest, d in
-            guard dest == b.member.subscribe.connection, lostSeq == nil, d.count > 12,
-                  (UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])) == slotSSRC else { return true }
-            lostSeq = UInt16(d[2]) << 8 | UInt16(d[3])
-            return false
-        }
-        h.run([a, b], from: 2, seconds: 0.2)
-        let lost = try #require(lostSeq)
+        let lost = try #require(Self.loseOneSlotPacket(h, [a, b], to: b.member, ssrc: slotSSRC))
         h.clearReceived()
         var nack = [UInt8](repeating: 0, count: 32)
         let n = try #require(nack.withUnsafeMutableBytes { GenericNACK.write(sender: 0xB0B, media: slotSSRC, sequences: [lost], into: $0) })

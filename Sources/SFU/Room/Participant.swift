@@ -17,11 +17,13 @@ final class Participant {
     /// Drops counted on connections this participant no longer has (replaced or closed transports).
     var retiredDrops = DropCounters()
     /// The node a remote participant publishes on (its media comes over the relay from there); nil for a
-    /// participant of this node. A remote participant is never relayed onwards.
-    var origin: String?
+    /// participant of this node. A remote participant is never relayed onwards. Fixed at admission: the
+    /// roster counts this node's own and other nodes' participants apart.
+    let origin: String?
 
-    init(id: String, index: Int, name: String, role: Role, talkerCount: Int?) {
+    init(id: String, index: Int, name: String, role: Role, talkerCount: Int?, origin: String? = nil) {
         self.id = id
+        self.origin = origin
         self.index = index
         self.name = name
         self.role = role

@@ -102,12 +102,7 @@ extension Room {
                 p = known
             } else {
                 let first = streams.first { $0.participant == id }
-                p = try participants.admit(id, name: first?.name, role: first?.role ?? .participant, talkerCount: nil, locked: false, roomName: name,
-                                           origin: peer)
-                election.join(p.index)
-                effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
-                reapplySharedModeration(for: p)
-                unpark(p)
+                p = try admitRemote(id, name: first?.name, role: first?.role ?? .participant, from: peer)
             }
             let publisher = p.publisher ?? {
                 let made = Publisher(participant: p, connection: link.connection, effects: effects)
@@ -143,16 +138,22 @@ extension Room {
         guard relays[peer] != nil else { return 0 }
         var admitted = 0
         for m in members where !m.participant.isEmpty && participants.lookup(m.participant) == nil {
-            guard let p = try? participants.admit(m.participant, name: m.name, role: m.role, talkerCount: nil, locked: false, roomName: name,
-                                                  origin: peer) else { break }
-            election.join(p.index)
-            effects.events.append(.participantState(participant: p.id, state: .joined, reason: nil))
-            reapplySharedModeration(for: p)
-            unpark(p)
+            guard (try? admitRemote(m.participant, name: m.name, role: m.role, from: peer)) != nil else { break }
             admitted += 1
         }
         if admitted > 0 { listsChanged() }
         return admitted
+    }
+
+    /// Admits another node's participant (bounded apart from this node's own: `Roster.admit`), with what the
+    /// home's moderation says of it.
+    private func admitRemote(_ id: String, name: String?, role: Role, from peer: String) throws(RoomError) -> Participant {
+        let p = try participants.admit(id, name: name, role: role, talkerCount: nil, locked: false, roomName: self.name, origin: peer)
+        election.join(p.index)
+        effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
+        reapplySharedModeration(for: p)
+        unpark(p)
+        return p
     }
 
     /// The node participant `id` is in the room at, when it is another node's (nil: this node's own, or not in

@@ -71,7 +71,8 @@ public final class Room {
         self.configuration = configuration
         self.limits = limits
         // Other nodes' participants: as many as each node the room may relay to holds of its own.
-        participants = Roster(capacity: limits.participants, remoteCapacity: limits.participants.multipliedReportingOverflow(by: max(limits.relays, 1)).partialValue)
+        let (remote, overflow) = limits.participants.multipliedReportingOverflow(by: max(limits.relays, 1))
+        participants = Roster(capacity: limits.participants, remoteCapacity: overflow ? .max : remote)
         election = TalkerElection(detector: configuration.detector, now: now)
     }
 

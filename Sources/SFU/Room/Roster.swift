@@ -67,10 +67,9 @@ struct Roster {
             guard remoteCount < remoteCapacity else {
                 throw RoomError(.limitReached, .conflict, "room \(roomName) holds \(remoteCapacity) participants of other nodes", limit: "participants_per_room")
             }
+            if let t = talkerCount { try Self.checkTalkerCount(t) }
         }
-        if let t = talkerCount { try Self.checkTalkerCount(t) }
-        let p = Participant(id: id, index: nextIndex, name: name ?? id, role: role, talkerCount: talkerCount)
-        p.origin = origin
+        let p = Participant(id: id, index: nextIndex, name: name ?? id, role: role, talkerCount: talkerCount, origin: origin)
         if origin != nil { remoteCount += 1 }
         nextIndex += 1
         byIndex[p.index] = p

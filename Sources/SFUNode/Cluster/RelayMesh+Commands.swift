@@ -20,9 +20,8 @@ extension RelayMesh: RoomsElsewhere {
     }
 
     struct AwaitedResult {
-        let room: String
         /// The node asked (the room's home, or a dropped participant's node): only its answer counts.
-        let home: String
+        let peer: String
         let continuation: CheckedContinuation<Answer, Never>
     }
 
@@ -37,7 +36,7 @@ extension RelayMesh: RoomsElsewhere {
         guard channels[home] === channel else {
             throw APIError(.serviceUnavailable, code: 6022, "the channel to the room's home node \(home) closed; retry")
         }
-        let answer = try await ask(home, room: room, on: channel) { .command(room: room, request: $0, by: by, command) }
+        let answer = try await ask(home, on: channel) { .command(room: room, request: $0, by: by, command) }
         let outcome = try await node.withRoom(room) { r, core, now in
             if let state = answer.state { r.applyModeration(state, now: now, into: core.batch) }
             return r.moderationOutcome
@@ -53,14 +52,14 @@ extension RelayMesh: RoomsElsewhere {
         guard let channel = channels[origin], ends[EndKey(room: room, peer: origin)]?.keyed == true else {
             throw APIError(.serviceUnavailable, code: 6022, "\(participant) is on node \(origin), which this node cannot reach now; retry")
         }
-        let answer = try await ask(origin, room: room, on: channel) { .drop(room: room, request: $0, participant: participant, by: by) }
+        let answer = try await ask(origin, on: channel) { .drop(room: room, request: $0, participant: participant, by: by) }
         if let error = answer.error { throw error.apiError }
         return answer.closed ?? 0
     }
 
     /// Sends what `message` makes of a new request number to `peer` and waits for its `result` (or the
     /// stand-in for one: the wait ran out, the channel closed).
-    private func ask(_ peer: String, room: String, on channel: RelayChannel, _ message: (UInt64) -> RelayMessage) async throws -> Answer {
+    private func ask(_ peer: String, on channel: RelayChannel, _ message: (UInt64) -> RelayMessage) async throws -> Answer {
         guard awaiting.count < Self.maxAwaiting else {
             throw APIError(.serviceUnavailable, code: 6022, "\(awaiting.count) requests wait for other nodes; retry")
         }
@@ -68,7 +67,7 @@ extension RelayMesh: RoomsElsewhere {
         nextRequest += 1
         let sent = message(request)
         return await withCheckedContinuation { (c: CheckedContinuation<Answer, Never>) in
-            awaiting[request] = AwaitedResult(room: room, home: peer, continuation: c)
+            awaiting[request] = AwaitedResult(peer: peer, continuation: c)
             channel.send(sent)
             Task {
                 try? await Task.sleep(for: Self.commandWithin)
@@ -80,14 +79,14 @@ extension RelayMesh: RoomsElsewhere {
     /// The answer to `request` (or its stand-in). An answer from another node than the one asked, or to a
     /// request no longer awaited, is ignored: each continuation is resumed once.
     func answered(_ request: UInt64, from peer: String, _ answer: Answer) {
-        guard let a = awaiting[request], a.home == peer else { return }
+        guard let a = awaiting[request], a.peer == peer else { return }
         awaiting[request] = nil
         a.continuation.resume(returning: answer)
     }
 
     /// The channel to `peer` closed: the requests it carried get no answer.
     func giveUp(on peer: String) {
-        for (request, a) in awaiting where a.home == peer {
+        for (request, a) in awaiting where a.peer == peer {
             answered(request, from: peer, Answer(error: RelayCommandError(code: 6022, kind: .unavailable, message: "the channel to node \(peer) closed")))
         }
     }

@@ -95,8 +95,10 @@ public final class NodeServer: BenchServer {
         _ = try? await api.call("DELETE", "v1/rooms/\(self.room(room))/participants/\(id)")
     }
 
-    public func counters() async throws -> ServerCounters? {
-        let m = try await api.metrics()
+    public func counters() async throws -> ServerCounters? { Self.counters(fromMetrics: try await api.metrics()) }
+
+    /// A node's counters from its `/metrics` text.
+    static func counters(fromMetrics m: String) -> ServerCounters {
         var c = ServerCounters(packetsIn: MetricsText.sum(m, "sfu_rtp_packets_received_total"),
                                packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
                                bytesOut: MetricsText.sum(m, "sfu_rtp_bytes_forwarded_total"), drops: MetricsText.drops(m))

@@ -89,16 +89,15 @@ public final class ClusterServer: BenchServer {
         var each: [NodeSample] = []
         for n in nodes {
             let m = try await n.api.metrics()
-            total.packetsIn += MetricsText.sum(m, "sfu_rtp_packets_received_total")
-            total.packetsOut += MetricsText.sum(m, "sfu_rtp_packets_forwarded_total")
-            total.bytesOut += MetricsText.sum(m, "sfu_rtp_bytes_forwarded_total")
-            total.datagramsOut += MetricsText.sum(m, "sfu_udp_datagrams_sent_total")
-            total.rtcpIn += MetricsText.sum(m, "sfu_rtcp_packets_received_total")
-            total.drops.merge(MetricsText.drops(m), uniquingKeysWith: +)
-            total.srtpBackend = MetricsText.label(m, "sfu_srtp_backend", "backend")
-            total.srtpVersion = MetricsText.label(m, "sfu_srtp_backend", "version")
-            each.append(NodeSample(packetsIn: MetricsText.sum(m, "sfu_rtp_packets_received_total"),
-                                   packetsOut: MetricsText.sum(m, "sfu_rtp_packets_forwarded_total"),
+            let c = NodeServer.counters(fromMetrics: m)
+            total.packetsIn += c.packetsIn
+            total.packetsOut += c.packetsOut
+            total.bytesOut += c.bytesOut
+            total.datagramsOut += c.datagramsOut
+            total.rtcpIn += c.rtcpIn
+            total.drops.merge(c.drops, uniquingKeysWith: +)
+            (total.srtpBackend, total.srtpVersion) = (c.srtpBackend, c.srtpVersion)
+            each.append(NodeSample(packetsIn: c.packetsIn, packetsOut: c.packetsOut,
                                    relayDatagramsIn: MetricsText.sum(m, "sfu_relay_datagrams_received_total"),
                                    participants: MetricsText.sum(m, "sfu_participants"),
                                    cpu: n.pid.flatMap(ProcessProbe.cpuSeconds(pid:))))  // exited threads' time included
@@ -113,21 +112,41 @@ public final class ClusterServer: BenchServer {
         placed.withLock { p in Dictionary(p.values.map { (nodes[$0].id, 1) }, uniquingKeysWith: +) }
     }
 
-    /// Each node over the measured window (the first and last `counters()`): RTP packets in and out per second,
-    /// relay datagrams received per second, its participants at the end, and the cores it used.
-    public var perNode: String {
+    /// What one node did over the measured window (the first and last `counters()`).
+    public struct NodeWindow: Sendable {
+        public var id: String
+        public var seconds: Double
+        public var packetsIn: Double
+        public var packetsOut: Double
+        /// Datagrams its relays received from the other nodes.
+        public var relayDatagramsIn: Double
+        /// Its own participants at the end.
+        public var participants: Double
+        public var cores: Double?
+    }
+
+    public var windows: [NodeWindow] {
         let s = samples.withLock { $0 }
-        guard s.count >= 2, let first = s.first, let last = s.last, last.at > first.at else { return "" }
+        guard s.count >= 2, let first = s.first, let last = s.last, last.at > first.at else { return [] }
         let seconds = last.at - first.at
-        var lines = ["per node over the window (\(String(format: "%.1f", seconds)) s):"]
-        for (i, n) in nodes.enumerated() {
+        return nodes.indices.map { i in
             let (a, b) = (first.nodes[i], last.nodes[i])
-            let cores = zip([a.cpu], [b.cpu]).compactMap { x, y in x.flatMap { x in y.map { ($0 - x) / seconds } } }.first
-            lines.append(String(format: "  %@: %.0f packets in/s, %.0f out/s, %.0f relay datagrams in/s, %.0f participants, %@ cores", n.id,
-                                (b.packetsIn - a.packetsIn) / seconds, (b.packetsOut - a.packetsOut) / seconds,
-                                (b.relayDatagramsIn - a.relayDatagramsIn) / seconds, b.participants, cores.map { String(format: "%.2f", $0) } ?? "-"))
+            return NodeWindow(id: nodes[i].id, seconds: seconds, packetsIn: b.packetsIn - a.packetsIn, packetsOut: b.packetsOut - a.packetsOut,
+                              relayDatagramsIn: b.relayDatagramsIn - a.relayDatagramsIn, participants: b.participants,
+                              cores: a.cpu.flatMap { x in b.cpu.map { ($0 - x) / seconds } })
         }
-        return lines.joined(separator: "\n")
+    }
+
+    /// Each node over the measured window, per second: RTP packets in and out, relay datagrams received, its
+    /// participants at the end, and the cores it used.
+    public var perNode: String {
+        let w = windows
+        guard let seconds = w.first?.seconds else { return "" }
+        return (["per node over the window (\(String(format: "%.1f", seconds)) s):"] + w.map { n in
+            String(format: "  %@: %.0f packets in/s, %.0f out/s, %.0f relay datagrams in/s, %.0f participants, %@ cores", n.id,
+                   n.packetsIn / seconds, n.packetsOut / seconds, n.relayDatagramsIn / seconds, n.participants,
+                   n.cores.map { String(format: "%.2f", $0) } ?? "-")
+        }).joined(separator: "\n")
     }
 
     public func subscriberStats(rooms: Int) async -> [String: SubscriberSample]? {

@@ -40,6 +40,8 @@ let package = Package(
         .target(name: "COpusShims", linkerSettings: [.linkedLibrary("opus")]),
         .target(name: "CVPXShims", linkerSettings: [.linkedLibrary("vpx")]),
         .target(name: "COpenSSLShims", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // FFmpeg's muxers (libavformat, Debian's libavformat-dev) behind one small C file: the recorder's files.
+        .target(name: "CMediaFile", linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil")]),
         // What the engine and the edge both speak, below both (as SwiftNIO's NIOCore is below its transports):
         // time, connection ids, drop reasons, datagram batches, RTP/RTCP and payload wire formats, SRTP, and the
         // descriptions an offer makes of media.
@@ -49,6 +51,8 @@ let package = Package(
         // The WebRTC edge, sans-IO like the engine: RFC 7983 demultiplexing, STUN and ICE-lite, DTLS-SRTP and
         // SDP: datagrams and time in, datagrams, keys and events out. It knows nothing of rooms.
         .target(name: "WebRTCEdge", dependencies: ["SFUBase", "COpenSSL", "COpenSSLShims"]),
+        // Recording: the writer thread behind the workers' bounded queues, depacketization, files and manifests.
+        .target(name: "SFURecording", dependencies: ["SFUBase", "CMediaFile"]),
         // The node's I/O shell: batched UDP (recvmmsg, sendmmsg, UDP GSO) through a small C shim.
         .target(name: "CNodeIO"),
         .target(name: "NodeIO", dependencies: ["CNodeIO", "SFU", "WebRTCEdge"]),
@@ -60,7 +64,7 @@ let package = Package(
         ]),
         // The node's control plane: configuration, the control API, the event stream, metrics and logs.
         .target(name: "SFUNode", dependencies: [
-            "SFU", "WebRTCEdge", "NodeIO", "SFUCluster",
+            "SFU", "WebRTCEdge", "NodeIO", "SFUCluster", "SFURecording",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -121,6 +125,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], path: "Tools/sfu-lab"),
+        .testTarget(name: "SFURecordingTests", dependencies: ["SFURecording", "SFUBase", "SFUMedia"]),
         .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUSimulation", "SFUMedia"]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUSimulation", "SFUMedia", "SFUFuzzTargets", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [

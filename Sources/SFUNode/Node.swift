@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NodeIO
 import SFU
+import SFURecording
 import Synchronization
 import WebRTCEdge
 
@@ -42,6 +43,12 @@ public final class Node: Sendable {
         return try await withRoom(room) { r, core, now in try r.moderate(command, by: by, now: now, into: core.batch) }
     }
 
+    /// The recording writer (its own thread) and each worker's queue to it (`NodeRecording`).
+    public let recorder: RecordingWriter
+    let recordingQueues: [RecordingQueue]
+    private let recordingFailures: AsyncStream<(id: String, room: String, reason: String)>
+    private let failureTask = Mutex<Task<Void, Never>?>(nil)
+
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
 
@@ -73,7 +80,18 @@ public final class Node: Sendable {
         }
         Worker.connect(ws)
         workers = ws
+        let (failures, failed) = AsyncStream.makeStream(of: (id: String, room: String, reason: String).self)
+        recordingFailures = failures
+        let writer = RecordingWriter(configuration: .init(directory: configuration.recordingDirectory,
+                                                          maxNodeBytes: Int64(configuration.recordingNodeCapMB) << 20,
+                                                          maxRoomBytes: Int64(configuration.recordingRoomCapMB) << 20,
+                                                          queuePackets: configuration.recordingQueuePackets),
+                                     onFailure: { id, room, reason in failed.yield((id, room, reason)) })
+        recorder = writer
+        recordingQueues = ws.indices.map { writer.makeQueue(worker: $0) }
     }
+
+    func placementIndex(of room: String) -> Int? { placement.withLock { $0[room] } }
 
     /// Starts the workers and the event pump, which moves the workers' events to `events` (off the media
     /// threads: encoding and fan-out cost the control plane, never a worker). The pump wakes when a worker
@@ -95,6 +113,12 @@ public final class Node: Sendable {
             }
         }
         pumpWake.withLock { $0 = wake }
+        recorder.start()
+        failureTask.withLock { task in
+            task = task ?? Task.detached { [self] in
+                for await f in recordingFailures { await recordingFailed(id: f.id, room: f.room, reason: f.reason) }
+            }
+        }
     }
 
     /// Stops the workers: every room is destroyed, so every client is told (participants left, DTLS
@@ -106,6 +130,9 @@ public final class Node: Sendable {
         // released there (DTLS close_notify) before that worker stops.
         for w in workers where w.isRunning { try? w.performAndWait { core, now in core.destroyAllRooms(now: now) } }
         for w in workers { w.stop() }
+        // Every file closed playable and every manifest written, after the rooms queued their last packets.
+        recorder.shutdown()
+        failureTask.withLock { $0?.cancel(); $0 = nil }
         pumpEvents()
         events.finish()
     }
@@ -216,8 +243,13 @@ public final class Node: Sendable {
     /// Destroys a room: every participant is told (left, room destroyed) and its transports closed.
     public func destroyRoom(_ name: String) async throws {
         guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        try await workers[index].perform { core, now in core.destroyRoom(name, now: now) }
+        let recording = try await workers[index].perform { core, now in
+            let id = core.room(name)?.recording?.id
+            core.destroyRoom(name, now: now)
+            return id
+        }
         _ = placement.withLock { $0.removeValue(forKey: name) }
+        if let recording { await recorder.finish(id: recording, reason: "room destroyed") }
     }
 
     func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }

@@ -75,8 +75,10 @@ extension Room {
                 for case let slot as SlotSender in track.consumers {
                     Subscriber.stop(slot, showing: track, silenceFrames: configuration.silenceFramesOnMute, now: now)
                 }
-                let others = track.consumers.filter { !($0 is SlotSender) }
-                track.consumers.removeAll()
+                // A recording stays: the ingress rules keep what may not leave from it, and its file keeps the
+                // time as a gap.
+                let others = track.consumers.filter { !($0 is SlotSender) && !($0 is TrackRecorder) }
+                track.consumers.removeAll { !($0 is TrackRecorder) }
                 for c in others { c.trackEnded(track) }
             }
         }

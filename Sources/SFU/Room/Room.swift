@@ -57,6 +57,8 @@ public final class Room {
     }
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
+    /// The recording under way (`Room+Recording`).
+    var recorder: RoomRecorder?
     /// What one video costs in the room, measured (ABWD's stream bandwidth).
     var videoCosts = VideoCosts()
 
@@ -203,6 +205,8 @@ public final class Room {
         }
         participants.removeAll()
         tracks.removeAll()
+        recorder?.closeAll()
+        recorder = nil
         for r in relays.values { r.release() }
         relays.removeAll()
         for c in connections.values { c.release() }

@@ -7,10 +7,16 @@ public enum ResultCode: Int, Sendable {
     case grantFloorUnauthorized = 5004
     case denyFloorUnauthorized = 5005
     case releaseFloorUnauthorized = 5006
+    case startRecordUnauthorized = 5007
+    case stopRecordUnauthorized = 5008
     case hardMuteAudioUnauthorized = 5009
     case hardUnmuteAudioUnauthorized = 5010
     case hardMuteVideoUnauthorized = 5011
     case hardUnmuteVideoUnauthorized = 5012
+    case recordStartInProgress = 5033
+    case alreadyRecording = 5034
+    case recordStopInProgress = 5035
+    case notRecording = 5036
     case roomAlreadyMuted = 5038
     case roomAlreadyUnmuted = 5039
     case floorRequestPending = 5042

@@ -15,6 +15,10 @@ public enum RoomEvent: Equatable, Sendable {
     /// A knock-enabled room's entry: `by` is the moderator who approved or denied (nil: the participant knocked).
     case knock(action: KnockAction, participant: String, name: String, by: String?)
     case role(participant: String, role: Role, by: String)
+    /// Recording on or off (EnableX's startRecordingEvent / roomRecordOn and stopRecordingEvent / roomRecordOff):
+    /// `by` the moderator (nil: the room's auto_recording started it, or it stopped by itself - `reason` says
+    /// why: the room ended, a full disk, a cap).
+    case recording(on: Bool, id: String, by: String?, reason: String?)
     /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
     case levelMismatch(participant: String, meanDifferenceDb: Double)
     /// The room is gone; every participant was disconnected (each also gets `participantState(.left)`).

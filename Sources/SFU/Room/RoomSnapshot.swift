@@ -28,6 +28,8 @@ public struct RoomSnapshot: Sendable, Equatable {
     public var raisedHands: [String]
     public var approvedHands: [String]
     public var participants: [Participant]
+    /// The recording under way (starting, recording or stopping); nil when the room is not recorded.
+    public var recording: Room.RecordingStatus? = nil
     /// Who waits to be let into a knock-enabled room, in the order they knocked: (id, name).
     public var awaited: [(id: String, name: String)] { participants.filter(\.awaited).map { ($0.id, $0.name) } }
 }
@@ -83,6 +85,7 @@ extension RoomSnapshot {
                     publishesAudio: p.audioTrack != nil, publishesVideo: !p.tracks(.camera).isEmpty,
                     subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty, origin: p.origin, awaited: p.awaited)
             })
+        recording = room.recording
     }
 }
 

@@ -52,6 +52,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     /// A NACK on a slot without RTX whose transport is AES-GCM: a resend would reuse the original's nonce with
     /// other header bytes (RFC 7714 section 8.1), so it is not sent.
     case resendNeedsRTX
+    /// A packet a recording could not take: the queue to the recording writer was full (a slow or full disk).
+    /// Forwarding goes on; the recorded file has a gap there.
+    case recordingQueueFull
 
     public var description: String {
         switch self {
@@ -85,6 +88,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .protectRefused: "srtp_protect_refused"
         case .awaited: "awaited"
         case .resendNeedsRTX: "resend_needs_rtx"
+        case .recordingQueueFull: "recording_queue_full"
         }
     }
 }

@@ -64,6 +64,13 @@ public enum ControlAPI {
                     cluster.logger.warning("could not load the room's saved moderation", metadata: ["room": "\(b.room)", "error": "\(error)"])
                 }
             }
+            // A room recorded from its start: a recording that cannot start does not undo the room (the log
+            // and the room's state say so; a moderator may start one later).
+            if b.autoRecording {
+                do { _ = try await node.startRecording(room: b.room, by: nil) } catch {
+                    node.logger.warning("auto_recording could not start", metadata: ["room": "\(b.room)", "error": "\(error)"])
+                }
+            }
             return ok(RoomName(room: b.room), status: .created)
         }
         router.get("/v1/rooms") { _, _ in ok(RoomNames(rooms: node.roomNames)) }
@@ -178,6 +185,17 @@ public enum ControlAPI {
             let name = try room(context)
             let denied = try await node.withCore(of: name) { core, now in try core.denyAwaited(room: name, by: b.by, b.participants, now: now) }
             return ok(Denied(denied: denied.denied, closed: denied.closed))
+        }
+        // Recording as individual streams (EnableX startRecord / stopRecord): moderators only.
+        router.post("/v1/rooms/:room/recording/start") { request, context in
+            let b = try await decode(RecordingRequest.self, request)
+            let started = try await node.startRecording(room: try room(context), by: b.by)
+            return ok(RecordingStarted(recording: started.id, directory: started.directory))
+        }
+        router.post("/v1/rooms/:room/recording/stop") { request, context in
+            let b = try await decode(RecordingRequest.self, request)
+            let manifest = try await node.stopRecording(room: try room(context), by: b.by)
+            return ok(RecordingStopped(recording: manifest?.recording ?? "", files: manifest?.streams.map(\.file) ?? []))
         }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)

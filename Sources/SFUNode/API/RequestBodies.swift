@@ -6,15 +6,18 @@ import SFU
 /// field. The routes get typed values; nothing reaches a worker unchecked.
 protocol RequestBody: Decodable, Sendable {}
 
-/// POST /v1/rooms
+/// POST /v1/rooms. `auto_recording`: the room is recorded from its start (EnableX `settings.auto_recording`).
 struct CreateRoomRequest: RequestBody {
     var room: String
     var settings: RoomSettings
+    var autoRecording: Bool
 
     init(from decoder: any Decoder) throws {
-        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share", "video_degradation", "knock"])
+        let f = try FieldReader(decoder, allowed: ["room", "mode", "max_active_talkers", "stream_bandwidth", "level_source", "screen_share",
+                                                   "video_degradation", "knock", "auto_recording"])
         room = try f.identifier("room")
         settings = try RoomSettings(f)
+        autoRecording = try f.bool("auto_recording") ?? false
     }
 }
 
@@ -230,5 +233,15 @@ struct AwaitedRequest: RequestBody {
         let f = try FieldReader(decoder, allowed: ["by", "participants"])
         by = try f.identifier("by")
         participants = try f.identifiers("participants")
+    }
+}
+
+/// POST /v1/rooms/:room/recording/start and .../stop: the moderator who asks.
+struct RecordingRequest: RequestBody {
+    var by: String
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by"])
+        by = try f.identifier("by")
     }
 }

@@ -177,3 +177,24 @@ extension Success: JSONFields where Body: JSONFields {
     }
     var estimatedJSONSize: Int { body.estimatedJSONSize + 16 }
 }
+
+/// POST /v1/rooms/:room/recording/start (and a room created with auto_recording): the recording's id and the
+/// directory its files and manifest go to.
+struct RecordingStarted: JSONFields {
+    var recording: String
+    var directory: String
+    func writeFields(_ w: inout JSONWriter) {
+        w.field("directory", directory)
+        w.field("recording", recording)
+    }
+}
+
+/// POST /v1/rooms/:room/recording/stop: the recording's files, as its manifest lists them.
+struct RecordingStopped: JSONFields {
+    var recording: String
+    var files: [String]
+    func writeFields(_ w: inout JSONWriter) {
+        w.field("files", files)
+        w.field("recording", recording)
+    }
+}

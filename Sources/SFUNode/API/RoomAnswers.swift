@@ -13,7 +13,7 @@ struct RoomState: JSONFields {
         case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
         case screenShare = "screen_share", videoDegradation = "video_degradation"
         case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
-        case floor, participants, knock, awaitedParticipants = "awaited_participants"
+        case floor, participants, knock, awaitedParticipants = "awaited_participants", recording
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -35,6 +35,7 @@ struct RoomState: JSONFields {
         try c.encode(s.participants.map(Member.init), forKey: .participants)
         try c.encode(s.configuration.knock, forKey: .knock)
         try c.encode(s.awaited.map { Awaited(participant: $0.id, name: $0.name) }, forKey: .awaitedParticipants)
+        try c.encode(s.recording.map(Recording.init), forKey: .recording)  // null when not recorded
     }
 
     func writeFields(_ w: inout JSONWriter) {
@@ -53,6 +54,8 @@ struct RoomState: JSONFields {
         w.key("participants")
         w.array(s.participants) { w, p in w.object { Member(p).writeFields(&$0) } }
         w.field("pinned", s.pinned)
+        w.key("recording")
+        if let r = s.recording { w.object { Recording(r).writeFields(&$0) } } else { w.null() }
         w.field("room", s.name)
         w.field("screen_share", s.configuration.screenShare.rawValue)
         w.field("stream_bandwidth", s.configuration.streamBandwidthKbps)
@@ -60,6 +63,31 @@ struct RoomState: JSONFields {
     }
 
     var estimatedJSONSize: Int { 512 + snapshot.participants.count * 192 }
+
+    /// The recording under way: its id, its phase (starting, recording, stopping) and who started it (null:
+    /// auto_recording).
+    struct Recording: JSONFields {
+        var id: String
+        var state: String
+        var startedBy: String?
+        init(_ r: Room.RecordingStatus) {
+            id = r.id
+            state = r.phase.rawValue
+            startedBy = r.startedBy
+        }
+        enum CodingKeys: String, CodingKey { case id, state, startedBy = "started_by" }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(startedBy, forKey: .startedBy)
+            try c.encode(state, forKey: .state)
+        }
+        func writeFields(_ w: inout JSONWriter) {
+            w.field("id", id)
+            w.field("started_by", startedBy)
+            w.field("state", state)
+        }
+    }
 
     /// One who waits to be let into a knock-enabled room (EnableX `awaitedParticipants`: `clientId`, `name`).
     struct Awaited: JSONFields {

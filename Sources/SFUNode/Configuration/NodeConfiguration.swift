@@ -32,6 +32,14 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// them on their own meetings and set them here without a new build.
     public var roomDetector = DominantSpeakerDetector.Configuration()
     public var roomSustainedSpeech = RoomConfiguration().sustainedSpeech
+    /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
+    /// unless absolute.
+    public var recordingDirectory = "recordings"
+    /// Megabytes all recordings in the directory may take on this node, and one room's; 0: no cap.
+    public var recordingNodeCapMB = 0
+    public var recordingRoomCapMB = 0
+    /// Packets each worker's queue to the recording writer holds before it drops (and counts) them.
+    public var recordingQueuePackets = 4096
     /// Events each worker holds for the control plane (drained every 10 ms) before it drops and counts them.
     public var eventsQueue = 10_000
     /// Events a slow `/v1/events` consumer may fall behind by before it loses (and is told).
@@ -122,6 +130,12 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.sustained_speech_ms", 0...10_000,
                 "speech after which a talker who is not the dominant speaker holds the floor (takes a video, leads the recency order), ms",
                 get: { Int($0.roomSustainedSpeech.milliseconds) }, set: { $0.roomSustainedSpeech = .milliseconds(Int64($1)) }),
+        .string("recording.directory", \.recordingDirectory, "where recordings are written: <directory>/<room>/<recording>/"),
+        .int("recording.node_cap_mb", 0...100_000_000, \.recordingNodeCapMB,
+             "megabytes all recordings in the directory may take (a recording stops when it would pass); 0: no cap"),
+        .int("recording.room_cap_mb", 0...100_000_000, \.recordingRoomCapMB, "megabytes one room's recordings may take on this node; 0: no cap"),
+        .int("recording.queue_packets", 64...1_000_000, \.recordingQueuePackets,
+             "packets each worker's queue to the recording writer holds (a slow disk drops past it, counted)"),
         .int("events.queue", 1...10_000_000, \.eventsQueue, "events each worker holds for the control plane before dropping"),
         .int("events.consumer_buffer", 1...1_000_000, \.eventsConsumerBuffer,
              "events a slow /v1/events consumer may fall behind by before it loses some"),

@@ -34,6 +34,7 @@ enum EventPayload: Encodable, Sendable {
             case .lock: return "lock"
             case .role: return "role"
             case .knock: return "knock"
+            case .recording: return "recording"
             case .levelMismatch: return "level_mismatch"
             case .roomDestroyed: return "room_destroyed"
             case .relaysChanged: return "relays_changed"  // never published (Node.pumpEvents)
@@ -48,7 +49,7 @@ enum EventPayload: Encodable, Sendable {
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
         case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
-        case node, participants, home, name
+        case node, participants, home, name, recording
     }
 
     struct Talker: Encodable {
@@ -146,6 +147,13 @@ enum EventPayload: Encodable, Sendable {
                 try c.encode(participant, forKey: .participant)
                 try c.encode(name, forKey: .name)
                 try c.encode(by, forKey: .by)  // null when the participant knocked
+            case .recording(let on, let id, let by, let reason):
+                // The seeds' roomRecordOn / roomRecordOff message, and who or what turned it on or off.
+                try c.encode(on ? "on" : "off", forKey: .state)
+                try c.encode(id, forKey: .recording)
+                try c.encode(by, forKey: .by)
+                try c.encode(reason, forKey: .reason)
+                try c.encode(on ? "Room Recording On" : "Room Recording Off", forKey: .msg)
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)

@@ -125,7 +125,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], path: "Tools/sfu-lab"),
-        .testTarget(name: "SFURecordingTests", dependencies: ["SFURecording", "SFUBase", "SFUMedia"]),
+        .testTarget(name: "SFURecordingTests", dependencies: ["SFURecording", "SFUBase", "SFU", "SFUMedia", "SFUSimulation"]),
         .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUSimulation", "SFUMedia"]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUSimulation", "SFUMedia", "SFUFuzzTargets", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [

@@ -174,13 +174,13 @@ public final class RecordingWriter: @unchecked Sendable {
             for r in taken {
                 switch r {
                 case .begin(let id, let room, let done):
-                    do { done.resume(returning: try begin(id: id, room: room)) } catch { done.resume(throwing: error) }
+                    do { done.resume(returning: try prepare(id: id, room: room)) } catch { done.resume(throwing: error) }
                 case .finish(let id, let reason, let done):
                     drain(qs)
-                    done.resume(returning: finish(id: id, reason: reason))
+                    done.resume(returning: complete(id: id, reason: reason))
                 case .shutdown:
                     drain(qs)
-                    for id in Array(recordings.keys) { finish(id: id, reason: "node stopped") }
+                    for id in Array(recordings.keys) { complete(id: id, reason: "node stopped") }
                     return
                 }
             }
@@ -190,7 +190,10 @@ public final class RecordingWriter: @unchecked Sendable {
         }
     }
 
-    private func begin(id: String, room: String) throws -> String {
+    // MARK: The steps, on the writer's thread (or, in tests on virtual time, on the test's: no thread started)
+
+    /// `begin`'s work: the directory, within the caps.
+    func prepare(id: String, room: String) throws -> String {
         if !scanned {
             scanned = true
             nodeBytes = Self.bytesUnder(configuration.directory)
@@ -213,8 +216,9 @@ public final class RecordingWriter: @unchecked Sendable {
         return dir
     }
 
+    /// `finish`'s work: closes what is open of the recording and writes its manifest.
     @discardableResult
-    private func finish(id: String, reason: String) -> RecordingManifest? {
+    func complete(id: String, reason: String) -> RecordingManifest? {
         guard let r = recordings.removeValue(forKey: id) else { return nil }
         stop(r, reason: reason)
         return writeManifest(r)
@@ -233,6 +237,14 @@ public final class RecordingWriter: @unchecked Sendable {
             r.stoppedAt = Date()
         }
         chargeBytes(r)
+    }
+
+    /// Everything the queues hold, written.
+    func drainQueues() {
+        condition.lock()
+        let qs = queues
+        condition.unlock()
+        drain(qs)
     }
 
     private func drain(_ qs: [RecordingQueue]) {

@@ -35,6 +35,24 @@ public enum FFmpeg {
         return data
     }
 
+    /// Runs any command (mount, umount) the same way: its output, or a failure naming it.
+    @discardableResult
+    public static func runCommand(_ path: String, _ arguments: [String]) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw Failure(command: ([path] + arguments).joined(separator: " "), status: p.terminationStatus, stderr: String(decoding: data, as: UTF8.self))
+        }
+        return data
+    }
+
     /// What ffprobe says of a file's first stream and its container: codec name, duration (seconds), frames
     /// counted by decoding.
     public struct Probe: Sendable {

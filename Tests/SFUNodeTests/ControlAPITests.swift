@@ -259,6 +259,58 @@ import WebRTCEdge
         #expect(r[11].status == 400 && r[11].result == 6010)
     }
 
+    /// Recording through the API (EnableX startRecord / stopRecord and auto_recording): the seeds' codes, the
+    /// room's state, the directory and manifest.
+    @Test func aModeratorRecordsAndTheSeedsCodesRefuseTheRest() async throws {
+        let dir = NSTemporaryDirectory() + "api-recordings-\(UUID().uuidString)"
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        try c.set("recording.directory", .string(dir), origin: "test")
+        let node = try Node(configuration: c)
+        node.start()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "rec"], [:]),
+            (.post, "/v1/rooms/rec/participants", ["participant": "mod", "role": "moderator"], [:]),
+            (.post, "/v1/rooms/rec/participants", ["participant": "p"], [:]),
+            (.post, "/v1/rooms/rec/recording/start", ["by": "p"], [:]),  // 3
+            (.post, "/v1/rooms/rec/recording/stop", ["by": "mod"], [:]),
+            (.post, "/v1/rooms/rec/recording/start", ["by": "mod"], [:]),  // 5
+            (.post, "/v1/rooms/rec/recording/start", ["by": "mod"], [:]),
+            (.get, "/v1/rooms/rec", nil, [:]),  // 7
+            (.post, "/v1/rooms/rec/recording/stop", ["by": "p"], [:]),
+            (.post, "/v1/rooms/rec/recording/stop", ["by": "mod"], [:]),  // 9
+            (.post, "/v1/rooms/rec/recording/stop", ["by": "mod"], [:]),
+            (.get, "/v1/rooms/rec", nil, [:]),  // 11
+            (.post, "/v1/rooms", ["room": "auto", "auto_recording": true], [:]),
+            (.get, "/v1/rooms/auto", nil, [:]),  // 13
+            (.delete, "/v1/rooms/auto", nil, [:]),
+            (.post, "/v1/rooms/ghost/recording/start", ["by": "mod"], [:]),  // 15
+            (.post, "/v1/rooms/rec/recording/start", ["by": "mod", "extra": 1], [:]),
+        ])
+        #expect(r[3].status == 403 && r[3].result == 5007)
+        #expect(r[4].status == 409 && r[4].result == 5036)
+        let id = try #require(r[5].json["recording"] as? String)
+        #expect(r[5].status == 200 && (r[5].json["directory"] as? String)?.hasPrefix(dir + "/rec/rec-") == true, "\(r[5].json)")
+        #expect(r[6].status == 409 && r[6].result == 5034)
+        let state = r[7].json["recording"] as? [String: Any]
+        #expect(state?["id"] as? String == id && state?["state"] as? String == "recording" && state?["started_by"] as? String == "mod")
+        #expect(r[8].status == 403 && r[8].result == 5008)
+        #expect(r[9].status == 200 && r[9].json["recording"] as? String == id && (r[9].json["files"] as? [String])?.isEmpty == true)
+        #expect(r[10].status == 409 && r[10].result == 5036)
+        #expect(r[11].json["recording"] is NSNull)
+        #expect(FileManager.default.fileExists(atPath: dir + "/rec/\(id)/manifest.json"))
+        let auto = r[13].json["recording"] as? [String: Any]
+        #expect(r[12].status == 201 && auto?["state"] as? String == "recording" && auto?["started_by"] is NSNull)
+        // The room's end finishes its recording: the manifest says why.
+        let autoID = try #require(auto?["id"] as? String)
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/auto/\(autoID)/manifest.json"))) as? [String: Any]
+        #expect(manifest?["stop_reason"] as? String == "room destroyed")
+        #expect(r[15].status == 404 && r[15].result == 6008)
+        #expect(r[16].status == 400 && r[16].result == 6010)
+    }
+
     @Test func publishAndSubscribeAnswerOffersAndRefuseBadOnes() async throws {
         let node = try Self.node()
         defer { node.stop() }

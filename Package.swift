@@ -119,7 +119,7 @@ let package = Package(
         ]),
         // The tools: demo, example signaling, bench, soak, hostile, scenario (encoders, simulated clients).
         .executableTarget(name: "sfu-lab", dependencies: [
-            "SFU", "SFUNode", "NodeCommandLine", "SFUSimulation", "SFUMedia", "LoadGen", "SFUClient", "ExampleSignaling", "ClusterLab",
+            "SFU", "SFUNode", "NodeCommandLine", "SFUSimulation", "SFUMedia", "LoadGen", "SFUClient", "ExampleSignaling", "ClusterLab", "SFURecording",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

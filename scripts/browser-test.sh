@@ -2,7 +2,7 @@
 # The demo in real browsers: `sfu demo` (node + example signaling server) and three headless Chromium
 # instances, all inside a private network namespace with no route out. Chromium's fake camera and a fake
 # microphone fed from espeak-ng speech; then, against the demo's node, an H.264-only Chromium publisher
-# (Tests/Browser/codec_test.py). Needs root (ip netns) and Debian's chromium.
+# (Tests/Browser/codec_test.py), and a recording made from the page (Tests/Browser/recording_test.py). Needs root (ip netns) and Debian's chromium.
 # Usage: scripts/browser-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 # (takes the page's screenshot in its work directory; SFU_UPDATE_DOCS=1 writes it to docs/demo.png instead, so
 # a test run leaves the tree as it was)
@@ -21,7 +21,7 @@ silence "$work/silence.wav" 120
 sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/late.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
-ip netns exec "$ns" "$sfu" demo --set workers=1 > "$work/demo.log" 2>&1 &
+ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" > "$work/demo.log" 2>&1 &
 demo_pid=$!
 wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"
@@ -41,6 +41,12 @@ fi
 echo "== H.264 through the node: an H.264-only Chromium publisher, a subscriber that decodes it, a VP8-only one told it cannot"
 if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/codec_test.py --speech "$work/alice.wav" --silence "$work/silence.wav"; then
   echo "!! codec test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
+  exit 1
+fi
+echo "== recording: a moderator records two Chromium publishers from the page; every file probed, decoded, compared with the speech sent, then composed"
+if ! timeout 180 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/recording_test.py --speech "$work/alice.wav" --silence "$work/silence.wav" \
+    --recordings "$work/recordings" --sfu "$sfu"; then
+  echo "!! recording test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi
 # Ctrl-C or SIGTERM stops the demo (node and signaling server) within a few seconds.

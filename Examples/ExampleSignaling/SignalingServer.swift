@@ -213,6 +213,10 @@ public actor SignalingServer {
             var body: [String: Any] = ["by": me]
             if !target.isEmpty { body["participants"] = [target] }
             return try await api.call("POST", "\(base)/awaited/\(m["action"] as? String ?? "")", body)
+        case "record":
+            // EnableX startRecord / stopRecord: the node answers the seeds' codes (5007/5008, 5033-5036).
+            let verb = m["state"] as? String == "start" ? "start" : "stop"
+            return try await api.call("POST", "\(base)/recording/\(verb)", ["by": me])
         case "talkers": return try await api.call("PATCH", "\(base)/participants/\(me)", ["talker_count": m["count"] as? Int ?? 0])
         case "floor":
             var body: [String: Any] = ["by": me, "action": m["floor_action"] as? String ?? ""]
@@ -344,7 +348,7 @@ public actor SignalingServer {
             await sendRoster(room)
         default:
             for b in browsers.values where b.room == room && b.nodeURL == from { b.outbox.yield(message) }
-            if ["hard_mute", "pins", "floor", "lock", "role", "knock"].contains(event.type) { await sendRoster(room) }
+            if ["hard_mute", "pins", "floor", "lock", "role", "knock", "recording"].contains(event.type) { await sendRoster(room) }
         }
     }
 

@@ -334,6 +334,7 @@ public final class RecordingWriter: @unchecked Sendable {
     @discardableResult
     private func writeManifest(_ r: Recording) -> RecordingManifest {
         let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         // A stream that never had a packet (or, video, a key frame) has no file: not listed.
         let files = (r.closed + r.open.sorted { $0.key < $1.key }.map(\.value)).filter { $0.file != nil }
         let m = RecordingManifest(

@@ -6,7 +6,7 @@ import Glibc
 /// environment and standard streams, so scripts that signal or wait for `sfu bench` keep working).
 enum LabDispatch {
     /// The commands that live in sfu-lab.
-    static let tools = ["bench", "demo", "signaling", "soak", "hostile", "scenario", "tune", "registry-bench", "relay-sim", "relay-bench"]
+    static let tools = ["bench", "demo", "signaling", "soak", "hostile", "scenario", "tune", "registry-bench", "relay-sim", "relay-bench", "compose"]
 
     static func run(arguments: [String]) -> Never {
         let path = directoryOfThisExecutable() + "/sfu-lab"

@@ -244,7 +244,9 @@ function showRoster(room) {
   for (const p of room.participants) demo.names[p.participant] = p.name || p.participant;
   const raised = room.floor.raised_hands, approved = room.floor.approved_hands;
   const waiting = (room.awaited_participants || []).map((a) => a.name || a.participant);
-  $("#room-state").textContent = [room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
+  // The seeds' roomRecordOn / roomRecordOff: everyone sees that the session is recorded.
+  demo.recording = room.recording || null;
+  $("#room-state").textContent = [room.recording && room.recording.state === "recording" && "recording", room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
     waiting.length && `waiting to enter: ${waiting.join(", ")}`]
     .filter(Boolean).join(" · ");
   const list = $("#roster");
@@ -294,6 +296,8 @@ const actions = {
   "unlock": () => demo.command("lock", { locked: false }),
   "approve-all": () => demo.command("approve"),
   "deny-all": () => demo.command("deny"),
+  "record-start": () => demo.command("record", { state: "start" }),
+  "record-stop": () => demo.command("record", { state: "stop" }),
   "raise-hand": () => demo.command("floor", { floor_action: "request" }),
   "lower-hand": () => demo.command("floor", { floor_action: "cancel" }),
   "finish": () => demo.command("floor", { floor_action: "finish" }),

@@ -1,5 +1,6 @@
 import Foundation
 import SFUBase
+import Synchronization
 
 /// The node's recording writer: one thread that takes what the workers' `RecordingQueue`s hold, rebuilds each
 /// stream's frames and writes its file (`StreamFile`), keeps each recording's manifest, and enforces the disk
@@ -42,6 +43,31 @@ public final class RecordingWriter: @unchecked Sendable {
     }
 
     public let configuration: Configuration
+
+    /// What `/metrics` shows of the writer.
+    public struct Statistics: Sendable, Equatable {
+        public var recordings = 0
+        public var streams = 0
+        public var bytesWritten: Int64 = 0
+        public var packetsRefused = 0
+        public var failures = 0
+        public init() {}
+    }
+
+    public var statistics: Statistics {
+        var s = Statistics()
+        s.recordings = liveRecordings.load(ordering: .relaxed)
+        s.streams = liveStreams.load(ordering: .relaxed)
+        s.bytesWritten = Int64(written.load(ordering: .relaxed))
+        s.failures = failed.load(ordering: .relaxed)
+        s.packetsRefused = refusedPackets
+        return s
+    }
+
+    private let liveRecordings = Atomic<Int>(0)
+    private let liveStreams = Atomic<Int>(0)
+    private let written = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
     /// Called on the writer's thread when a recording stops by itself (a full disk, a cap): its room should
     /// stop recording (`recording`, `room`, reason).
     private let onFailure: @Sendable (String, String, String) -> Void
@@ -187,6 +213,8 @@ public final class RecordingWriter: @unchecked Sendable {
             condition.lock()
             active = recordings.count
             condition.unlock()
+            liveRecordings.store(recordings.count, ordering: .relaxed)
+            liveStreams.store(streams.count, ordering: .relaxed)
         }
     }
 
@@ -303,6 +331,7 @@ public final class RecordingWriter: @unchecked Sendable {
         guard r.stopReason == nil else { return }
         stop(r, reason: reason)
         writeManifest(r)
+        failed.add(1, ordering: .relaxed)
         onFailure(r.id, r.room, reason)
     }
 
@@ -314,6 +343,7 @@ public final class RecordingWriter: @unchecked Sendable {
             f.countedBytes = now
             nodeBytes += delta
             roomBytes[r.room, default: 0] += delta
+            written.add(Int(delta), ordering: .relaxed)
         }
     }
 

@@ -11,6 +11,8 @@ public final class NodeProcess: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
     /// The node's id in a cluster, when the caller gave it one.
     public var nodeID = ""
+    /// Where the node writes recordings (a directory of its own, removed when it stops).
+    public let recordings: String
 
     /// Starts the node and waits until it answers `/healthz`.
     /// `host`: the address its control API and media listen on; `netns`: a network namespace to run it in
@@ -23,8 +25,9 @@ public final class NodeProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw LoadError("no node binary at \(binary): build it with swift build --product sfu")
         }
+        recordings = NSTemporaryDirectory() + "sfu-node-\(apiPort)-recordings"
         var arguments = ["serve", "--set", "api.listen=\(host):\(apiPort)", "--set", "media.listen=\(host):0",
-                         "--set", "workers=\(workers)", "--set", "log.level=warning"] + extra
+                         "--set", "workers=\(workers)", "--set", "log.level=warning", "--set", "recording.directory=\(recordings)"] + extra
         let p = Process()
         if let netns {
             p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
@@ -60,6 +63,7 @@ public final class NodeProcess: @unchecked Sendable {
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        defer { try? FileManager.default.removeItem(atPath: recordings) }
         if process.isRunning {
             kill(pid, SIGKILL)  // no orphan node left behind (terminate() would only send SIGTERM again)
             return "did not stop within \(Int(timeout)) s of SIGTERM (killed)"

@@ -3,6 +3,7 @@ import Foundation
 import NodeIO
 import Prometheus
 import SFU
+import SFURecording
 import Synchronization
 
 /// `GET /metrics`: the node's counters in the Prometheus text format, through swift-metrics with the
@@ -33,12 +34,13 @@ public final class NodeMetrics: Sendable {
         for w in node.workers {
             if let m = try? await w.metrics() { snapshots.append(m) }
         }
-        update(snapshots, consumers: node.events.consumerCount, configuration: node.configuration, refusals: node.limitRefusals)
+        update(snapshots, consumers: node.events.consumerCount, configuration: node.configuration, refusals: node.limitRefusals,
+               recording: node.recorder.statistics)
         return registry.emitToString()
     }
 
     func update(_ workers: [WorkerMetrics], consumers: Int, configuration c: NodeConfiguration = .init(),
-                refusals: [String: UInt64] = [:]) {
+                refusals: [String: UInt64] = [:], recording: RecordingWriter.Statistics = .init()) {
         series.withLock { s in
             func key(_ name: String, _ labels: [(String, String)]) -> String { name + labels.map { "|\($0.0)=\($0.1)" }.joined() }
             /// Moves a worker total into its counter: the difference since the last scrape.
@@ -112,6 +114,12 @@ public final class NodeMetrics: Sendable {
                 gauge("sfu_relay_ends", w, Double(m.relayEnds))
             }
             gauge("sfu_event_consumers", [], Double(consumers))
+            // The recording writer: what it records now, what it wrote, what the workers' queues refused.
+            gauge("sfu_recordings", [], Double(recording.recordings))
+            gauge("sfu_recording_streams", [], Double(recording.streams))
+            count("sfu_recording_bytes_written_total", [], UInt64(max(0, recording.bytesWritten)))
+            count("sfu_recording_packets_refused_total", [], UInt64(max(0, recording.packetsRefused)))
+            count("sfu_recording_failures_total", [], UInt64(max(0, recording.failures)))
             // Which crypto libsrtp runs on (1 for the one linked), and what a 1200-byte GCM protect costs.
             let srtp = SRTPBackend.current
             gauge("sfu_srtp_backend", [("backend", srtp.name), ("version", srtp.version)], 1)

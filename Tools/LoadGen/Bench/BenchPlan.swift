@@ -42,6 +42,9 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     /// watches its events WebSocket (talker switch delays). Both cost the node CPU that the report counts;
     /// `--against` turns them off, as it observes the peer SFU in neither way.
     public var observe = true
+    /// The rooms are recorded from their start (`auto_recording`): every published stream written to disk by
+    /// the node's recording writer - what recording costs, run beside `record=false` (`--sweep record=false,true`).
+    public var record = false
     /// A simulated meeting instead of turns at one sentence (`preset` or any conversation key in the scenario;
     /// docs/conversation-model.md): the publishers are its participants who publish audio and say what its
     /// seeded script says, the measured window is the meeting, and the subscribers report what they missed of
@@ -66,6 +69,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("remb_kbps", "subscribers' REMB when transport_cc is false; several as 300/1200/5000 go to subscribers in turn"), ("sample_every", "decrypt 1 video packet in N"),
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
         ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
+        ("record", "the node records every room from its start (auto_recording; true/false)"),
         ("preset", "a simulated meeting (standup, discussion, lecture, webinar) instead of turns at one sentence; applied first"),
     ] + ConversationParameters.keys.map { ($0.key, "meeting: " + $0.help) }
 
@@ -121,6 +125,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "sample_every": sampleEvery = try int(1...1000)
         case "churn_per_second": churnPerSecond = try double(0...100)
         case "observe": observe = try bool()
+        case "record": record = try bool()
         case "preset":
             guard let p = ConversationPreset(rawValue: text) else {
                 throw Invalid(description: "preset must be one of \(ConversationPreset.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")

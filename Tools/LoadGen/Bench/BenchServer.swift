@@ -80,6 +80,7 @@ public final class NodeServer: BenchServer {
             _ = try? await api.call("DELETE", "v1/rooms/\(room(r))")
             try await api.require("POST", "v1/rooms", [
                 "room": room(r), "max_active_talkers": plan.maxActiveTalkers, "level_source": plan.levelExtension ? "extension" : "decode",
+                "auto_recording": plan.record,
             ])
         }
     }

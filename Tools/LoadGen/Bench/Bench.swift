@@ -252,6 +252,10 @@ public struct Bench {
             report.rtcpIn = a.rtcpIn - b.rtcpIn
             report.srtpBackend = a.srtpBackend.map { backend in a.srtpVersion.map { "\(backend) (\($0))" } ?? backend }
             report.srtpProtectNanoseconds = a.srtpProtectNanoseconds
+            if plan.record {
+                report.recording = .init(streams: a.recordingStreams, bytes: a.recordingBytes - b.recordingBytes,
+                                         refused: a.recordingRefused - b.recordingRefused)
+            }
             report.drops = a.drops.reduce(into: [:]) { acc, kv in
                 let d = kv.value - (b.drops[kv.key] ?? 0)
                 if d > 0 { acc[kv.key] = d }

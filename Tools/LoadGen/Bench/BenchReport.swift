@@ -69,6 +69,13 @@ public struct BenchReport: Codable, Sendable {
     /// The node's libsrtp backend ("openssl (libsrtp2 2.5.0 ...)") and its cost of one protect, ns.
     public var srtpBackend: String?
     public var srtpProtectNanoseconds: Double?
+    /// With `record`: the streams the node records at the end, and what it wrote and refused in the window.
+    public var recording: Recording?
+    public struct Recording: Codable, Sendable {
+        public var streams: Double
+        public var bytes: Double
+        public var refused: Double
+    }
     /// Transport-cc feedback packets the subscribers sent, and the probe padding (packets on the video
     /// slots' RTX streams) they received, in the measured window.
     public var transportFeedbackSent = 0
@@ -153,6 +160,10 @@ public struct BenchReport: Codable, Sendable {
         if let m = nodeMemoryBytes {
             l.append(String(format: "node memory      %.1f MiB%@", Double(m) / 1_048_576,
                             memoryPerParticipantBytes.map { String(format: ", %.1f KiB per participant", $0 / 1024) } ?? ""))
+        }
+        if let r = recording {
+            l.append(String(format: "recording        %.0f streams, %.2f Mbit/s written, %.0f packets refused (queue full)",
+                            r.streams, rate(r.bytes * 8) / 1e6, r.refused))
         }
         if datagramsOut > 0 {
             l.append(String(format: "node datagrams   out %.0f/s (forwarded RTP plus RTCP, probes, ICE); RTCP in %.0f/s", rate(datagramsOut), rate(rtcpIn)))

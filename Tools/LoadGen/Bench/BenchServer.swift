@@ -55,6 +55,10 @@ public struct ServerCounters: Sendable {
     public var srtpBackend: String?
     public var srtpVersion: String?
     public var srtpProtectNanoseconds: Double?
+    /// The recording writer: bytes written, streams open, packets the workers' queues refused.
+    public var recordingBytes: Double = 0
+    public var recordingStreams: Double = 0
+    public var recordingRefused: Double = 0
 }
 
 /// This project's node, through its control API (docs/openapi.yaml).
@@ -108,6 +112,9 @@ public final class NodeServer: BenchServer {
         c.srtpBackend = MetricsText.label(m, "sfu_srtp_backend", "backend")
         c.srtpVersion = MetricsText.label(m, "sfu_srtp_backend", "version")
         c.srtpProtectNanoseconds = MetricsText.value(m, "sfu_srtp_protect_nanoseconds")
+        c.recordingBytes = MetricsText.sum(m, "sfu_recording_bytes_written_total")
+        c.recordingStreams = MetricsText.sum(m, "sfu_recording_streams")
+        c.recordingRefused = MetricsText.sum(m, "sfu_recording_packets_refused_total")
         return c
     }
 

@@ -4,6 +4,7 @@
 #include <libavutil/error.h>
 #include <libavutil/mem.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sfu_media_file {
     AVFormatContext *ctx;
@@ -79,7 +80,7 @@ sfu_media_file *sfu_media_file_open(const char *path, const char *format, int co
     r = avio_open(&ctx->pb, path, AVIO_FLAG_WRITE);
     if (r < 0) { avformat_free_context(ctx); *error = r; return NULL; }
     r = avformat_write_header(ctx, NULL);
-    if (r < 0) { avio_closep(&ctx->pb); avformat_free_context(ctx); *error = r; return NULL; }
+    if (r < 0) { avio_closep(&ctx->pb); avformat_free_context(ctx); unlink(path); *error = r; return NULL; }
     sfu_media_file *f = calloc(1, sizeof(*f));
     AVPacket *pkt = av_packet_alloc();
     if (!f || !pkt) {

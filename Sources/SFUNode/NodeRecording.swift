@@ -10,9 +10,8 @@ import SFURecording
 extension Node {
     /// Starts recording `room` (`by` nil: its auto_recording). Returns the recording's id and directory.
     public func startRecording(room: String, by: String?) async throws -> (id: String, directory: String) {
-        guard let worker = placementIndex(of: room) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
         let id = Self.newRecordingID()
-        try await withRoom(room) { r, _, _ in try r.requestRecordingStart(id: id, by: by) }
+        try await withRoom(room) { r, _, now in try r.requestRecordingStart(id: id, by: by, now: now) }
         let directory: String
         do {
             directory = try await recorder.begin(id: id, room: room)
@@ -20,8 +19,9 @@ extension Node {
             _ = try? await withRoom(room) { r, _, _ in r.recordingStartFailed(id: id) }
             throw APIError(.serviceUnavailable, code: 6023, "recording unavailable: \(error)")
         }
-        let queue = recordingQueues[worker]
-        let started = (try? await withRoom(room) { r, _, now in r.recordingStarted(id: id, sink: queue, now: now) }) ?? false
+        // The queue of the worker the room is on, chosen there: only that worker's thread writes into it.
+        let queues = recordingQueues
+        let started = (try? await withRoom(room) { r, core, now in r.recordingStarted(id: id, sink: queues[core.index], now: now) }) ?? false
         guard started else {
             // The room went while the writer prepared.
             await recorder.finish(id: id, reason: "room destroyed")
@@ -33,7 +33,7 @@ extension Node {
 
     /// Stops recording `room`: its streams close, the writer finishes the files and the manifest.
     public func stopRecording(room: String, by: String) async throws -> RecordingManifest? {
-        let id = try await withRoom(room) { r, _, _ in try r.requestRecordingStop(by: by) }
+        let id = try await withRoom(room) { r, _, now in try r.requestRecordingStop(by: by, now: now) }
         let manifest = await recorder.finish(id: id, reason: "stopped by \(by)")
         _ = try? await withRoom(room) { r, _, _ in r.recordingStopped(id: id) }
         logger.info("recording stopped", metadata: ["room": "\(room)", "recording": "\(id)", "by": "\(by)",

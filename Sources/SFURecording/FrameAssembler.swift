@@ -35,11 +35,23 @@ struct FrameAssembler {
     static let giveUp = MonoTime.Interval.seconds(1)
     static let maxFrameBytes = 4 << 20
 
+    /// Packets one frame may have at most (a 4 MiB frame in 1,000-byte packets).
+    static let maxFramePackets = 4096
+    /// A jump in sequence numbers this large (backwards, or forwards) is a new stream whose restart was not
+    /// signalled (the queue had no room for it): start again rather than call every packet late.
+    static let restartJump: Int64 = 3000
+
     private struct Waiting {
         var timestamp: Int64
+        /// In sequence order, no duplicates.
         var packets: [(sequence: Int64, marker: Bool, payload: [UInt8])] = []
         var firstArrival: MonoTime
         var bytes = 0
+        /// The marker packet's sequence number, once it came.
+        var markerSequence: Int64?
+        var first: Int64 { packets[0].sequence }
+        /// Every packet from the first to the marker is here (no duplicates are kept, so a count says it).
+        var whole: Bool { markerSequence.map { Int64(packets.count) == $0 - first + 1 } ?? false }
     }
 
     private var waiting: [Waiting] = []
@@ -67,9 +79,11 @@ struct FrameAssembler {
         broken = true
     }
 
-    /// Takes one packet's payload; returns the frames it completed, oldest first.
+    /// Takes one packet's payload; returns the frames it completed, oldest first. Each packet costs a lookup
+    /// and an insertion; a frame is put together once, when its last packet came.
     mutating func add(sequence: Int64, timestamp: UInt32, marker: Bool, payload: UnsafeRawBufferPointer,
                       arrival: MonoTime) -> [AssembledFrame] {
+        if let d = doneThrough, sequence < d - Self.restartJump || sequence > d + Self.restartJump { restart() }
         if let d = doneThrough, sequence <= d {
             packetsIgnored += 1
             return []
@@ -82,20 +96,29 @@ struct FrameAssembler {
         let marker = codec == .vp9 ? layerEnd : marker
         let ts = timestamps.unwrap(timestamp)
         if let i = waiting.firstIndex(where: { $0.timestamp == ts }) {
-            guard !waiting[i].packets.contains(where: { $0.sequence == sequence }) else { return [] }
-            guard waiting[i].bytes + payload.count <= Self.maxFrameBytes else {
+            // Binary search for its place; a duplicate is dropped.
+            var lo = 0, hi = waiting[i].packets.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if waiting[i].packets[mid].sequence < sequence { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < waiting[i].packets.count && waiting[i].packets[lo].sequence == sequence { return [] }
+            guard waiting[i].bytes + payload.count <= Self.maxFrameBytes, waiting[i].packets.count < Self.maxFramePackets else {
                 packetsIgnored += 1
                 return []
             }
-            waiting[i].packets.append((sequence, marker, Array(payload)))
+            waiting[i].packets.insert((sequence, marker, Array(payload)), at: lo)
             waiting[i].bytes += payload.count
-            waiting[i].packets.sort { $0.sequence < $1.sequence }
+            if marker { waiting[i].markerSequence = sequence }
+            // A frame whose first packet moved keeps its place: frames are kept in order of their first packet.
+            if lo == 0, i > 0, waiting[i - 1].first > sequence { waiting.sort { $0.first < $1.first } }
         } else {
             var w = Waiting(timestamp: ts, firstArrival: arrival)
             w.packets.append((sequence, marker, Array(payload)))
             w.bytes = payload.count
-            waiting.append(w)
-            waiting.sort { $0.packets[0].sequence < $1.packets[0].sequence }
+            if marker { w.markerSequence = sequence }
+            let at = waiting.firstIndex { $0.first > sequence } ?? waiting.count
+            waiting.insert(w, at: at)
         }
         return emit(now: arrival)
     }
@@ -108,15 +131,23 @@ struct FrameAssembler {
         while let first = waiting.first {
             let expired = now - first.firstArrival > Self.patience
             // Packets missing before it (a whole frame, perhaps, still to come): it waits for them a while.
-            let gapBefore = doneThrough.map { first.packets[0].sequence != $0 + 1 } ?? false
+            let gapBefore = doneThrough.map { first.first != $0 + 1 } ?? false
             if gapBefore && !expired && waiting.count <= Self.maxWaiting { break }
-            if let frame = complete(first) {
+            if first.whole {
+                // H.264 knows where a frame starts only from where the one before it ended.
+                let follows = doneThrough != nil && !gapBefore && previousEnded
+                waiting.removeFirst()
+                finish(first, ended: true)
+                // Put together once; one that does not parse as a frame (a hostile or broken sender) is lost.
+                guard let frame = assemble(first, follows: follows) else {
+                    framesLost += 1
+                    broken = true
+                    continue
+                }
                 if gapBefore {
                     framesLost += 1
                     broken = true
                 }
-                waiting.removeFirst()
-                finish(first, ended: true)
                 if broken && !frame.keyframe {
                     framesLost += 1
                     continue
@@ -126,7 +157,7 @@ struct FrameAssembler {
                 continue
             }
             // The oldest is not whole yet: wait, unless it waited too long or too many wait behind it.
-            let laterWhole = waiting.dropFirst().contains { complete($0) != nil }
+            let laterWhole = waiting.dropFirst().contains { $0.whole }
             guard waiting.count > Self.maxWaiting || (laterWhole && expired) || (now - first.firstArrival > Self.giveUp) else { break }
             waiting.removeFirst()
             finish(first, ended: false)
@@ -142,12 +173,8 @@ struct FrameAssembler {
         previousEnded = ended
     }
 
-    /// The frame, when its packets run without a gap from a frame start to the marker.
-    private func complete(_ w: Waiting) -> AssembledFrame? {
-        guard let last = w.packets.last, last.marker else { return nil }
-        for (a, b) in zip(w.packets, w.packets.dropFirst()) where b.sequence != a.sequence + 1 { return nil }
-        let first = w.packets[0]
-        let follows = doneThrough.map { first.sequence == $0 + 1 && previousEnded } ?? false
+    /// The frame from its packets (contiguous from the first to the marker), if they make one.
+    private func assemble(_ w: Waiting, follows: Bool) -> AssembledFrame? {
         switch codec {
         case .vp8: return vp8Frame(w)
         case .vp9: return vp9Frame(w)
@@ -210,7 +237,39 @@ struct FrameAssembler {
             }
             bytes += p.payload[d.size...]
         }
-        return AssembledFrame(timestamp: w.timestamp, bytes: bytes, keyframe: key, size: nil, arrival: w.firstArrival)
+        return AssembledFrame(timestamp: w.timestamp, bytes: bytes, keyframe: key, size: key ? Self.vp9KeyframeSize(bytes) : nil,
+                              arrival: w.firstArrival)
+    }
+
+    /// A VP9 key frame's size from its uncompressed header (VP9 bitstream specification, sections 6.2 and
+    /// 7.2: frame marker, profile, frame type, sync code 0x49 0x83 0x42, colour config, then width - 1 and
+    /// height - 1 in 16 bits each). Nil when it is not one or is cut short.
+    static func vp9KeyframeSize(_ f: [UInt8]) -> (width: Int, height: Int)? {
+        var bit = 0
+        func read(_ n: Int) -> Int? {
+            var v = 0
+            for _ in 0..<n {
+                guard bit / 8 < f.count else { return nil }
+                v = v << 1 | Int(f[bit / 8] >> (7 - UInt8(bit % 8)) & 1)
+                bit += 1
+            }
+            return v
+        }
+        guard read(2) == 2, let low = read(1), let high = read(1) else { return nil }
+        let profile = high << 1 | low
+        if profile == 3 { guard read(1) != nil else { return nil } }
+        guard read(1) == 0, read(1) == 0 /* key frame */, read(1) != nil, read(1) != nil,
+              read(8) == 0x49, read(8) == 0x83, read(8) == 0x42 else { return nil }
+        if profile >= 2 { guard read(1) != nil else { return nil } }
+        guard let colorSpace = read(3) else { return nil }
+        if colorSpace != 7 {
+            guard read(1) != nil else { return nil }
+            if profile == 1 || profile == 3 { guard read(3) != nil else { return nil } }
+        } else if profile == 1 || profile == 3 {
+            guard read(1) != nil else { return nil }
+        }
+        guard let w = read(16), let h = read(16) else { return nil }
+        return (w + 1, h + 1)
     }
 
     /// RFC 6184: each NAL unit behind an Annex B start code; a FU-A's fragments joined behind the header
@@ -265,7 +324,9 @@ struct TimestampUnwrapper {
             return Int64(ts)
         }
         let delta = Int64(Int32(bitPattern: ts &- UInt32(truncatingIfNeeded: last)))
-        let value = last + delta
+        // Wrapping: a sender that keeps jumping forward half the range for a day would pass Int64's end; only
+        // differences are used.
+        let value = last &+ delta
         self.last = value
         return value
     }

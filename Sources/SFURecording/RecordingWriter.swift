@@ -256,7 +256,8 @@ public final class RecordingWriter: @unchecked Sendable {
     private func stop(_ r: Recording, reason: String) {
         for (sid, f) in r.open {
             f.close()
-            streams[sid] = nil
+            // The room's recorders may go on until the room hears: they are not to keep asking for key frames.
+            streams.removeValue(forKey: sid)?.handle?.setWantsKeyframe(false)
             r.closed.append(f)
         }
         r.open.removeAll()
@@ -293,8 +294,10 @@ public final class RecordingWriter: @unchecked Sendable {
                         try s.file.add(sequence: item.sequence, timestamp: item.timestamp, marker: item.marker,
                                        payload: item.payload, arrival: item.arrival)
                     } catch {
-                        let f = error as? MediaFile.Failure
-                        fail(s.recording, reason: f?.diskFull == true ? "disk_full" : "write_failed: \(f?.description ?? "\(error)")")
+                        // A full disk ends the recording; anything else (a stream the muxer refuses) ends that
+                        // stream only, its error in the manifest.
+                        if (error as? MediaFile.Failure)?.diskFull == true { return fail(s.recording, reason: "disk_full") }
+                        end(item.stream)
                         return
                     }
                     if let h = s.handle, h.wantsKeyframe != s.file.wantsKeyframe { h.setWantsKeyframe(s.file.wantsKeyframe) }
@@ -303,15 +306,7 @@ public final class RecordingWriter: @unchecked Sendable {
                     streams[item.stream]?.file.restart()
                     streams[item.stream]?.handle?.setWantsKeyframe(streams[item.stream]?.file.info.codec.kind == .video)
                 case .close:
-                    guard let s = streams.removeValue(forKey: item.stream) else { return }
-                    s.recording.open[item.stream] = nil
-                    if let failure = s.file.close() {
-                        s.recording.closed.append(s.file)
-                        fail(s.recording, reason: failure.diskFull ? "disk_full" : "write_failed: \(failure.description)")
-                        return
-                    }
-                    s.recording.closed.append(s.file)
-                    writeManifest(s.recording)
+                    end(item.stream)
                 }
             }
         }
@@ -323,6 +318,17 @@ public final class RecordingWriter: @unchecked Sendable {
                 fail(r, reason: "node_disk_cap")
             }
         }
+    }
+
+    /// Closes one stream (its track ended, or its file failed); a full disk found on closing ends the recording.
+    private func end(_ id: Int) {
+        guard let s = streams.removeValue(forKey: id) else { return }
+        s.recording.open[id] = nil
+        s.handle?.setWantsKeyframe(false)
+        let failure = s.file.close()
+        s.recording.closed.append(s.file)
+        if failure?.diskFull == true { return fail(s.recording, reason: "disk_full") }
+        writeManifest(s.recording)
     }
 
     /// A recording that cannot go on: its files are closed (playable up to their last frame), and the node is

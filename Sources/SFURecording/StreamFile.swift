@@ -42,9 +42,13 @@ final class StreamFile {
     }
 
     var clock: Int64 { Int64(info.codec.clockRate) }
-    /// Video: the assembler lost a frame (or has not had a key frame yet) and waits for a key frame.
-    var wantsKeyframe: Bool { assembler?.broken ?? false }
-    var framesLost: Int { assembler?.framesLost ?? 0 }
+    /// Video: the assembler lost a frame (or has not had a key frame yet), or the key frames so far could not
+    /// start the file (no size, H.264 without its parameter sets): it waits for a key frame.
+    var wantsKeyframe: Bool { (assembler?.broken ?? false) || (assembler != nil && file == nil) }
+    var framesLost: Int { (assembler?.framesLost ?? 0) + closedLost + unopenable }
+    /// Key frames that could not start the file.
+    private var unopenable = 0
+    private var closedLost = 0
     var durationSeconds: Double { Double(endPTS) / Double(clock) }
 
     func restart() {
@@ -77,8 +81,10 @@ final class StreamFile {
     private func pts(_ ts: Int64, arrival: MonoTime) -> Int64 {
         let byArrival = firstArrival.map { Int64((arrival - $0).seconds * Double(clock)) } ?? 0
         if let a = anchor {
+            // Wrapping arithmetic: the timestamps are the sender's, whatever they are.
             let p = a.pts &+ (ts &- a.timestamp)
-            if abs(p - byArrival) <= Int64(Self.maxClockDisagreement.seconds * Double(clock)) { return p }
+            let off = p &- byArrival, limit = Int64(Self.maxClockDisagreement.seconds * Double(clock))
+            if off >= -limit && off <= limit { return p }
         }
         anchor = (ts, byArrival)
         return byArrival
@@ -112,6 +118,16 @@ final class StreamFile {
     private func writeVideo(_ f: AssembledFrame) throws {
         if file == nil {
             guard f.keyframe else { return }
+            // A file starts with what its track header needs: a size, and for H.264 the parameter sets.
+            let openable = switch info.codec {
+            case .h264: !Self.parameterSets(f.bytes).isEmpty
+            case .vp8, .vp9: f.size != nil
+            case .opus: true
+            }
+            guard openable else {
+                unopenable += 1
+                return
+            }
             try open(keyframe: f)
         }
         if firstArrival == nil { firstArrival = f.arrival }
@@ -159,6 +175,9 @@ final class StreamFile {
     /// Closes the file (trailer written when the disk lets it). Returns what went wrong, if anything.
     @discardableResult
     func close() -> MediaFile.Failure? {
+        // What waits for packets is let go (a closed stream keeps only its counts).
+        closedLost = assembler?.framesLost ?? 0
+        assembler = nil
         guard let f = file, closedBytes == nil else { return failure }
         do { try f.close() } catch { failure = failure ?? (error as? MediaFile.Failure ?? MediaFile.Failure(-5)) }
         let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber

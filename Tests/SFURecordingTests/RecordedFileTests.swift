@@ -159,4 +159,80 @@ import Testing
         f.close()
         #expect(abs(try FFmpeg.probe(f.path).duration - 1.0) < 0.05)
     }
+
+    /// IVF frames (the 32-byte file header, then a 12-byte header before each frame).
+    static func ivfFrames(_ data: [UInt8]) -> [[UInt8]] {
+        var frames: [[UInt8]] = []
+        var o = 32
+        while o + 12 <= data.count {
+            let size = Int(data[o]) | Int(data[o + 1]) << 8 | Int(data[o + 2]) << 16 | Int(data[o + 3]) << 24
+            o += 12
+            guard o + size <= data.count else { break }
+            frames.append(Array(data[o..<(o + size)]))
+            o += size
+        }
+        return frames
+    }
+
+    @Test func vp9FileDecodesFrameForFrameWithTheFramesSentAndTakesItsSizeFromTheKeyFrame() throws {
+        let source = dir + "/sent-vp9.ivf"
+        try FFmpeg.run("ffmpeg", ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=30", "-frames:v", "30", "-c:v", "libvpx-vp9",
+                                  "-deadline", "realtime", "-g", "30", "-f", "ivf", source])
+        let frames = Self.ivfFrames(Array(try Data(contentsOf: URL(fileURLWithPath: source))))
+        #expect(frames.count == 30)
+        #expect(FrameAssembler.vp9KeyframeSize(frames[0]).map { [$0.width, $0.height] } == [320, 240])
+        let f = stream(.vp9, name: "v9.webm")
+        var seq: Int64 = 0
+        for (i, frame) in frames.enumerated() {
+            // RFC 9628 section 4.2, non-flexible, no layer indices: P (inter-predicted), B (first), E (last).
+            let chunks = stride(from: 0, to: frame.count, by: 700).map { Array(frame[$0..<min(frame.count, $0 + 700)]) }
+            for (k, c) in chunks.enumerated() {
+                let d = UInt8(i == 0 ? 0 : 0x40) | (k == 0 ? 0x08 : 0) | (k == chunks.count - 1 ? 0x04 : 0)
+                try ([d] + c).withUnsafeBytes {
+                    try f.add(sequence: seq, timestamp: UInt32(3000 * i), marker: k == chunks.count - 1, payload: $0, arrival: Self.at(ms: 33 * i))
+                }
+                seq += 1
+            }
+        }
+        f.close()
+        #expect(try FFmpeg.probe(f.path).codec == "vp9")
+        #expect(try FFmpeg.frameHashes(f.path) == (try FFmpeg.frameHashes(source)))
+    }
+
+    @Test func anH264KeyFrameWithoutItsParameterSetsWaitsForOneThatHasThemRatherThanFailing() throws {
+        let source = dir + "/sent2.h264"
+        try FFmpeg.run("ffmpeg", ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=30", "-frames:v", "60", "-c:v", "libx264",
+                                  "-pix_fmt", "yuv420p", "-profile:v", "baseline", "-g", "30", "-x264-params", "repeat-headers=1",
+                                  "-bsf:v", "h264_mp4toannexb", "-f", "h264", source])
+        let units = H264Packetizer.accessUnits(Array(try Data(contentsOf: URL(fileURLWithPath: source))))
+        let f = stream(.h264, name: "late-sps.mkv")
+        var seq: Int64 = 0
+        for (i, au) in units.enumerated() {
+            // The first key frame arrives without its SPS and PPS (a sender that sent them once, long ago).
+            let nals = H264Packetizer.nalUnits(au).filter { i != 0 || ($0[0] & 0x1F != 7 && $0[0] & 0x1F != 8) }
+            let stripped: [UInt8] = nals.flatMap { [UInt8]([0, 0, 0, 1]) + $0 }
+            let ps = H264Packetizer.packetize(accessUnit: stripped, maxPayload: 500)
+            for (k, p) in ps.enumerated() {
+                try p.withUnsafeBytes { try f.add(sequence: seq, timestamp: UInt32(3000 * i), marker: k == ps.count - 1, payload: $0, arrival: Self.at(ms: 33 * i)) }
+                seq += 1
+            }
+            if i == 10 { #expect(f.wantsKeyframe && f.file == nil, "no file yet, and a key frame asked for") }
+        }
+        f.close()
+        #expect(f.failure == nil)
+        // The file starts at the second key frame (frame 30), which carries its parameter sets.
+        #expect(f.framesWritten == 30)
+        #expect(try FFmpeg.frameHashes(f.path).count == 30)
+    }
+
+    @Test func aForgedFrameThatReachesItsMarkerButIsNotAFrameIsLostOnceNotReassembledPerPacket() throws {
+        var a = FrameAssembler(codec: .h264)
+        // A FU-A middle fragment (no start bit) with the marker: whole by sequence numbers, not a frame.
+        let forged: [UInt8] = [0x7C, 0x05] + [UInt8](repeating: 1, count: 100)
+        var out: [AssembledFrame] = []
+        for i in 0..<50 {
+            out += forged.withUnsafeBytes { a.add(sequence: Int64(i), timestamp: UInt32(i * 3000), marker: true, payload: $0, arrival: Self.at(ms: 33 * i)) }
+        }
+        #expect(out.isEmpty && a.framesLost == 50 && a.broken)
+    }
 }

@@ -17,15 +17,22 @@ extension Room {
         /// The moderator who started it (nil: the room's auto_recording).
         public var startedBy: String?
         public var stoppedBy: String?
+        /// When it entered its phase: a start or stop whose second step never came (its API call timed out on
+        /// a busy worker) is taken over after `staleAfter`.
+        public var since: MonoTime = .zero
     }
+
+    /// How long a start or a stop may wait for the writer before a new request takes over.
+    public static let recordingStepTimeout = MonoTime.Interval.seconds(30)
 
     /// The recording under way, if any.
     public var recording: RecordingStatus? { recorder?.status }
 
     /// A moderator asks to start recording (`by` nil: the room's auto_recording). 5007 for a participant, 5033
     /// while a start is being processed, 5034 while recording, 5035 while a stop is being processed.
-    public func requestRecordingStart(id: String, by: String?) throws(RoomError) {
+    public func requestRecordingStart(id: String, by: String?, now: MonoTime) throws(RoomError) {
         if let by { try requireModerator(by, .startRecordUnauthorized) }
+        abandonStaleRecordingStep(now: now)
         if let r = recorder {
             switch r.status.phase {
             case .starting: throw RoomError(.recordStartInProgress, .conflict, "the start of recording \(r.status.id) is being processed")
@@ -33,7 +40,17 @@ extension Room {
             case .stopping: throw RoomError(.recordStopInProgress, .conflict, "the stop of recording \(r.status.id) is being processed")
             }
         }
-        recorder = RoomRecorder(status: RecordingStatus(id: id, phase: .starting, startedBy: by))
+        recorder = RoomRecorder(status: RecordingStatus(id: id, phase: .starting, startedBy: by, since: now))
+    }
+
+    /// A start or stop stuck half way (its second step never reached the room) is given up.
+    private func abandonStaleRecordingStep(now: MonoTime) {
+        guard let r = recorder, r.status.phase != .recording, now - r.status.since > Self.recordingStepTimeout else { return }
+        r.closeAll()
+        recorder = nil
+        if r.status.phase == .stopping {
+            effects.events.append(.recording(on: false, id: r.status.id, by: r.status.stoppedBy, reason: "stop not confirmed by the writer"))
+        }
     }
 
     /// The writer is ready: every track of this node's participants is recorded from now on (and those
@@ -42,6 +59,7 @@ extension Room {
     public func recordingStarted(id: String, sink: any RecordingSink, now: MonoTime) -> Bool {
         guard let r = recorder, r.status.id == id, r.status.phase == .starting else { return false }
         r.status.phase = .recording
+        r.status.since = now
         r.sink = sink
         r.start = now
         recordNewTracks()
@@ -58,8 +76,9 @@ extension Room {
     /// A moderator asks to stop: the room's recorders close their streams now (nothing more is queued), and the
     /// writer finishes the files. 5008 for a participant, 5036 with no recording, 5033 while a start is being
     /// processed, 5035 while a stop is. Returns the recording's id.
-    public func requestRecordingStop(by: String) throws(RoomError) -> String {
+    public func requestRecordingStop(by: String, now: MonoTime) throws(RoomError) -> String {
         try requireModerator(by, .stopRecordUnauthorized)
+        abandonStaleRecordingStep(now: now)
         guard let r = recorder else { throw RoomError(.notRecording, .conflict, "the session is not being recorded") }
         switch r.status.phase {
         case .starting: throw RoomError(.recordStartInProgress, .conflict, "the start of recording \(r.status.id) is being processed")
@@ -68,6 +87,7 @@ extension Room {
         }
         r.status.phase = .stopping
         r.status.stoppedBy = by
+        r.status.since = now
         r.closeAll()
         return r.status.id
     }

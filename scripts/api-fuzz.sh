@@ -25,7 +25,7 @@ if [ ! -x "$venv/bin/st" ]; then
 fi
 port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 log=$(mktemp)
-"$sfu" serve --set "api.listen=127.0.0.1:$port" --set media.listen=127.0.0.1:0 --set workers=1 --set log.level=error > "$log" 2>&1 &
+"$sfu" serve --set "api.listen=127.0.0.1:$port" --set media.listen=127.0.0.1:0 --set workers=1 --set log.level=error --set "streaming.rtmp_hosts=[\"127.0.0.1\"]" --set "recording.directory=$(mktemp -d)" > "$log" 2>&1 &
 node=$!
 config=$(mktemp --suffix=.toml)
 trap 'kill $node 2>/dev/null || true; rm -f "$log" "$config"' EXIT

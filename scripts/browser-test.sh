@@ -2,7 +2,8 @@
 # The demo in real browsers: `sfu demo` (node + example signaling server) and three headless Chromium
 # instances, all inside a private network namespace with no route out. Chromium's fake camera and a fake
 # microphone fed from espeak-ng speech; then, against the demo's node, an H.264-only Chromium publisher
-# (Tests/Browser/codec_test.py), and a recording made from the page (Tests/Browser/recording_test.py). Needs root (ip netns) and Debian's chromium.
+# (Tests/Browser/codec_test.py), a recording made from the page (Tests/Browser/recording_test.py) and a live stream to a local nginx-rtmp
+# (Tests/Browser/streaming_test.py). Needs root (ip netns) and Debian's chromium.
 # Usage: scripts/browser-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 # (takes the page's screenshot in its work directory; SFU_UPDATE_DOCS=1 writes it to docs/demo.png instead, so
 # a test run leaves the tree as it was)
@@ -47,6 +48,12 @@ echo "== recording: a moderator records two Chromium publishers from the page; e
 if ! timeout 180 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/recording_test.py --speech "$work/alice.wav" --silence "$work/silence.wav" \
     --recordings "$work/recordings" --sfu "$sfu"; then
   echo "!! recording test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
+  exit 1
+fi
+echo "== live streaming: three Chromium, the active talker's picture pushed over RTMP to nginx-rtmp, pulled back; the encoder killed and restarted"
+if ! timeout 240 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/streaming_test.py --speech "$work/alice.wav" --late "$work/late.wav" \
+    --silence "$work/silence.wav" --work "$work"; then
+  echo "!! live streaming test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi
 # Ctrl-C or SIGTERM stops the demo (node and signaling server) within a few seconds.

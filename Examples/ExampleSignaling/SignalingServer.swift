@@ -348,7 +348,7 @@ public actor SignalingServer {
             await sendRoster(room)
         default:
             for b in browsers.values where b.room == room && b.nodeURL == from { b.outbox.yield(message) }
-            if ["hard_mute", "pins", "floor", "lock", "role", "knock", "recording"].contains(event.type) { await sendRoster(room) }
+            if ["hard_mute", "pins", "floor", "lock", "role", "knock", "recording", "streaming"].contains(event.type) { await sendRoster(room) }
         }
     }
 

@@ -32,6 +32,9 @@ public final class WorkerCore {
     var transports: [ConnectionID: ClientTransport] = [:]
     /// This worker's ends of relays to other nodes (`WorkerCore+Relays`).
     var relayEnds: [ConnectionID: RelayEnd] = [:]
+    /// Rooms' live streams on this worker, and where each of their slots' datagrams go (`WorkerCore+LiveStreams`).
+    var liveStreams: [ConnectionID: LiveStreamEnd] = [:]
+    var liveStreamRoutes: [ConnectionID: TransportAddress] = [:]
     /// Datagrams on a relay socket that were not RTP or RTCP, or whose end had closed.
     public internal(set) var relayDrops: UInt64 = 0
     var sessions: [SessionKey: ConnectionID] = [:]
@@ -131,6 +134,7 @@ public final class WorkerCore {
     public func destination(of connection: ConnectionID) -> TransportAddress? {
         // Clients' datagrams, nearly all of them, find theirs in one lookup; a relay end's after the edge's miss.
         if let d = edge.destination(of: connection) { return d }
+        if !liveStreamRoutes.isEmpty, let d = liveStreamRoutes[connection] { return d }
         return relayEnds.isEmpty ? nil : relayEnds[connection]?.destination
     }
 
@@ -157,6 +161,7 @@ public final class WorkerCore {
         outbox.retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
         closeRelays(of: room)
+        closeLiveStreams(of: room)
         for t in transports.values where t.session?.room === room { forget(t, notify: true) }
     }
 

@@ -48,6 +48,8 @@ public final class Node: Sendable {
     let recordingQueues: [RecordingQueue]
     private let recordingFailures: AsyncStream<(id: String, room: String, reason: String)>
     private let failureTask = Mutex<Task<Void, Never>?>(nil)
+    /// The live streams' encoders, by stream id (`NodeLiveStreaming`).
+    let encoders = Mutex<[String: LiveEncoder]>([:])
 
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
@@ -132,6 +134,7 @@ public final class Node: Sendable {
         for w in workers { w.stop() }
         // Every file closed playable and every manifest written, after the rooms queued their last packets.
         recorder.shutdown()
+        for e in encoders.withLock({ e in defer { e.removeAll() }; return Array(e.values) }) { e.stop() }
         failureTask.withLock { $0?.cancel(); $0 = nil }
         pumpEvents()
         events.finish()
@@ -243,13 +246,14 @@ public final class Node: Sendable {
     /// Destroys a room: every participant is told (left, room destroyed) and its transports closed.
     public func destroyRoom(_ name: String) async throws {
         guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        let recording = try await workers[index].perform { core, now in
-            let id = core.room(name)?.recording?.id
+        let (recording, stream) = try await workers[index].perform { core, now in
+            let ids = (core.room(name)?.recording?.id, core.room(name)?.streaming?.id)
             core.destroyRoom(name, now: now)
-            return id
+            return ids
         }
         _ = placement.withLock { $0.removeValue(forKey: name) }
         if let recording { await recorder.finish(id: recording, reason: "room destroyed") }
+        if let stream, let e = encoders.withLock({ $0.removeValue(forKey: stream) }) { await Task.detached { e.stop() }.value }
     }
 
     func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }

@@ -311,6 +311,38 @@ import WebRTCEdge
         #expect(r[16].status == 400 && r[16].result == 6010)
     }
 
+    /// Live streaming's refusals through the API (EnableX startStreaming / stopStreaming): the seeds' 5125 for a
+    /// configuration that is not one, 5124 for a stop with no stream, 5003 for a participant; the hosts an
+    /// operator allows. (The stream itself is the browser stage's, against a local RTMP server.)
+    @Test func liveStreamingRefusesBadConfigurationsAndNonModerators() async throws {
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        try c.set("streaming.rtmp_hosts", .array([.string("ingest.example.com")]), origin: "test")
+        let node = try Node(configuration: c)
+        node.start()
+        defer { node.stop() }
+        let r = try await Self.call(app(node), [
+            (.post, "/v1/rooms", ["room": "live"], [:]),
+            (.post, "/v1/rooms/live/participants", ["participant": "mod", "role": "moderator"], [:]),
+            (.post, "/v1/rooms/live/participants", ["participant": "p"], [:]),
+            (.post, "/v1/rooms/live/streaming/start", ["by": "mod", "rtmp_url": "http://ingest.example.com/live/key"], [:]),  // 3
+            (.post, "/v1/rooms/live/streaming/start", ["by": "mod", "rtmp_url": "rtmp://other.example.com/live/key"], [:]),
+            (.post, "/v1/rooms/live/streaming/start", ["by": "mod", "rtmp_url": "rtmp://ingest.example.com/live/key",
+                                                       "view_url": "javascript:alert(1)"], [:]),  // 5
+            (.post, "/v1/rooms/live/streaming/start", ["by": "mod", "rtmp_url": "rtmp:// ingest.example.com/x"], [:]),
+            (.post, "/v1/rooms/live/streaming/start", ["by": "p", "rtmp_url": "rtmp://ingest.example.com/live/key"], [:]),  // 7
+            (.post, "/v1/rooms/live/streaming/stop", ["by": "mod"], [:]),
+            (.post, "/v1/rooms/live/streaming/start", ["by": "mod"], [:]),  // 9
+            (.get, "/v1/rooms/live", nil, [:]),
+        ])
+        for i in 3...6 { #expect(r[i].status == 400 && r[i].result == 5125, "\(i): \(r[i].json)") }
+        #expect(r[7].status == 403 && r[7].result == 5003)
+        #expect(r[8].status == 409 && r[8].result == 5124)
+        #expect(r[9].status == 400 && r[9].result == 6010)
+        #expect(r[10].json["streaming"] is NSNull)
+    }
+
     @Test func publishAndSubscribeAnswerOffersAndRefuseBadOnes() async throws {
         let node = try Self.node()
         defer { node.stop() }

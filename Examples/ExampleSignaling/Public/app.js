@@ -7,6 +7,8 @@
 "use strict";
 
 const demo = (window.demo = {
+  streamingEvents: [],
+  live: false,
   joined: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4, talkerCount: 4,
   slots: {}, sources: {}, kinds: {}, talkers: [], dominant: null, numberOfVideos: null, bitrateKbps: 0,
   audioPackets: {}, videoFrames: {}, packets: {}, roster: null, names: {}, lastResult: null, left: null, errors: [],
@@ -210,6 +212,8 @@ function nodeEvent(e) {
       break;
     case "dominant_speaker": demo.dominant = e.participant; break;
     case "bandwidth_alert": demo.numberOfVideos = e.number_of_videos; break;
+    // The seeds' didStreamingNotification: everyone knows the session is live (and why it stopped).
+    case "streaming": demo.streamingEvents.push({ state: e.state, reason: e.reason }); demo.live = e.state === "on"; break;
   }
   render();
 }
@@ -246,7 +250,8 @@ function showRoster(room) {
   const waiting = (room.awaited_participants || []).map((a) => a.name || a.participant);
   // The seeds' roomRecordOn / roomRecordOff: everyone sees that the session is recorded.
   demo.recording = room.recording || null;
-  $("#room-state").textContent = [room.recording && room.recording.state === "recording" && "recording", room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
+  $("#room-state").textContent = [room.recording && room.recording.state === "recording" && "recording",
+    room.streaming && room.streaming.state === "streaming" && "live", room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
     waiting.length && `waiting to enter: ${waiting.join(", ")}`]
     .filter(Boolean).join(" · ");
   const list = $("#roster");

@@ -59,6 +59,8 @@ public final class Room {
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
     /// The recording under way (`Room+Recording`).
     var recorder: RoomRecorder?
+    /// The live stream under way (`Room+LiveStream`).
+    var liveStream: LiveStream?
     /// What one video costs in the room, measured (ABWD's stream bandwidth).
     var videoCosts = VideoCosts()
 
@@ -127,6 +129,7 @@ public final class Room {
                             now: now, into: out)
             }
         }
+        if liveStream?.connection != nil { keepLiveAudioGoing(now: now, into: out) }
         if effects.listsDirty { refreshAllSubscribers(now: now, into: out) }
     }
 
@@ -207,6 +210,8 @@ public final class Room {
         tracks.removeAll()
         recorder?.closeAll()
         recorder = nil
+        if let live = liveStream { live.connection?.subscriber?.unbind() }
+        liveStream = nil
         for r in relays.values { r.release() }
         relays.removeAll()
         for c in connections.values { c.release() }

@@ -31,6 +31,11 @@ public enum ResultCode: Int, Sendable {
     case dropUnauthorized = 5116
     case roomAlreadyLocked = 5117
     case roomAlreadyUnlocked = 5118
+    case streamStartInProgress = 5121
+    case alreadyStreaming = 5122
+    case streamStopInProgress = 5123
+    case notStreaming = 5124
+    case invalidStreamingConfiguration = 5125
     case undefinedClientIDs = 5126
     // The node's own.
     case pinLimitReached = 6001

@@ -19,6 +19,10 @@ public enum RoomEvent: Equatable, Sendable {
     /// `by` the moderator (nil: the room's auto_recording started it, or it stopped by itself - `reason` says
     /// why: the room ended, a full disk, a cap).
     case recording(on: Bool, id: String, by: String?, reason: String?)
+    /// Live streaming on or off (EnableX didAckStartStreaming / didAckStopStreaming and
+    /// didStreamingNotification): `by` the moderator, `reason` why it stopped when no moderator stopped it (the
+    /// encoder gave up, the room ended).
+    case streaming(on: Bool, id: String, by: String?, reason: String?)
     /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
     case levelMismatch(participant: String, meanDifferenceDb: Double)
     /// The room is gone; every participant was disconnected (each also gets `participantState(.left)`).

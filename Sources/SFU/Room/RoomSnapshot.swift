@@ -30,6 +30,8 @@ public struct RoomSnapshot: Sendable, Equatable {
     public var participants: [Participant]
     /// The recording under way (starting, recording or stopping); nil when the room is not recorded.
     public var recording: Room.RecordingStatus? = nil
+    /// The live stream under way; nil when the room is not streamed.
+    public var streaming: Room.StreamingStatus? = nil
     /// Who waits to be let into a knock-enabled room, in the order they knocked: (id, name).
     public var awaited: [(id: String, name: String)] { participants.filter(\.awaited).map { ($0.id, $0.name) } }
 }
@@ -86,6 +88,7 @@ extension RoomSnapshot {
                     subscribedSlots: p.subscriber?.slots.count ?? 0, publishesScreen: !p.tracks(.screen).isEmpty, origin: p.origin, awaited: p.awaited)
             })
         recording = room.recording
+        streaming = room.streaming
     }
 }
 

@@ -197,6 +197,16 @@ public enum ControlAPI {
             let manifest = try await node.stopRecording(room: try room(context), by: b.by)
             return ok(RecordingStopped(recording: manifest?.recording ?? "", files: manifest?.streams.map(\.file) ?? []))
         }
+        // Live streaming over RTMP (EnableX startStreaming / stopStreaming): moderators only.
+        router.post("/v1/rooms/:room/streaming/start") { request, context in
+            let b = try await decode(StreamingRequest.self, request)
+            let id = try await node.startStreaming(room: try room(context), by: b.by, .init(rtmpURL: b.rtmpURL, viewURL: b.viewURL))
+            return ok(StreamingAnswer(stream: id))
+        }
+        router.post("/v1/rooms/:room/streaming/stop") { request, context in
+            let b = try await decode(RecordingRequest.self, request)
+            return ok(StreamingAnswer(stream: try await node.stopStreaming(room: try room(context), by: b.by)))
+        }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)
             let p = try participant(context)

@@ -245,3 +245,18 @@ struct RecordingRequest: RequestBody {
         by = try f.identifier("by")
     }
 }
+
+/// POST /v1/rooms/:room/streaming/start: the moderator, and the seeds' rtmpDetails (`rtmp_url`, its stream key
+/// in it; `view_url` optional).
+struct StreamingRequest: RequestBody {
+    var by: String
+    var rtmpURL: String
+    var viewURL: String?
+
+    init(from decoder: any Decoder) throws {
+        let f = try FieldReader(decoder, allowed: ["by", "rtmp_url", "view_url"])
+        by = try f.identifier("by")
+        rtmpURL = try f.required(f.string("rtmp_url"), "rtmp_url")
+        viewURL = try f.string("view_url")
+    }
+}

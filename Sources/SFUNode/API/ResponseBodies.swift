@@ -198,3 +198,9 @@ struct RecordingStopped: JSONFields {
         w.field("recording", recording)
     }
 }
+
+/// POST /v1/rooms/:room/streaming/start and .../stop: the live stream's id.
+struct StreamingAnswer: JSONFields {
+    var stream: String
+    func writeFields(_ w: inout JSONWriter) { w.field("stream", stream) }
+}

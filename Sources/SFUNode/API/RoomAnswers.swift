@@ -13,7 +13,7 @@ struct RoomState: JSONFields {
         case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
         case screenShare = "screen_share", videoDegradation = "video_degradation"
         case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
-        case floor, participants, knock, awaitedParticipants = "awaited_participants", recording
+        case floor, participants, knock, awaitedParticipants = "awaited_participants", recording, streaming
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -36,6 +36,7 @@ struct RoomState: JSONFields {
         try c.encode(s.configuration.knock, forKey: .knock)
         try c.encode(s.awaited.map { Awaited(participant: $0.id, name: $0.name) }, forKey: .awaitedParticipants)
         try c.encode(s.recording.map(Recording.init), forKey: .recording)  // null when not recorded
+        try c.encode(s.streaming.map(Recording.init), forKey: .streaming)  // null when not streamed
     }
 
     func writeFields(_ w: inout JSONWriter) {
@@ -59,6 +60,8 @@ struct RoomState: JSONFields {
         w.field("room", s.name)
         w.field("screen_share", s.configuration.screenShare.rawValue)
         w.field("stream_bandwidth", s.configuration.streamBandwidthKbps)
+        w.key("streaming")
+        if let l = s.streaming { w.object { Recording(l).writeFields(&$0) } } else { w.null() }
         w.field("video_degradation", s.configuration.videoDegradation.rawValue)
     }
 
@@ -74,6 +77,12 @@ struct RoomState: JSONFields {
             id = r.id
             state = r.phase.rawValue
             startedBy = r.startedBy
+        }
+        /// A live stream's state has the same shape (`state`: starting, streaming, stopping).
+        init(_ l: Room.StreamingStatus) {
+            id = l.id
+            state = l.phase.rawValue
+            startedBy = l.startedBy
         }
         enum CodingKeys: String, CodingKey { case id, state, startedBy = "started_by" }
         func encode(to encoder: any Encoder) throws {

@@ -35,6 +35,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
     /// unless absolute.
     public var recordingDirectory = "recordings"
+    /// The hosts live streams may be pushed to (RTMP servers, CDN ingest names); empty: any. A node pushes
+    /// where a moderator's URL says: an operator who does not want it to reach any host lists them.
+    public var streamingRTMPHosts: [String] = []
     /// Megabytes all recordings in the directory may take on this node, and one room's; 0: no cap.
     public var recordingNodeCapMB = 0
     public var recordingRoomCapMB = 0
@@ -130,6 +133,9 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.sustained_speech_ms", 0...10_000,
                 "speech after which a talker who is not the dominant speaker holds the floor (takes a video, leads the recency order), ms",
                 get: { Int($0.roomSustainedSpeech.milliseconds) }, set: { $0.roomSustainedSpeech = .milliseconds(Int64($1)) }),
+        .list("streaming.rtmp_hosts", of: "host names or addresses", \.streamingRTMPHosts,
+              "the only hosts a live stream's rtmp_url may name (others: 5125); empty: any",
+              valid: { !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }),
         .string("recording.directory", \.recordingDirectory, "where recordings are written: <directory>/<room>/<recording>/"),
         .int("recording.node_cap_mb", 0...100_000_000, \.recordingNodeCapMB,
              "megabytes all recordings in the directory may take (a recording stops when it would pass); 0: no cap"),

@@ -35,6 +35,7 @@ enum EventPayload: Encodable, Sendable {
             case .role: return "role"
             case .knock: return "knock"
             case .recording: return "recording"
+            case .streaming: return "streaming"
             case .levelMismatch: return "level_mismatch"
             case .roomDestroyed: return "room_destroyed"
             case .relaysChanged: return "relays_changed"  // never published (Node.pumpEvents)
@@ -49,7 +50,7 @@ enum EventPayload: Encodable, Sendable {
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
         case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
-        case node, participants, home, name, recording
+        case node, participants, home, name, recording, stream
     }
 
     struct Talker: Encodable {
@@ -154,6 +155,13 @@ enum EventPayload: Encodable, Sendable {
                 try c.encode(by, forKey: .by)
                 try c.encode(reason, forKey: .reason)
                 try c.encode(on ? "Room Recording On" : "Room Recording Off", forKey: .msg)
+            case .streaming(let on, let id, let by, let reason):
+                // The seeds' didAckStartStreaming / didAckStopStreaming and didStreamingNotification.
+                try c.encode(on ? "on" : "off", forKey: .state)
+                try c.encode(id, forKey: .stream)
+                try c.encode(by, forKey: .by)
+                try c.encode(reason, forKey: .reason)
+                try c.encode(on ? "Streaming On" : "Streaming Off", forKey: .msg)
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)

@@ -1,0 +1,151 @@
+import Foundation
+import NodeIO
+import SFU
+import WebRTCEdge
+
+/// Live streaming over RTMP (EnableX startStreaming / stopStreaming): the room's side is `Room+LiveStream` (its
+/// slots follow the active talkers), the worker's is `WorkerCore+LiveStreams` (each slot's packets to the
+/// encoder's port), the encoder is a supervised FFmpeg (`LiveEncoder`).
+extension Node {
+    /// What the seeds' `rtmpDetails` carry: the RTMP URL (with its stream key) and, optionally, a view URL.
+    public struct StreamingConfiguration: Sendable {
+        public var rtmpURL: String
+        public var viewURL: String?
+
+        public init(rtmpURL: String, viewURL: String? = nil) {
+            self.rtmpURL = rtmpURL
+            self.viewURL = viewURL
+        }
+
+        /// 5125 unless `rtmpURL` is an rtmp:// or rtmps:// URL with a host (and `viewURL`, given, an http(s)
+        /// one), at most 2048 characters, printable, without spaces.
+        func check(allowedHosts: [String] = []) throws {
+            func url(_ s: String, schemes: Set<String>) -> Bool {
+                guard s.count <= 2048, s.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
+                      let u = URLComponents(string: s), let scheme = u.scheme?.lowercased(), schemes.contains(scheme),
+                      let host = u.host, !host.isEmpty else { return false }
+                return true
+            }
+            guard url(rtmpURL, schemes: ["rtmp", "rtmps"]) else {
+                throw APIError(.badRequest, code: 5125, "invalid stream configuration: rtmp_url must be an rtmp:// or rtmps:// URL with a host")
+            }
+            if !allowedHosts.isEmpty, let host = URLComponents(string: rtmpURL)?.host?.lowercased(),
+               !allowedHosts.contains(where: { $0.lowercased() == host }) {
+                throw APIError(.badRequest, code: 5125, "invalid stream configuration: \(host) is not among streaming.rtmp_hosts")
+            }
+            if let v = viewURL, !url(v, schemes: ["http", "https"]) {
+                throw APIError(.badRequest, code: 5125, "invalid stream configuration: view_url must be an http(s) URL")
+            }
+        }
+    }
+
+    /// Audio slots a live stream mixes: the top talkers, at most three (what a listener follows at once).
+    static func liveAudioSlots(maxActiveTalkers: Int) -> Int { min(3, max(1, maxActiveTalkers)) }
+
+    /// Starts streaming `room` to `config.rtmpURL`: the room's slots, the encoder's ports and SDP, FFmpeg.
+    /// Returns the stream's id.
+    public func startStreaming(room: String, by: String, _ config: StreamingConfiguration) async throws -> String {
+        try config.check(allowedHosts: configuration.streamingRTMPHosts)
+        let id = "live-" + Self.newRecordingID().dropFirst(4)
+        try await withRoom(room) { r, _, now in try r.requestStreamingStart(id: id, by: by, now: now) }
+        do {
+            let audio = try await withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
+            let ports = try Self.freePortPairs(audio + 1)
+            let slots = try await withCore(of: room) { core, now in
+                try core.openLiveStream(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports,
+                                        audioSlots: audio, now: now)
+            }
+            let sdpPath = NSTemporaryDirectory() + "sfu-\(id).sdp"
+            let encoder = try LiveEncoder(
+                id: id, sdp: Self.sdp(room: room, slots: slots, ports: ports), sdpPath: sdpPath,
+                arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: config.rtmpURL),
+                onRestart: { [weak self] why in
+                    guard let self else { return }
+                    logger.warning("live stream encoder restarts", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
+                    Task { _ = try? await self.withRoom(room) { r, _, _ in r.streamingNotice(id: id, reason: "encoder restarted: \(why)") } }
+                },
+                onGiveUp: { [weak self] why in
+                    guard let self else { return }
+                    logger.error("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
+                    Task { await self.endStream(room: room, id: id, reason: "encoder gave up: \(why)") }
+                })
+            encoder.onStarted = { [weak self] in
+                guard let self else { return }
+                Task { _ = try? await self.withRoom(room) { r, core, now in r.streamingNeedsKeyframe(id: id, now: now, into: core.batch) } }
+            }
+            encoders.withLock { $0[id] = encoder }
+            try encoder.start()
+        } catch {
+            await endStream(room: room, id: id, reason: nil)
+            _ = try? await withRoom(room) { r, _, _ in r.streamingStartFailed(id: id) }
+            if let e = error as? APIError { throw e }
+            throw APIError(.serviceUnavailable, code: 6024, "live streaming unavailable: \(error)")
+        }
+        logger.info("live stream started", metadata: ["room": "\(room)", "stream": "\(id)", "by": "\(by)"])
+        return id
+    }
+
+    /// Stops the live stream of `room`: the room's slots stop, FFmpeg ends the RTMP stream. Returns its id.
+    public func stopStreaming(room: String, by: String) async throws -> String {
+        let (id, _) = try await withRoom(room) { r, _, now in try r.requestStreamingStop(by: by, now: now) }
+        await endStream(room: room, id: id, reason: nil)
+        logger.info("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "by": "\(by)"])
+        return id
+    }
+
+    /// The encoder stops, the worker stops sending, the room forgets the stream (and says so).
+    func endStream(room: String, id: String, reason: String?) async {
+        if let e = encoders.withLock({ $0.removeValue(forKey: id) }) {
+            await Task.detached { e.stop() }.value
+        }
+        _ = try? await withCore(of: room) { core, _ in
+            if let c = core.room(room)?.liveStreamConnection { core.closeLiveStream(c) }
+            core.room(room)?.streamingStopped(id: id, reason: reason)
+        }
+    }
+
+    /// The process id of a live stream's encoder (tests kill it).
+    public func encoderPID(stream: String) -> Int32? { encoders.withLock { $0[stream] }?.pid }
+
+    /// The SDP FFmpeg reads: one m-line per slot, each on its own port (RTCP on the port above).
+    static func sdp(room: String, slots: [SlotDescription], ports: [UInt16]) -> String {
+        var l = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=\(room) live", "c=IN IP4 127.0.0.1", "t=0 0"]
+        for (s, port) in zip(slots, ports) {
+            if s.codec == .opus {
+                l += ["m=audio \(port) RTP/AVP \(s.payloadType)", "a=rtpmap:\(s.payloadType) opus/48000/2"]
+            } else {
+                l += ["m=video \(port) RTP/AVP \(s.payloadType)", "a=rtpmap:\(s.payloadType) VP8/90000"]
+            }
+        }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// FFmpeg's arguments: the SDP in; the video slot scaled into 1280x720, the audio slots mixed; H.264 and AAC
+    /// in FLV to the RTMP URL.
+    static func encoderArguments(sdp: String, audioSlots: Int, url: String) -> [String] {
+        let audio = (0..<audioSlots).map { "[0:a:\($0)]" }.joined()
+        let mix = audioSlots > 1 ? "\(audio)amix=inputs=\(audioSlots):normalize=0:dropout_transition=0[a]" : "\(audio)anull[a]"
+        let graph = "[0:v:0]scale=1280:720:force_original_aspect_ratio=decrease,pad=1280:720:(ow-iw)/2:(oh-ih)/2,fps=30,format=yuv420p[v];" + mix
+        return ["-hide_banner", "-nostdin", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
+                // Probing stops after 1.5 s (the SDP names every codec; a picture's size comes with its first key frame).
+                "-fflags", "+genpts", "-analyzeduration", "1500000", "-probesize", "2000000", "-i", sdp, "-filter_complex", graph, "-map", "[v]", "-map", "[a]",
+                "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "60", "-b:v", "2500k", "-maxrate", "2500k",
+                "-bufsize", "5000k", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-f", "flv", url]
+    }
+
+    /// `n` loopback ports p, each with p + 1 free too (RTCP), for the encoder to bind.
+    static func freePortPairs(_ n: Int) throws -> [UInt16] {
+        var out: [UInt16] = []
+        var tries = 0
+        while out.count < n, tries < 200 {
+            tries += 1
+            guard let a = try? UDPSocket(bind: TransportAddress("127.0.0.1:0")!) else { continue }
+            let p = a.local.port
+            guard p < 65534, !out.contains(p), !out.contains(p &+ 1), !out.contains(p &- 1),
+                  (try? UDPSocket(bind: TransportAddress("127.0.0.1:\(p + 1)")!)) != nil else { continue }
+            out.append(p)
+        }
+        guard out.count == n else { throw APIError(.serviceUnavailable, code: 6024, "no free loopback ports for the encoder") }
+        return out
+    }
+}

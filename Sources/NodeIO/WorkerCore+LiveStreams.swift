@@ -58,6 +58,8 @@ extension WorkerCore {
 
     /// Moves what the live streams' rooms wrote into the worker's batch, each datagram to its slot's port.
     func flushLiveStreams() {
+        // An end its room let go of by itself (a stale step abandoned) goes.
+        for (id, end) in liveStreams where end.room.liveStreamConnection != id { closeLiveStream(id) }
         for end in liveStreams.values where end.batch.count > 0 {
             for i in 0..<end.batch.count {
                 let d = end.batch.datagram(at: i)

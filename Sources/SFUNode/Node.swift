@@ -50,6 +50,8 @@ public final class Node: Sendable {
     private let failureTask = Mutex<Task<Void, Never>?>(nil)
     /// The live streams' encoders, by stream id (`NodeLiveStreaming`).
     let encoders = Mutex<[String: LiveEncoder]>([:])
+    /// The loopback ports each live stream's encoder has, for the stream's life.
+    let streamPorts = Mutex<[String: [UInt16]]>([:])
 
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
@@ -134,7 +136,9 @@ public final class Node: Sendable {
         for w in workers { w.stop() }
         // Every file closed playable and every manifest written, after the rooms queued their last packets.
         recorder.shutdown()
-        for e in encoders.withLock({ e in defer { e.removeAll() }; return Array(e.values) }) { e.stop() }
+        // Every encoder told at once, then each waited for (at most 5 s each).
+        let all = encoders.withLock { e in defer { e.removeAll() }; return Array(e.values) }
+        DispatchQueue.concurrentPerform(iterations: all.count) { all[$0].stop() }
         failureTask.withLock { $0?.cancel(); $0 = nil }
         pumpEvents()
         events.finish()
@@ -253,7 +257,10 @@ public final class Node: Sendable {
         }
         _ = placement.withLock { $0.removeValue(forKey: name) }
         if let recording { await recorder.finish(id: recording, reason: "room destroyed") }
-        if let stream, let e = encoders.withLock({ $0.removeValue(forKey: stream) }) { await Task.detached { e.stop() }.value }
+        if let stream, let e = encoders.withLock({ $0.removeValue(forKey: stream) }) {
+            await e.stopped()
+            _ = streamPorts.withLock { $0.removeValue(forKey: stream) }
+        }
     }
 
     func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }

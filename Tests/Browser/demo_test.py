@@ -71,6 +71,15 @@ class Browser:
         self.proc.kill()
 
 
+def report(checks, title):
+    """Prints each check and exits: 1 when one failed (or there were none)."""
+    for name, ok in checks.items():
+        print(("ok   " if ok else "FAIL ") + name)
+    failed = [n for n, ok in checks.items() if not ok]
+    print(f"{title}: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed or not checks else 0)
+
+
 def wait(predicate, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -14,7 +14,7 @@ import argparse, glob, json, math, os, struct, subprocess, sys, tempfile, time
 from datetime import datetime
 
 sys.dont_write_bytecode = True  # importing demo_test must leave no __pycache__ in the source tree
-from demo_test import Browser, wait  # noqa: E402
+from demo_test import Browser, report, wait  # noqa: E402
 
 RECORD_SECONDS = 8
 
@@ -130,10 +130,7 @@ def main():
     finally:
         carol.close()
         alice.close()
-    failed = [k for k, v in checks.items() if not v]
-    for k, v in checks.items():
-        print(("ok   " if v else "FAIL ") + k)
-    sys.exit(1 if failed or not checks else 0)
+    report(checks, "recording")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ with it; stop ends it, a second start works again, and every start and stop reac
 import argparse, json, os, signal, subprocess, sys, tempfile, time, urllib.request
 
 sys.dont_write_bytecode = True  # importing demo_test must leave no __pycache__ in the source tree
-from demo_test import Browser, wait, NODE  # noqa: E402
+from demo_test import Browser, report, wait, NODE  # noqa: E402
 from screen_share_test import first_seconds  # noqa: E402
 
 RTMP = "rtmp://127.0.0.1:1935/live/standup"
@@ -156,10 +156,7 @@ rtmp {{ server {{ listen 127.0.0.1:1935; application live {{ live on; record off
         for b in (carol, alice, bob):
             b.close()
         nginx.terminate()
-    failed = [k for k, v in checks.items() if not v]
-    for k, v in checks.items():
-        print(("ok   " if v else "FAIL ") + k)
-    sys.exit(1 if failed or not checks else 0)
+    report(checks, "live streaming")
 
 
 if __name__ == "__main__":

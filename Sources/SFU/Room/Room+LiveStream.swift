@@ -71,8 +71,14 @@ extension Room {
         live.status.phase = .streaming
         live.status.since = now
         refreshLiveStream(ranking, now: now, into: out)
-        effects.events.append(.streaming(on: true, id: id, by: live.status.startedBy, reason: nil))
         return slots
+    }
+
+    /// The encoder runs: everyone is told the session is live.
+    public func streamingConfirmed(id: String) {
+        guard let live = liveStream, live.status.id == id, live.status.phase == .streaming, !live.announced else { return }
+        live.announced = true
+        effects.events.append(.streaming(on: true, id: id, by: live.status.startedBy, reason: nil))
     }
 
     /// The node could not start the encoder: the room is as before.
@@ -100,12 +106,14 @@ extension Room {
     }
 
     /// The encoder stopped (asked to, or for good: `reason` says why): the room streams nothing and says so.
-    public func streamingStopped(id: String, reason: String? = nil) {
-        guard let live = liveStream, live.status.id == id else { return }
+    /// Returns the stream's connection (the worker stops routing it), nil when `id` is not this room's stream.
+    @discardableResult
+    public func streamingStopped(id: String, reason: String? = nil) -> ConnectionID? {
+        guard let live = liveStream, live.status.id == id else { return nil }
         release(live)
         liveStream = nil
-        guard live.status.phase != .starting else { return }
-        effects.events.append(.streaming(on: false, id: id, by: live.status.stoppedBy, reason: reason))
+        if live.announced { effects.events.append(.streaming(on: false, id: id, by: live.status.stoppedBy, reason: reason)) }
+        return live.connection?.id
     }
 
     /// The encoder restarted (its exit's reason): everyone is told, the stream goes on.
@@ -127,6 +135,9 @@ extension Room {
     func refreshLiveStream(_ ranking: RoomRanking, now: MonoTime, into out: DatagramBatch) {
         guard let live = liveStream, let s = live.connection?.subscriber else { return }
         _ = SlotAssigner.apply(ranking, to: s, participants: participants, configuration: configuration, now: now, into: out)
+        // No receiver feedback moves its layers: they are chosen now, from its start estimate (the top layer of
+        // a usual three-layer camera).
+        _ = s.reviewLayers(configuration: configuration, now: now, into: out)
         keepLiveAudioGoing(now: now, into: out)
     }
 
@@ -141,7 +152,14 @@ extension Room {
                 slot.silenceFramesLeft = .max
                 slot.nextSilenceAt = now
             }
-            slot.sendDueSilence(now: now, into: out)
+            // Every frame that is due, each on its own 20 ms step (a late tick must not slow the encoder's
+            // mix, which runs at its slowest input); at most 10 at once.
+            var sent = 0
+            while slot.silenceFramesLeft > 0, slot.nextSilenceAt <= now, sent < 10 {
+                slot.sendDueSilence(now: slot.nextSilenceAt, into: out)
+                sent += 1
+            }
+            if slot.silenceFramesLeft > 0, slot.nextSilenceAt > now { effects.wake(at: slot.nextSilenceAt) }
         }
     }
 
@@ -156,6 +174,7 @@ extension Room {
         guard let live = liveStream, live.status.phase != .streaming, now - live.status.since > Self.recordingStepTimeout else { return }
         release(live)
         liveStream = nil
+        if live.announced { effects.events.append(.streaming(on: false, id: live.status.id, by: live.status.stoppedBy, reason: "stop not confirmed")) }
     }
 }
 
@@ -164,6 +183,8 @@ final class LiveStream {
     var status: Room.StreamingStatus
     var holder: Participant?
     var connection: Connection?
+    /// Everyone was told it is on (the encoder started): an off is told too.
+    var announced = false
 
     init(status: Room.StreamingStatus) { self.status = status }
 }

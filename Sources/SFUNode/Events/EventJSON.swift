@@ -53,6 +53,17 @@ enum EventPayload: Encodable, Sendable {
         case node, participants, home, name, recording, stream
     }
 
+    /// Something a moderator turns on or off (a recording, a live stream): `state`, its id, who, why, and the
+    /// seeds' message ("... On" / "... Off").
+    static func encodeSwitch(_ c: inout KeyedEncodingContainer<Key>, on: Bool, id: String, idKey: Key, by: String?,
+                             reason: String?, msg: String) throws {
+        try c.encode(on ? "on" : "off", forKey: .state)
+        try c.encode(id, forKey: idKey)
+        try c.encode(by, forKey: .by)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(msg + (on ? " On" : " Off"), forKey: .msg)
+    }
+
     struct Talker: Encodable {
         var participant: String
         var pinned: Bool
@@ -150,18 +161,10 @@ enum EventPayload: Encodable, Sendable {
                 try c.encode(by, forKey: .by)  // null when the participant knocked
             case .recording(let on, let id, let by, let reason):
                 // The seeds' roomRecordOn / roomRecordOff message, and who or what turned it on or off.
-                try c.encode(on ? "on" : "off", forKey: .state)
-                try c.encode(id, forKey: .recording)
-                try c.encode(by, forKey: .by)
-                try c.encode(reason, forKey: .reason)
-                try c.encode(on ? "Room Recording On" : "Room Recording Off", forKey: .msg)
+                try Self.encodeSwitch(&c, on: on, id: id, idKey: .recording, by: by, reason: reason, msg: "Room Recording")
             case .streaming(let on, let id, let by, let reason):
                 // The seeds' didAckStartStreaming / didAckStopStreaming and didStreamingNotification.
-                try c.encode(on ? "on" : "off", forKey: .state)
-                try c.encode(id, forKey: .stream)
-                try c.encode(by, forKey: .by)
-                try c.encode(reason, forKey: .reason)
-                try c.encode(on ? "Streaming On" : "Streaming Off", forKey: .msg)
+                try Self.encodeSwitch(&c, on: on, id: id, idKey: .stream, by: by, reason: reason, msg: "Streaming")
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)

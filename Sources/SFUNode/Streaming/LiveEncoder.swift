@@ -26,40 +26,57 @@ final class LiveEncoder: @unchecked Sendable {
     static let backoff: [Double] = [1, 2, 4, 8, 16]
     static let stableAfter: TimeInterval = 60
 
-    init(id: String, sdp: String, sdpPath: String, arguments: [String], onRestart: @escaping @Sendable (String) -> Void,
+    /// What of the RTMP URL may be shown (its scheme and host): its path holds the stream key.
+    let shownURL: String
+    let secretURL: String
+
+    init(id: String, sdp: String, sdpPath: String, arguments: [String], url: String, onRestart: @escaping @Sendable (String) -> Void,
          onGiveUp: @escaping @Sendable (String) -> Void) throws {
         self.id = id
         self.sdpPath = sdpPath
         self.arguments = arguments
         self.onRestart = onRestart
         self.onGiveUp = onGiveUp
-        try sdp.write(toFile: sdpPath, atomically: true, encoding: .utf8)
+        secretURL = url
+        let c = URLComponents(string: url)
+        shownURL = "\(c?.scheme ?? "rtmp")://\(c?.host ?? "")/..."
+        // Readable by the node's user only: the log may name the URL.
+        guard FileManager.default.createFile(atPath: sdpPath, contents: Data(sdp.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
     }
 
     /// The running process's id (for tests that kill it).
     var pid: Int32? { state.withLock { $0.process?.processIdentifier } }
 
     func start() throws {
+        guard !state.withLock({ $0.stopped }) else { return }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         p.arguments = arguments
         // Its messages go to a file beside the SDP (a pipe nobody reads fast enough would stall it), whose last
         // lines say why it exited.
         let logPath = sdpPath + ".log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        FileManager.default.createFile(atPath: logPath, contents: nil, attributes: [.posixPermissions: 0o600])
         let log = FileHandle(forWritingAtPath: logPath)
         p.standardError = log ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
         p.terminationHandler = { [weak self] proc in
             try? log?.close()
-            self?.exited(status: proc.terminationStatus, reason: proc.terminationReason, errors: Self.lastLines(of: logPath))
+            guard let self else { return }
+            exited(status: proc.terminationStatus, reason: proc.terminationReason,
+                   errors: Self.lastLines(of: logPath).replacingOccurrences(of: secretURL, with: shownURL))
         }
+        // Each attempt counts from its own start (a launch that fails is a quick exit, not a long run's).
+        state.withLock { $0.startedAt = Date() }
         try p.run()
-        state.withLock {
-            $0.process = p
-            $0.startedAt = Date()
+        // A stop that came while it was being launched: it goes at once.
+        let stopped = state.withLock { s -> Bool in
+            s.process = p
+            return s.stopped
         }
+        if stopped { p.terminate() }
         // FFmpeg binds its ports a little after it starts: a key frame sent before is lost to it.
         if let onStarted {
             for delay in [0.3, 1.0, 2.5, 5.0] {
@@ -90,7 +107,17 @@ final class LiveEncoder: @unchecked Sendable {
         }
     }
 
-    /// Stops it for good: SIGTERM (FFmpeg ends the RTMP stream cleanly), SIGKILL after 5 s.
+    /// Stops it for good, off the caller's thread (it may wait up to 5 s): SIGTERM (FFmpeg ends the RTMP stream
+    /// cleanly), SIGKILL after 5 s.
+    func stopped() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [self] in
+                stop()
+                c.resume()
+            }
+        }
+    }
+
     func stop() {
         let p = state.withLock { s -> Process? in
             s.stopped = true

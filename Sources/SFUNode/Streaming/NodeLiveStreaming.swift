@@ -50,15 +50,17 @@ extension Node {
         try await withRoom(room) { r, _, now in try r.requestStreamingStart(id: id, by: by, now: now) }
         do {
             let audio = try await withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
-            let ports = try Self.freePortPairs(audio + 1)
-            let slots = try await withCore(of: room) { core, now in
-                try core.openLiveStream(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports,
-                                        audioSlots: audio, now: now)
+            // Ports held for the stream's whole life (its restarts too): no other stream of this node gets them.
+            let ports = try streamPorts.withLock { held in
+                let p = try Self.freePortPairs(audio + 1, avoiding: held.values.flatMap { $0 })
+                held[id] = p
+                return p
             }
             let sdpPath = NSTemporaryDirectory() + "sfu-\(id).sdp"
+            // The encoder is in the table before the room streams: a stop from now on finds it.
             let encoder = try LiveEncoder(
-                id: id, sdp: Self.sdp(room: room, slots: slots, ports: ports), sdpPath: sdpPath,
-                arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: config.rtmpURL),
+                id: id, sdp: Self.sdp(room: room, audioSlots: audio, ports: ports), sdpPath: sdpPath,
+                arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: config.rtmpURL), url: config.rtmpURL,
                 onRestart: { [weak self] why in
                     guard let self else { return }
                     logger.warning("live stream encoder restarts", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
@@ -74,7 +76,11 @@ extension Node {
                 Task { _ = try? await self.withRoom(room) { r, core, now in r.streamingNeedsKeyframe(id: id, now: now, into: core.batch) } }
             }
             encoders.withLock { $0[id] = encoder }
+            _ = try await withCore(of: room) { core, now in
+                try core.openLiveStream(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
+            }
             try encoder.start()
+            _ = try await withRoom(room) { r, _, _ in r.streamingConfirmed(id: id) }
         } catch {
             await endStream(room: room, id: id, reason: nil)
             _ = try? await withRoom(room) { r, _, _ in r.streamingStartFailed(id: id) }
@@ -95,28 +101,24 @@ extension Node {
 
     /// The encoder stops, the worker stops sending, the room forgets the stream (and says so).
     func endStream(room: String, id: String, reason: String?) async {
-        if let e = encoders.withLock({ $0.removeValue(forKey: id) }) {
-            await Task.detached { e.stop() }.value
-        }
+        if let e = encoders.withLock({ $0.removeValue(forKey: id) }) { await e.stopped() }
+        _ = streamPorts.withLock { $0.removeValue(forKey: id) }
+        // Only this stream's connection: a late cleanup of an old stream must not end the current one.
         _ = try? await withCore(of: room) { core, _ in
-            if let c = core.room(room)?.liveStreamConnection { core.closeLiveStream(c) }
-            core.room(room)?.streamingStopped(id: id, reason: reason)
+            if let c = core.room(room)?.streamingStopped(id: id, reason: reason) { core.closeLiveStream(c) }
         }
     }
 
     /// The process id of a live stream's encoder (tests kill it).
     public func encoderPID(stream: String) -> Int32? { encoders.withLock { $0[stream] }?.pid }
 
-    /// The SDP FFmpeg reads: one m-line per slot, each on its own port (RTCP on the port above).
-    static func sdp(room: String, slots: [SlotDescription], ports: [UInt16]) -> String {
+    /// The SDP FFmpeg reads: one m-line per slot (the video slot, then the audio slots, as the room makes
+    /// them: `Room.streamingStarted`), each on its own port (RTCP on the port above).
+    static func sdp(room: String, audioSlots: Int, ports: [UInt16]) -> String {
         var l = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=\(room) live", "c=IN IP4 127.0.0.1", "t=0 0"]
-        for (s, port) in zip(slots, ports) {
-            if s.codec == .opus {
-                l += ["m=audio \(port) RTP/AVP \(s.payloadType)", "a=rtpmap:\(s.payloadType) opus/48000/2"]
-            } else {
-                l += ["m=video \(port) RTP/AVP \(s.payloadType)", "a=rtpmap:\(s.payloadType) VP8/90000"]
-            }
-        }
+        let v = Room.liveVideoPayloadType, a = Room.liveAudioPayloadType
+        l += ["m=video \(ports[0]) RTP/AVP \(v)", "a=rtpmap:\(v) VP8/90000"]
+        for port in ports.dropFirst().prefix(audioSlots) { l += ["m=audio \(port) RTP/AVP \(a)", "a=rtpmap:\(a) opus/48000/2"] }
         return l.joined(separator: "\r\n") + "\r\n"
     }
 
@@ -126,22 +128,25 @@ extension Node {
         let audio = (0..<audioSlots).map { "[0:a:\($0)]" }.joined()
         let mix = audioSlots > 1 ? "\(audio)amix=inputs=\(audioSlots):normalize=0:dropout_transition=0[a]" : "\(audio)anull[a]"
         let graph = "[0:v:0]scale=1280:720:force_original_aspect_ratio=decrease,pad=1280:720:(ow-iw)/2:(oh-ih)/2,fps=30,format=yuv420p[v];" + mix
+        // rtmps: the server's certificate is checked against the system's CAs.
+        let tls = url.lowercased().hasPrefix("rtmps:") ? ["-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt"] : []
         return ["-hide_banner", "-nostdin", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
                 // Probing stops after 1.5 s (the SDP names every codec; a picture's size comes with its first key frame).
                 "-fflags", "+genpts", "-analyzeduration", "1500000", "-probesize", "2000000", "-i", sdp, "-filter_complex", graph, "-map", "[v]", "-map", "[a]",
                 "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "60", "-b:v", "2500k", "-maxrate", "2500k",
-                "-bufsize", "5000k", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-f", "flv", url]
+                "-bufsize", "5000k", "-c:a", "aac", "-b:a", "128k", "-ar", "48000"] + tls + ["-f", "flv", url]
     }
 
     /// `n` loopback ports p, each with p + 1 free too (RTCP), for the encoder to bind.
-    static func freePortPairs(_ n: Int) throws -> [UInt16] {
+    static func freePortPairs(_ n: Int, avoiding held: [UInt16] = []) throws -> [UInt16] {
         var out: [UInt16] = []
         var tries = 0
         while out.count < n, tries < 200 {
             tries += 1
             guard let a = try? UDPSocket(bind: TransportAddress("127.0.0.1:0")!) else { continue }
             let p = a.local.port
-            guard p < 65534, !out.contains(p), !out.contains(p &+ 1), !out.contains(p &- 1),
+            let taken = out + held
+            guard p < 65534, !taken.contains(p), !taken.contains(p &+ 1), !taken.contains(p &- 1),
                   (try? UDPSocket(bind: TransportAddress("127.0.0.1:\(p + 1)")!)) != nil else { continue }
             out.append(p)
         }

@@ -176,7 +176,6 @@ public final class WorkerCore {
     /// Transports hosted here for rooms on other workers.
     public var hostedCount: Int { transports.values.count { $0.home != nil } }
 
-    /// Removes a participant and closes its transports; returns how many were closed.
     /// Turns away participants awaited in a knock-enabled room (`Room.deny`) and closes their transports:
     /// who went, and how many transports closed.
     public func denyAwaited(room name: String, by: String, _ ids: [String]?, now: MonoTime) throws -> (denied: [String], closed: Int) {
@@ -188,6 +187,7 @@ public final class WorkerCore {
         return (denied, conns.count)
     }
 
+    /// Removes a participant and closes its transports; returns how many were closed.
     public func removeParticipant(room name: String, _ id: String, by: String?, now: MonoTime) throws -> Int {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
         let conns = room.connections(of: id)

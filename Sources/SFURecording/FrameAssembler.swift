@@ -123,9 +123,6 @@ struct FrameAssembler {
         return emit(now: arrival)
     }
 
-    /// Gives up what has waited too long (called when no packet comes, too).
-    mutating func expire(now: MonoTime) -> [AssembledFrame] { emit(now: now) }
-
     private mutating func emit(now: MonoTime) -> [AssembledFrame] {
         var out: [AssembledFrame] = []
         while let first = waiting.first {

@@ -19,6 +19,8 @@ public struct RecordingManifest: Codable, Sendable, Equatable {
         public var concealedFrames: Int
         /// Video: frames given up (incomplete) and not written, until the next key frame.
         public var framesLost: Int
+        /// Packets not written: malformed, late or repeated, or of a layer not recorded (VP9's upper layers).
+        public var packetsIgnored: Int
         public var bytes: Int64
         /// Why the file ended early (a full disk, a cap), if it did.
         public var error: String?
@@ -27,7 +29,7 @@ public struct RecordingManifest: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case participant, name, kind, codec, layer, file, frames, bytes, error, closed
             case startOffsetMs = "start_offset_ms", durationMs = "duration_ms", concealedFrames = "concealed_frames"
-            case framesLost = "frames_lost"
+            case framesLost = "frames_lost", packetsIgnored = "packets_ignored"
         }
     }
 

@@ -383,7 +383,7 @@ public final class RecordingWriter: @unchecked Sendable {
                     codec: f.info.codec.rawValue, layer: f.info.layer, file: f.fileName,
                     startOffsetMs: f.firstArrival.map { ($0 - f.info.recordingStart).milliseconds },
                     durationMs: Int64(f.durationSeconds * 1000), frames: f.framesWritten, concealedFrames: f.concealedFrames,
-                    framesLost: f.framesLost, bytes: f.bytesWritten, error: f.failure?.description,
+                    framesLost: f.framesLost, packetsIgnored: f.packetsIgnored, bytes: f.bytesWritten, error: f.failure?.description,
                     closed: !r.open.values.contains { $0 === f })
             })
         let encoder = JSONEncoder()

@@ -22,7 +22,10 @@ final class StreamFile {
     private(set) var framesWritten = 0
     /// Audio: 20 ms concealment frames written where packets were missing (lost, muted, DTX).
     private(set) var concealedFrames = 0
-    private(set) var packetsIgnored = 0
+    private var audioIgnored = 0
+    private var closedIgnored = 0
+    /// Packets not written: malformed, late, repeated, or of a layer not recorded.
+    var packetsIgnored: Int { audioIgnored + closedIgnored + (assembler?.packetsIgnored ?? 0) }
     private(set) var failure: MediaFile.Failure?
     /// Bytes the file had when last counted (the writer charges the difference to the caps).
     var countedBytes: Int64 = 0
@@ -69,14 +72,6 @@ final class StreamFile {
         }
     }
 
-    /// Gives up video frames that waited too long for their packets.
-    func expire(now: MonoTime) throws {
-        guard failure == nil, var a = assembler else { return }
-        let frames = a.expire(now: now)
-        assembler = a
-        for f in frames { try writeVideo(f) }
-    }
-
     /// Where an RTP timestamp lands in the file: from the anchor, unless that disagrees with arrival times.
     private func pts(_ ts: Int64, arrival: MonoTime) -> Int64 {
         let byArrival = firstArrival.map { Int64((arrival - $0).seconds * Double(clock)) } ?? 0
@@ -92,7 +87,7 @@ final class StreamFile {
 
     private func writeAudio(timestamp ts: Int64, payload: UnsafeRawBufferPointer, arrival: MonoTime) throws {
         guard case .success(let opus) = OpusPacketInfo.parse(payload), opus.samples48k > 0 else {
-            packetsIgnored += 1
+            audioIgnored += 1
             return
         }
         if file == nil { try open() }
@@ -101,7 +96,7 @@ final class StreamFile {
         let frame = Int64(960)
         // Late or repeated: the time it covers is written already.
         guard at > nextAudioPTS - frame / 2 || framesWritten == 0 else {
-            packetsIgnored += 1
+            audioIgnored += 1
             return
         }
         while at - nextAudioPTS >= frame - frame / 4 {
@@ -177,6 +172,7 @@ final class StreamFile {
     func close() -> MediaFile.Failure? {
         // What waits for packets is let go (a closed stream keeps only its counts).
         closedLost = assembler?.framesLost ?? 0
+        closedIgnored = assembler?.packetsIgnored ?? 0
         assembler = nil
         guard let f = file, closedBytes == nil else { return failure }
         do { try f.close() } catch { failure = failure ?? (error as? MediaFile.Failure ?? MediaFile.Failure(-5)) }

@@ -263,6 +263,7 @@ import WebRTCEdge
     /// room's state, the directory and manifest.
     @Test func aModeratorRecordsAndTheSeedsCodesRefuseTheRest() async throws {
         let dir = NSTemporaryDirectory() + "api-recordings-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         var c = NodeConfiguration()
         c.workers = 1
         c.mediaListen = TransportAddress("127.0.0.1:0")!

@@ -6,13 +6,15 @@ import Testing
 
 /// The recorder's depacketization and files on virtual time: packets go into a `StreamFile` as the writer
 /// thread would hand them, and what FFmpeg decodes of the file is compared with what was sent.
-@Suite struct RecordedFileTests {
+@Suite final class RecordedFileTests {
     let dir: String
 
     init() throws {
         dir = NSTemporaryDirectory() + "recorded-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     func stream(_ codec: Codec, name: String) -> StreamFile {
         StreamFile(info: RecordedStream(recording: "r", room: "room", participant: "p", name: "P", codec: codec,

@@ -9,8 +9,10 @@ import Testing
 /// Recording a room on virtual time (issue 26; EnableX "Record a Session"): the seeds' codes and events, start
 /// and stop any number of times, what is not forwarded is not recorded, and a full queue costs forwarding
 /// nothing. The writer's steps run on the test's thread (`prepare`, `drainQueues`, `complete`).
-@Suite struct RecordingScenarioTests {
+@Suite final class RecordingScenarioTests {
     let dir = NSTemporaryDirectory() + "recording-\(UUID().uuidString)"
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     static func room() throws -> RoomHarness {
         var c = RoomConfiguration()
@@ -167,5 +169,25 @@ import Testing
         try h.room.requestRecordingStart(id: "again", by: "M", now: h.now)
         #expect(h.room.recording?.id == "again" && h.room.recording?.phase == .starting)
         #expect(!h.room.recordingStarted(id: "lost", sink: RecordingQueue(index: 0), now: h.now), "the abandoned start completes nothing")
+    }
+
+    @Test func aRenegotiationKeepsTheFileAndAClientThatStartedOverGetsANewOne() throws {
+        let h = try Self.room()
+        let w = RecordingWriter(configuration: .init(directory: dir))
+        let q = w.makeQueue(worker: 0)
+        var members = [try h.join("M", role: .moderator, audioSlots: 1), try h.join("A", audioSlots: 1)]
+        try start(h, w, q, id: "reneg", by: "M")
+        Self.talk(h, &members, frames: 25)
+        // The same track described again on the same connection: the same stream, the same file.
+        members[1] = try h.republish(members[1], video: false, newConnection: false)
+        Self.talk(h, &members, frames: 25)
+        // A new connection with new SSRCs (the client started over): that track ended, a new one is recorded.
+        members[1] = try h.republish(members[1], video: false, newConnection: true)
+        Self.talk(h, &members, frames: 25)
+        let m = try #require(try stop(h, w, by: "M"))
+        let a = m.streams.filter { $0.participant == "A" }
+        #expect(a.map(\.file) == ["A_audio.opus", "A_audio_2.opus"], "\(a.map(\.file))")
+        #expect(a.map(\.frames) == [50, 25], "\(a.map(\.frames))")
+        #expect(a.allSatisfy { $0.closed && $0.concealedFrames == 0 })
     }
 }

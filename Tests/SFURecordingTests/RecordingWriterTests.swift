@@ -38,7 +38,10 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         // A tiny disk of its own (root: the tests run as root, as CI does).
         try FFmpeg.runCommand("/bin/mount", ["-t", "tmpfs", "-o", "size=192k", "tmpfs", dir])
-        defer { try? FFmpeg.runCommand("/bin/umount", [dir]) }
+        defer {
+            try? FFmpeg.runCommand("/bin/umount", [dir])
+            try? FileManager.default.removeItem(atPath: dir)
+        }
         let failures = Failures()
         let w = RecordingWriter(configuration: .init(directory: dir), onFailure: { failures.add(($0, $1, $2)) })
         let q = w.makeQueue(worker: 0)
@@ -61,6 +64,7 @@ import Testing
 
     @Test func aRoomCapStopsItsRecordingAndRefusesTheNextOneWhileANodeCapCountsWhatWasThere() async throws {
         let dir = NSTemporaryDirectory() + "caps-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let failures = Failures()
         let w = RecordingWriter(configuration: .init(directory: dir, maxRoomBytes: 64_000), onFailure: { failures.add(($0, $1, $2)) })
         let q = w.makeQueue(worker: 0)
@@ -84,6 +88,7 @@ import Testing
 
     @Test func theNodesStopClosesEveryFileAndWritesEveryManifest() async throws {
         let dir = NSTemporaryDirectory() + "stop-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let w = RecordingWriter(configuration: .init(directory: dir))
         let q = w.makeQueue(worker: 0)
         w.start()

@@ -13,42 +13,31 @@ public enum FFmpeg {
     /// Runs `tool` (ffmpeg or ffprobe) with `arguments`; returns its standard output. Throws when it fails.
     @discardableResult
     public static func run(_ tool: String = "ffmpeg", _ arguments: [String]) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-        p.arguments = (tool == "ffmpeg" ? ["-hide_banner", "-nostdin", "-loglevel", "error"] : ["-v", "error"]) + arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // Both pipes read while it runs: a large output must not fill one and block it.
-        let errBox = DataBox()
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        group.wait()
-        let errData = errBox.data
-        guard p.terminationStatus == 0 else {
-            throw Failure(command: ([tool] + arguments).joined(separator: " "), status: p.terminationStatus,
-                          stderr: String(decoding: errData, as: UTF8.self))
-        }
-        return data
+        try runCommand("/usr/bin/" + tool, (tool == "ffmpeg" ? ["-hide_banner", "-nostdin", "-loglevel", "error"] : ["-v", "error"]) + arguments)
     }
 
-    /// Runs any command (mount, umount) the same way: its output, or a failure naming it.
+    /// Runs any command (mount, umount, ffmpeg): its standard output, or a failure naming it with its standard
+    /// error. The output is read through a pipe on this thread; the errors go to a file, read once it exited
+    /// (a second pipe read on another thread raced with Foundation's own handling of the process's pipes).
     @discardableResult
     public static func runCommand(_ path: String, _ arguments: [String]) throws -> Data {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = arguments
         let out = Pipe()
+        let errPath = NSTemporaryDirectory() + "sfu-cmd-\(UUID().uuidString).err"
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         p.standardOutput = out
-        p.standardError = out
+        p.standardError = err
         try p.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
+        try? err.close()
         guard p.terminationStatus == 0 else {
-            throw Failure(command: ([path] + arguments).joined(separator: " "), status: p.terminationStatus, stderr: String(decoding: data, as: UTF8.self))
+            throw Failure(command: ([path] + arguments).joined(separator: " "), status: p.terminationStatus,
+                          stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
         }
         return data
     }
@@ -85,8 +74,6 @@ public enum FFmpeg {
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
     }
 }
-
-private final class DataBox: @unchecked Sendable { var data = Data() }
 
 /// VP8 frames in an IVF file (the container libvpx's tools write), for a reference decode of what was sent.
 public enum IVF {

@@ -171,8 +171,6 @@ public struct SlotRewriter: Sendable {
         missing.record((highestIn + 1)..<ext, sequenceOffset: seqOffset, pictureOffset: picOffset)
     }
 
-    /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a
-    /// hard mute), `tsIncrement` after the last output. Keeps the stream continuous for the next switch.
     /// Starts the output with nothing forwarded yet (a live stream's audio slot that sends silence before its
     /// first talker): numbering from 0; the first source re-anchors after it as after any synthetic packet.
     public mutating func startSynthetic(now: MonoTime) {
@@ -182,6 +180,8 @@ public struct SlotRewriter: Sendable {
         pendingSwitch = true
     }
 
+    /// Sequence number and timestamp for a packet the node generates on this slot (silence frames after a
+    /// hard mute), `tsIncrement` after the last output. Keeps the stream continuous for the next switch.
     public mutating func synthesize(tsIncrement: UInt32, now: MonoTime) -> (sequenceNumber: UInt16, timestamp: UInt32)? {
         guard started else { return nil }
         lastSeqOut += 1

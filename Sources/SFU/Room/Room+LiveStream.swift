@@ -181,6 +181,8 @@ extension Room {
 /// What a room holds of its live stream: where it is, and once it streams its slots' holder and connection.
 final class LiveStream {
     var status: Room.StreamingStatus
+    /// The nobody its subscriber belongs to: held here, as a relay holds its own, because a subscriber holds
+    /// its participant unowned (the roster owns everyone else's).
     var holder: Participant?
     var connection: Connection?
     /// Everyone was told it is on (the encoder started): an off is told too.

@@ -46,9 +46,6 @@ final class LiveEncoder: @unchecked Sendable {
         }
     }
 
-    /// The running process's id (for tests that kill it).
-    var pid: Int32? { state.withLock { $0.process?.processIdentifier } }
-
     func start() throws {
         guard !state.withLock({ $0.stopped }) else { return }
         let p = Process()

@@ -109,9 +109,6 @@ extension Node {
         }
     }
 
-    /// The process id of a live stream's encoder (tests kill it).
-    public func encoderPID(stream: String) -> Int32? { encoders.withLock { $0[stream] }?.pid }
-
     /// The SDP FFmpeg reads: one m-line per slot (the video slot, then the audio slots, as the room makes
     /// them: `Room.streamingStarted`), each on its own port (RTCP on the port above).
     static func sdp(room: String, audioSlots: Int, ports: [UInt16]) -> String {

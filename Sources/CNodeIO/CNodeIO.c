@@ -192,3 +192,92 @@ int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms) {
 int sfu_name_this_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+
+int sfu_tcp_listen(const sfu_address *local, sfu_address *bound, int backlog) {
+    int fd = socket(local->family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (local->family == 6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    struct sockaddr_storage s;
+    socklen_t n = to_sockaddr(local, &s);
+    if (bind(fd, (struct sockaddr *)&s, n) < 0 || listen(fd, backlog) < 0) { int e = errno; close(fd); return -e; }
+    socklen_t len = sizeof s;
+    if (getsockname(fd, (struct sockaddr *)&s, &len) == 0 && bound) from_sockaddr(&s, bound);
+    return fd;
+}
+
+int sfu_tcp_accept(int listen_fd, sfu_address *peer, int send_buffer_bytes) {
+    struct sockaddr_storage s;
+    socklen_t len = sizeof s;
+    int fd = accept4(listen_fd, (struct sockaddr *)&s, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (send_buffer_bytes > 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer_bytes, sizeof send_buffer_bytes);
+    if (peer) from_sockaddr(&s, peer);
+    return fd;
+}
+
+int sfu_tcp_read(int fd, uint8_t *buffer, int capacity) {
+    ssize_t r = recv(fd, buffer, (size_t)capacity, MSG_DONTWAIT);
+    return r < 0 ? -errno : (int)r;
+}
+
+int sfu_tcp_write(int fd, const uint8_t *buffer, int length) {
+    ssize_t r = send(fd, buffer, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return r < 0 ? -errno : (int)r;
+}
+
+void sfu_tcp_close(int fd, int reset) {
+    if (fd < 0) return;
+    if (reset) {
+        struct linger l = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    close(fd);
+}
+
+int sfu_epoll_open(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int sfu_epoll_control(int epoll_fd, int op, int fd, int out, uint64_t token) {
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = EPOLLIN | EPOLLRDHUP | (out ? EPOLLOUT : 0);
+    e.data.u64 = token;
+    int o = op == 1 ? EPOLL_CTL_ADD : op == 2 ? EPOLL_CTL_MOD : EPOLL_CTL_DEL;
+    return epoll_ctl(epoll_fd, o, fd, &e) < 0 ? -errno : 0;
+}
+
+int sfu_epoll_ready(int epoll_fd, uint64_t *tokens, uint8_t *bits, int count, int timeout_ms) {
+    struct epoll_event events[64];
+    if (count > 64) count = 64;
+    int n = epoll_wait(epoll_fd, events, count, timeout_ms);
+    if (n < 0) return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        tokens[i] = events[i].data.u64;
+        uint32_t ev = events[i].events;
+        bits[i] = (uint8_t)(((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ? 1 : 0) | ((ev & EPOLLOUT) ? 2 : 0));
+    }
+    return n;
+}
+
+int sfu_tcp_connect(const sfu_address *remote, sfu_address *local) {
+    int fd = socket(remote->family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct sockaddr_storage s;
+    socklen_t n = to_sockaddr(remote, &s);
+    if (connect(fd, (struct sockaddr *)&s, n) < 0) { int e = errno; close(fd); return -e; }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    socklen_t len = sizeof s;
+    if (getsockname(fd, (struct sockaddr *)&s, &len) == 0 && local) from_sockaddr(&s, local);
+    return fd;
+}

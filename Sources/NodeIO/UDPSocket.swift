@@ -97,8 +97,11 @@ public final class UDPSocket {
     /// fan-out batch lists each incoming packet's copies one subscriber after another, so a video frame's
     /// packets received together reach each subscriber in one send instead of one per packet.
     /// Returns how many datagrams the kernel took.
+    /// A datagram whose destination is a TCP connection's address (ICE-TCP) goes to `stream` instead: the
+    /// worker's `TCPPort` frames it (and counts it when there is nothing to take it).
     @discardableResult
-    public func send(_ batch: DatagramBatch, gso: Bool = false, to destination: (ConnectionID) -> TransportAddress?) -> Int {
+    public func send(_ batch: DatagramBatch, gso: Bool = false, to destination: (ConnectionID) -> TransportAddress?,
+                     stream: ((UnsafeRawBufferPointer, TransportAddress) -> Void)? = nil) -> Int {
         var sent = 0
         var pending = 0
         let grouped = gso && batch.count > 1
@@ -161,6 +164,11 @@ public final class UDPSocket {
                 continue
             }
             let d = batch.datagram(at: at(i))
+            if to.isTCP {
+                if let stream { stream(d, to) } else { sendDrops += 1 }
+                i += 1
+                continue
+            }
             if gso && gsoWorks {
                 var run = 1
                 while i + run < batch.count, run < 64, batch.destination(at: at(i + run)) == batch.destination(at: at(i)),

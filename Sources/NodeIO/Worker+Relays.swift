@@ -73,16 +73,18 @@ extension Worker {
         return taken
     }
 
-    /// Waits for the media socket, the relay sockets or the wake descriptor: bit 1 a socket is readable,
-    /// bit 2 the wake descriptor.
+    /// Waits for the media socket, the TCP port, the relay sockets or the wake descriptor: bit 1 a socket is
+    /// readable, bit 2 the wake descriptor, bit 4 the TCP port (a connection or the listener is ready).
     func waitWithRelays(_ milliseconds: Int32) -> Int32 {
         relayPoll.removeAll(keepingCapacity: true)
         relayPoll.append(pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0))
         relayPoll.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+        relayPoll.append(pollfd(fd: tcp?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))  // -1: poll skips it
         for (_, s) in relaySockets { relayPoll.append(pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)) }
         guard poll(&relayPoll, nfds_t(relayPoll.count), milliseconds) > 0 else { return 0 }
         var ready: Int32 = (relayPoll[0].revents & Int16(POLLIN) != 0 ? 1 : 0) | (relayPoll[1].revents & Int16(POLLIN) != 0 ? 2 : 0)
-        for (i, (id, _)) in relaySockets.enumerated() where relayPoll[i + 2].revents & Int16(POLLIN) != 0 {
+        if relayPoll[2].revents & Int16(POLLIN) != 0 { ready |= 4 }
+        for (i, (id, _)) in relaySockets.enumerated() where relayPoll[i + 3].revents & Int16(POLLIN) != 0 {
             relayReady.insert(id)
             ready |= 1
         }

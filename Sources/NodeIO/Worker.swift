@@ -69,6 +69,8 @@ public struct WorkerMetrics: Sendable {
     public var relayEnds = 0
     public var relayDatagramsIn: UInt64 = 0
     public var relayDrops: UInt64 = 0
+    /// The ICE-TCP port's connections and totals (nil: the node offers no TCP).
+    public var tcp: TCPCounters?
 }
 
 /// A command the worker did not start within its time: it never runs, and the caller is told at once.
@@ -86,7 +88,10 @@ public struct WorkerTimeout: Error, Sendable, CustomStringConvertible {
 public final class Worker: @unchecked Sendable {
     public let index: Int
     public let socket: UDPSocket
-    private let core: WorkerCore
+    /// The ICE-TCP port beside the UDP socket (RFC 6544), when the node offers TCP candidates.
+    public let tcp: TCPPort?
+    let core: WorkerCore
+    var nextTCPTick = MonoTime.zero
     let wakeFD: Int32
     private let commands: CommandQueue
     private let outbox: EventOutbox
@@ -98,6 +103,8 @@ public final class Worker: @unchecked Sendable {
     var relayReady: Set<ConnectionID> = []
     var relayRotation = 0
     var relayPoll: [pollfd] = []
+    /// Whether the last wait found the TCP port's epoll ready.
+    var tcpReady = false
     /// Nanoseconds the loop spent outside its wait; read by `metrics()`.
     private let busyNanoseconds = Atomic<Int64>(0)
     public var eventCapacity: Int { outbox.capacity }
@@ -115,13 +122,23 @@ public final class Worker: @unchecked Sendable {
     /// Passes that ended on their datagram budget with more waiting (the socket was flooded or busy).
     public private(set) var saturatedPasses: UInt64 = 0
 
-    public init(index: Int, socket: UDPSocket, certificate: DTLSCertificate, announced: [TransportAddress] = [],
+    public init(index: Int, socket: UDPSocket, tcp: TCPPort? = nil, certificate: DTLSCertificate, announced: [TransportAddress] = [],
                 eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1),
                 limits: WorkerLimits = .init(), commandTimeout: MonoTime.Interval = .seconds(5),
                 datagramsPerPass: Int = 1024, consentTimeout: MonoTime.Interval = .seconds(30)) throws {
         self.index = index
         self.socket = socket
-        let edge = WorkerEdge(certificate: certificate, candidates: [socket.local] + announced)
+        self.tcp = tcp
+        // UDP candidates first (they outrank TCP's), then the TCP port's: its own address and, for each
+        // announced address, the same IP with the TCP port (the UDP port's number when the two match).
+        var candidates = [socket.local] + announced
+        if let tcp {
+            candidates.append(tcp.local)
+            for a in announced {
+                candidates.append(TransportAddress(ip: a.ip, port: tcp.local.port == socket.local.port ? a.port : tcp.local.port, tcp: true))
+            }
+        }
+        let edge = WorkerEdge(certificate: certificate, candidates: candidates)
         edge.dtlsInitialTimeout = dtlsInitialTimeout
         edge.consentTimeout = consentTimeout
         core = WorkerCore(edge: edge, index: index, limits: limits)
@@ -262,6 +279,7 @@ public final class Worker: @unchecked Sendable {
             m.relayEnds = relaySockets.count
             m.relayDatagramsIn = relayDatagramsReceived
             m.relayDrops = core.relayDrops
+            m.tcp = tcp?.snapshot
             return m
         }
     }
@@ -295,6 +313,8 @@ public final class Worker: @unchecked Sendable {
                 if !moreWaiting { break }
             }
             if !relaySockets.isEmpty, receiveRelays(core, rx, budget: datagramsPerPass) >= datagramsPerPass { moreWaiting = true }
+            if tcpReady, receiveTCP(core, rx, budget: datagramsPerPass) >= datagramsPerPass { moreWaiting = true }
+            if tcp != nil { tickTCP(core) }
             if moreWaiting { saturatedPasses &+= 1 }
             let beforeWait = MonoClock.now()
             busyNanoseconds.add((beforeWait - loopStart).nanoseconds, ordering: .relaxed)
@@ -303,19 +323,22 @@ public final class Worker: @unchecked Sendable {
             // deadline, rounded up so it never spins on a deadline under a millisecond away; an idle worker
             // (no deadline) sleeps until something arrives.
             deadline = core.nextDeadline
+            if let tcp, tcp.connectionCount > 0 { deadline = min(deadline, nextTCPTick) }
             // Say it sleeps, then look at the channels once more: a peer either sees the flag or its batch is seen.
             asleep.store(true, ordering: .sequentiallyConsistent)
             // A handover that found no empty batch goes round again once the peer returned one (it nudges).
             let handedOver = links.hasWork
             let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
-            let ready = relaySockets.isEmpty ? sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) : waitWithRelays(Int32(waitMs))
+            let ready = relaySockets.isEmpty && tcp == nil ? sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) : waitWithRelays(Int32(waitMs))
+            tcpReady = ready & 4 != 0
             if ready & 2 != 0 { sfu_wake_drain(wakeFD) }
             asleep.store(false, ordering: .relaxed)
         }
         _ = runCommands(core)
         core.destroyAllRooms(now: MonoClock.now())
         flush(core)
+        tcp?.closeAll()
         finished.signal()
     }
 
@@ -354,7 +377,7 @@ public final class Worker: @unchecked Sendable {
                 switch ch.kind {
                 case .send:
                     core.protectHandedOver(b)
-                    socket.send(b, gso: true) { core.destination(of: $0) }
+                    send(b, core)
                 case .receive: core.receiveRelayed(b, from: ch.from, now: MonoClock.now())
                 }
                 b.removeAll()
@@ -374,18 +397,35 @@ public final class Worker: @unchecked Sendable {
         core.batch.count > core.batch.capacity / 2 || (!links.blocked && core.handoffsNeedFlush)
     }
 
+    /// Sends a batch: datagrams from the UDP socket, frames to TCP connections (one write each per batch).
+    private func send(_ batch: DatagramBatch, _ core: WorkerCore) {
+        guard let tcp else {
+            socket.send(batch, gso: true) { core.destination(of: $0) }
+            return
+        }
+        let now = MonoClock.now()
+        socket.send(batch, gso: true, to: { core.destination(of: $0) }, stream: { tcp.send($0, to: $1, now: now) })
+        tcp.writePending(now: now)
+    }
+
     /// Carries out what the core has, in its order (`WorkerCore.poll`), until it has nothing more.
     func flush(_ core: WorkerCore) {
         links.blocked = false
         while true {
             switch core.poll() {
             case .media(let batch):
-                socket.send(batch, gso: true) { core.destination(of: $0) }
+                send(batch, core)
                 batch.sent(at: MonoClock.now())  // transport-wide send times: when the kernel took them
                 batch.removeAll()
             case .handoff(let h): links.handOver(h, now: MonoClock.now())
             case .peer(let w, let message): links.peers[w].deliver(message, from: index)
-            case .control(let bytes, let to): socket.send(bytes, to: to)
+            case .control(let bytes, let to):
+                if to.isTCP {
+                    bytes.withUnsafeBytes { _ = tcp?.send($0, to: to, now: MonoClock.now()) }
+                    tcp?.writePending(now: MonoClock.now())
+                } else {
+                    socket.send(bytes, to: to)
+                }
             case .events(let room, let events): outbox.publish(room: room, events)
             case .timeout: return
             }

@@ -75,7 +75,8 @@ public final class Node: Sendable {
             var address = configuration.mediaListen
             if address.port != 0 { address.port += UInt16(i) }
             let socket = try UDPSocket(bind: address)
-            ws.append(try Worker(index: i, socket: socket, certificate: certificate,
+            let tcp = configuration.mediaTCP ? try Self.tcpPort(beside: socket, limits: configuration.tcpLimits) : nil
+            ws.append(try Worker(index: i, socket: socket, tcp: tcp, certificate: certificate,
                                  announced: announced.map { TransportAddress(ip: $0.ip, port: $0.port + UInt16(i)) },
                                  eventCapacity: configuration.eventsQueue, limits: configuration.workerLimits,
                                  commandTimeout: .milliseconds(Int64(configuration.commandTimeoutMilliseconds)),
@@ -93,6 +94,15 @@ public final class Node: Sendable {
                                      onFailure: { id, room, reason in failed.yield((id, room, reason)) })
         recorder = writer
         recordingQueues = ws.indices.map { writer.makeQueue(worker: $0) }
+    }
+
+    /// A worker's ICE-TCP port: the UDP socket's address and port number when TCP has it free (one number to
+    /// open in a firewall), else any free port on that address.
+    static func tcpPort(beside socket: UDPSocket, limits: TCPLimits) throws -> TCPPort {
+        if let same = try? TCPPort(bind: socket.local.over(tcp: true), limits: limits) { return same }
+        var any = socket.local.over(tcp: true)
+        any.port = 0
+        return try TCPPort(bind: any, limits: limits)
     }
 
     func placementIndex(of room: String) -> Int? { placement.withLock { $0[room] } }

@@ -50,14 +50,22 @@ extension LoadClient {
     func connect(to sdp: SessionDescription, now: MonoTime) throws {
         func find(_ key: String) -> String? { sdp.media.lazy.compactMap { $0.attribute(key) }.first ?? sdp.attribute(key) }
         guard let ufrag = find("ice-ufrag"), let pwd = find("ice-pwd"), let fp = find("fingerprint").flatMap(DTLSFingerprint.init(sdp:)),
-              let candidate = sdp.media.lazy.flatMap({ $0.values("candidate") }).first(where: { $0.lowercased().contains(" udp ") }) else {
-            throw LoadError("the remote description lacks ICE credentials, fingerprint or a UDP candidate")
+              let candidate = sdp.media.lazy.flatMap({ $0.values("candidate") }).first(where: {
+                  profile.overTCP ? $0.lowercased().contains(" tcp ") && $0.contains("tcptype passive") : $0.lowercased().contains(" udp ")
+              }) else {
+            throw LoadError("the remote description lacks ICE credentials, fingerprint or a \(profile.overTCP ? "passive TCP" : "UDP") candidate")
         }
         let f = candidate.split(separator: " ")
         guard f.count >= 6, let port = UInt16(f[5]), let address = TransportAddress("\(f[4]):\(port)") else {
             throw LoadError("cannot read the candidate '\(candidate)'")
         }
-        node = address
+        if profile.overTCP {
+            // RFC 6544: this client is the active end; the node's candidate is passive.
+            if stream == nil { stream = try TCPStream(connect: address) }
+            node = address.over(tcp: true)
+        } else {
+            node = address
+        }
         remoteICE = ICECredentials(ufrag: ufrag, password: pwd)
         checks = ICEControllingClient(local: ice, remote: ICECredentials(ufrag: ufrag, password: pwd))
         let role: DTLSEndpoint.Role = find("setup") == "active" ? .server : .client
@@ -65,6 +73,20 @@ extension LoadClient {
                                 initialRetransmitTimeout: .milliseconds(200))
         state = .checking
         sendCheck(now: now)
+    }
+
+    /// Sends one datagram to the node: on the TCP connection when the client uses one, else from its socket.
+    @discardableResult
+    func transmit(_ bytes: [UInt8], to: TransportAddress? = nil) -> Bool {
+        if let stream { return stream.send(bytes) }
+        guard let to = to ?? node else { return false }
+        return socket.send(bytes, to: to)
+    }
+
+    /// Reads what waits, from the TCP connection or the socket; nil or 0 when nothing does.
+    func receiveWaiting() -> Int? {
+        if let stream { return stream.receive(into: rxBatch) }
+        return try? socket.receive(into: rxBatch)
     }
 
     /// AEAD_AES_128_GCM first, as the benchmark targets measure it; AES-CM for servers without GCM.
@@ -76,7 +98,7 @@ extension LoadClient {
         pendingCheck = tid
         let request = checks.bindingRequest(nominate: true, transactionID: tid)
         lastCheckSent = request
-        socket.send(request, to: node)
+        transmit(request)
         nextCheckAt = now + (state == .connected ? consentInterval : .milliseconds(200))
     }
 }

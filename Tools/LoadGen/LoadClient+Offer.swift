@@ -99,7 +99,10 @@ extension LoadClient {
     /// candidate (an ICE-lite server such as Janus learns the address from it as well as from the checks).
     private func transportLines() -> [String] {
         let a = socket.local
+        // An ICE-TCP client is active (RFC 6544 section 4.5: port 9, it connects rather than listens).
+        let candidate = profile.overTCP ? "a=candidate:1 1 tcp 1518280447 \(a.host) 9 typ host tcptype active"
+                                        : "a=candidate:1 1 udp 2130706431 \(a.host) \(a.port) typ host"
         return ["a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)", "a=fingerprint:\(certificate.fingerprint)",
-                "a=candidate:1 1 udp 2130706431 \(a.host) \(a.port) typ host", "a=end-of-candidates"]
+                candidate, "a=end-of-candidates"]
     }
 }

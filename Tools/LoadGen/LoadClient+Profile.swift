@@ -36,6 +36,8 @@ extension LoadClient {
         /// Publishers: the audio m-line stays (same mid) as `a=inactive` without SSRC lines, as a browser's
         /// paused transceiver; nothing is sent on it until an offer makes it sendonly again.
         public var audioInactive = false
+        /// Reach the node over ICE-TCP (its passive candidate, RFC 6544) instead of UDP.
+        public var overTCP = false
         public init() {}
 
         public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true,

@@ -13,14 +13,14 @@ extension LoadClient {
     /// Receives what is waiting, answers it, retransmits, and keeps consent fresh.
     public func poll(now: MonoTime) {
         if vanished {
-            while let n = try? socket.receive(into: rxBatch), n > 0 {
+            while let n = receiveWaiting(), n > 0 {
                 datagramsReceived += n
                 if n < rxBatch.capacity { break }
             }
             return
         }
         guard let node, state != .closed else { return }
-        while let n = try? socket.receive(into: rxBatch), n > 0 {
+        while let n = receiveWaiting(), n > 0 {
             datagramsReceived += n
             for i in 0..<n { handle(rxBatch, i, now: now, node: node) }
             if n < rxBatch.capacity { break }
@@ -28,7 +28,7 @@ extension LoadClient {
         if now >= nextCheckAt, state == .checking || state == .connected || state == .handshaking { sendCheck(now: now) }
         if transportCCExtensionID != nil, state == .connected, feedbackRecorder.isDue(now) { sendTransportFeedback(now: now) }
         if state == .handshaking, !stallDTLS, let dtls {
-            for d in dtls.tick(now: now) { socket.send(d, to: node) }
+            for d in dtls.tick(now: now) { transmit(d) }
             if case .failed(let reason) = dtls.state { state = .failed("DTLS: \(reason)") }
         }
     }
@@ -40,7 +40,7 @@ extension LoadClient {
             guard let checks else { return }
             let source = batch.source(i)
             if let reply = checks.answer(request: datagram, from: source) {
-                socket.send(reply, to: source)
+                transmit(reply, to: source)
                 return
             }
             guard let tid = pendingCheck else { return }
@@ -51,14 +51,14 @@ extension LoadClient {
                 checksSucceededSinceRestart += 1
                 if state == .checking, let dtls {
                     state = .handshaking
-                    for d in dtls.start(now: now) { socket.send(d, to: node) }
+                    for d in dtls.start(now: now) { transmit(d) }
                 }
             case .error(let code): state = .failed("ICE error \(code)")
             case .invalid: break
             }
         case .dtls:
             guard let dtls, !stallDTLS else { return }
-            for reply in dtls.receive(datagram, now: now) { socket.send(reply, to: node) }
+            for reply in dtls.receive(datagram, now: now) { transmit(reply) }
             // A server that is the DTLS client (Janus answers `a=setup:active`) may start before this client
             // has read the answer to its nominating check.
             if state == .handshaking || state == .checking, dtls.state == .connected, let keys = dtls.keys {
@@ -131,7 +131,7 @@ extension LoadClient {
                 if case .success(let sealed) = tx.protectRTCP(out, length: written) { n = sealed }
             }
             guard more else { return }
-            if n > 0, rtcpScratch.withUnsafeBytes({ socket.send(Array($0[0..<n]), to: node) }) { transportFeedbackSent += 1 }
+            if n > 0, rtcpScratch.withUnsafeBytes({ transmit(Array($0[0..<n])) }) { transportFeedbackSent += 1 }
         }
     }
 

@@ -53,7 +53,7 @@ extension LoadClient {
             if case .success(let sealed) = tx.protectRTP(out, length: n) { n = sealed } else { n = 0 }
         }
         guard n > 0 else { return }
-        _ = scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+        _ = scratch.withUnsafeBytes { transmit(Array($0[0..<n])) }
         mediaPacketsSent += 1
     }
 
@@ -67,13 +67,13 @@ extension LoadClient {
             n = sealed
         }
         guard n > 0 else { return }
-        _ = scratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+        _ = scratch.withUnsafeBytes { transmit(Array($0[0..<n])) }
     }
 
     /// Sends raw bytes from this client's validated address: what a broken or hostile client would do.
     public func sendRaw(_ bytes: [UInt8]) {
         guard let node else { return }
-        socket.send(bytes, to: node)
+        transmit(bytes)
     }
 
     /// Protects a plain RTCP compound with this client's SRTCP keys and sends it, whatever the state (a
@@ -95,6 +95,6 @@ extension LoadClient {
             if case .success(let m) = sealed { n = m }
         }
         guard n > 0 else { return false }
-        return rtcpScratch.withUnsafeBytes { socket.send(Array($0[0..<n]), to: node) }
+        return rtcpScratch.withUnsafeBytes { transmit(Array($0[0..<n])) }
     }
 }

@@ -21,6 +21,8 @@ public final class LoadClient {
     public enum State: Equatable { case new, checking, handshaking, connected, failed(String), closed }
 
     public let socket: UDPSocket
+    /// The ICE-TCP connection to the node when the profile says `overTCP` (opened on the answer).
+    public internal(set) var stream: TCPStream?
     /// What the last offer asked for (a renegotiation may change the slots).
     public internal(set) var profile: Profile
     public var publishes: Bool { profile.publishes }

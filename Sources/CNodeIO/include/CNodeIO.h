@@ -55,3 +55,34 @@ int sfu_udp_wait_or_wake(int fd, int wake_fd, int timeout_ms);
 /// Glibc module does not export. Returns 0 or an errno.
 int sfu_name_this_thread(const char *name);
 #endif
+
+#ifndef SFU_CNODEIO_TCP
+#define SFU_CNODEIO_TCP
+/// A non-blocking TCP listening socket bound to `local` (port 0 picks one), SO_REUSEADDR; returns the fd or
+/// -errno. `bound` gets the address actually bound.
+int sfu_tcp_listen(const sfu_address *local, sfu_address *bound, int backlog);
+/// Accepts one waiting connection, non-blocking with TCP_NODELAY (media must not wait for Nagle); returns the
+/// fd or -errno (-EAGAIN: none waiting). `peer` gets the client's address.
+int sfu_tcp_accept(int listen_fd, sfu_address *peer, int send_buffer_bytes);
+/// Reads what the connection has, up to `capacity`: bytes read, 0 at end of stream, -errno (-EAGAIN: nothing now).
+int sfu_tcp_read(int fd, uint8_t *buffer, int capacity);
+/// Writes up to `length` bytes without blocking (MSG_NOSIGNAL): bytes taken, or -errno.
+int sfu_tcp_write(int fd, const uint8_t *buffer, int length);
+/// Closes a connection at once: SO_LINGER 0 when `reset` (a hostile or stalled peer gets RST, no TIME_WAIT).
+void sfu_tcp_close(int fd, int reset);
+
+/// An epoll instance and its interest list, by token (the caller's 64-bit key for the descriptor).
+int sfu_epoll_open(void);
+/// Adds (op 1), changes (op 2) or removes (op 3) `fd`: `out` also asks for writability. Returns 0 or -errno.
+int sfu_epoll_control(int epoll_fd, int op, int fd, int out, uint64_t token);
+/// Up to `count` ready descriptors without waiting beyond `timeout_ms`: tokens and bits (1 readable or hung
+/// up or in error, 2 writable). Returns how many, or -errno.
+int sfu_epoll_ready(int epoll_fd, uint64_t *tokens, uint8_t *bits, int count, int timeout_ms);
+#endif
+
+#ifndef SFU_CNODEIO_TCP_CLIENT
+#define SFU_CNODEIO_TCP_CLIENT
+/// Connects to `remote` (blocking, for clients and tests), then makes the socket non-blocking with
+/// TCP_NODELAY; returns the fd or -errno. `local` gets the address the kernel bound.
+int sfu_tcp_connect(const sfu_address *remote, sfu_address *local);
+#endif

@@ -42,6 +42,15 @@ public struct ConfigKey: Sendable {
                   })
     }
 
+    static func bool(_ name: String, _ path: WritableKeyPath<NodeConfiguration, Bool> & Sendable, _ help: String) -> ConfigKey {
+        ConfigKey(name: name, help: help, expected: "true or false", current: { .bool($0[keyPath: path]) },
+                  store: { c, v in
+                      guard case .bool(let b) = v else { return false }
+                      c[keyPath: path] = b
+                      return true
+                  })
+    }
+
     static func string(_ name: String, _ path: WritableKeyPath<NodeConfiguration, String> & Sendable, _ help: String) -> ConfigKey {
         ConfigKey(name: name, help: help, expected: "a string", current: { .string($0[keyPath: path]) },
                   store: { c, v in

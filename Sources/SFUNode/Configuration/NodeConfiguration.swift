@@ -15,6 +15,10 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var mediaListen = TransportAddress("127.0.0.1:10000")!
     /// Extra addresses put in ICE candidates (a node behind NAT or with a public IP).
     public var mediaAnnounced: [String] = []
+    /// Whether each worker also listens on TCP (the same port number as its UDP socket when it is free) and
+    /// offers it as a passive ICE-TCP candidate (RFC 6544): clients whose networks block UDP still connect.
+    public var mediaTCP = true
+    public var tcpLimits = TCPLimits()
     /// Worker threads; 0 means one per core.
     public var workers = 0
     /// PEM files of the DTLS identity; both empty means a fresh ECDSA P-256 certificate at start.
@@ -98,6 +102,8 @@ public struct NodeConfiguration: Sendable, Equatable {
               "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403",
               valid: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }),
         .address("media.listen", \.mediaListen, "media UDP address of worker 0; worker i uses port + i"),
+        .bool("media.tcp", \.mediaTCP,
+              "also accept ICE over TCP (RFC 6544 passive candidates) on each worker's media port number, for clients whose networks block UDP"),
         .list("media.announced", of: "addresses like \"203.0.113.7:10000\"", \.mediaAnnounced,
               "extra ICE candidate addresses, e.g. [\"203.0.113.7:10000\"]", valid: { TransportAddress($0) != nil }),
         .string("dtls.certificate", \.dtlsCertificateFile, "PEM certificate file (empty: generate one at start)"),
@@ -170,6 +176,12 @@ public struct NodeConfiguration: Sendable, Equatable {
              "transports each worker lets finish ICE and DTLS at once; more offers get 409"),
         .scaled("limits.handshake_seconds", 1...3600, "a transport that has not finished ICE and DTLS this long after its offer is closed",
                 get: { Int($0.workerLimits.handshakeTimeout.seconds) }, set: { $0.workerLimits.handshakeTimeout = .seconds(Double($1)) }),
+        .int("limits.tcp_connections", 1...1_000_000, \.tcpLimits.maxConnections,
+             "ICE-TCP connections one worker holds at once; more are reset"),
+        .int("limits.tcp_unauthenticated", 1...100_000, \.tcpLimits.maxUnauthenticated,
+             "ICE-TCP connections per worker that have not passed an ICE check; a new one past it closes the oldest"),
+        .scaled("limits.tcp_send_buffer_kb", 8...65_536, "frames queued for one slow ICE-TCP reader beyond the kernel's buffer, KiB; past it they are dropped",
+                get: { $0.tcpLimits.sendBufferBytes / 1024 }, set: { $0.tcpLimits.sendBufferBytes = $1 * 1024 }),
         .int("limits.rtcp_items_per_packet", 16...65_535, \.workerLimits.room.rtcpItemsPerPacket,
              "RTCP items (packets, report blocks, NACK pairs, transport-cc statuses) parsed per datagram"),
         .int("limits.resend_kbps", 0...1_000_000, \.workerLimits.room.resendKbps, "retransmissions one subscriber may cost at most, kbit/s"),

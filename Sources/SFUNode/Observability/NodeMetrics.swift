@@ -112,6 +112,19 @@ public final class NodeMetrics: Sendable {
                 gauge("sfu_connections", w, Double(m.connections))
                 gauge("sfu_pending_handshakes", w, Double(m.pendingHandshakes))
                 gauge("sfu_relay_ends", w, Double(m.relayEnds))
+                if let tcp = m.tcp {
+                    // The ICE-TCP port (RFC 6544): connections, what they carried, why the node closed them.
+                    gauge("sfu_tcp_connections", w + [("state", "authenticated")], Double(tcp.open - tcp.unauthenticated))
+                    gauge("sfu_tcp_connections", w + [("state", "unauthenticated")], Double(tcp.unauthenticated))
+                    count("sfu_tcp_accepted_total", w, tcp.accepted)
+                    for r in TCPCloseReason.allCases { count("sfu_tcp_closed_total", w + [("reason", r.description)], tcp.closed(r)) }
+                    count("sfu_tcp_frames_received_total", w, tcp.framesIn)
+                    count("sfu_tcp_bytes_received_total", w, tcp.bytesIn)
+                    count("sfu_tcp_frames_sent_total", w, tcp.framesOut)
+                    count("sfu_tcp_bytes_sent_total", w, tcp.bytesOut)
+                    count("sfu_drops_total", w + [("reason", "tcp_send_buffer_full")], tcp.sendDrops)
+                    count("sfu_drops_total", w + [("reason", "tcp_bad_frame")], tcp.badFrames)
+                }
             }
             gauge("sfu_event_consumers", [], Double(consumers))
             // The recording writer: what it records now, what it wrote, what the workers' queues refused.

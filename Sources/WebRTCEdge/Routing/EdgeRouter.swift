@@ -110,6 +110,9 @@ public final class EdgeRouter {
         return record
     }
 
+    /// Whether datagrams from `address` reach a transport now (it passed a check and consent holds).
+    public func routes(_ address: TransportAddress, now: MonoTime) -> Bool { validated(address, now: now) != nil }
+
     private func validated(_ from: TransportAddress, now: MonoTime) -> EdgeConnection? {
         guard let record = byAddress[from], record.agent.isValidated(from, now: now) else { return nil }
         return record

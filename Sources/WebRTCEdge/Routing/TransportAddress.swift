@@ -1,5 +1,7 @@
-/// An IP address and UDP port, as a value: the edge never touches `sockaddr` (the node converts at the
-/// socket). Hashable, so it keys the 5-tuple table (the local half is the worker's one socket).
+/// An IP address and port, UDP or TCP, as a value: the edge never touches `sockaddr` (the node converts at the
+/// socket). Hashable, so it keys the 5-tuple table (the local half is the worker's socket of that protocol).
+/// A client's TCP connection is named by its remote address with `isTCP` set (RFC 6544): the edge routes its
+/// framed STUN, DTLS and SRTP exactly as it routes datagrams, and the shell finds the connection to write to.
 public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public enum IP: Hashable, Sendable {
         case v4(UInt32)
@@ -8,11 +10,23 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var ip: IP
     public var port: UInt16
+    /// A TCP connection's remote end (or a TCP listening address) rather than a UDP one.
+    public var isTCP: Bool
 
-    public init(ip: IP, port: UInt16) {
+    public init(ip: IP, port: UInt16, tcp: Bool = false) {
         self.ip = ip
         self.port = port
+        isTCP = tcp
     }
+
+    /// The same address and port over the other protocol.
+    public func over(tcp: Bool) -> TransportAddress { TransportAddress(ip: ip, port: port, tcp: tcp) }
+
+    /// "udp" or "tcp", as SDP candidates and the API write it.
+    public var protocolName: String { isTCP ? "tcp" : "udp" }
+
+    /// "ipv4" or "ipv6".
+    public var family: String { if case .v4 = ip { "ipv4" } else { "ipv6" } }
 
     /// Parses "a.b.c.d:port" or "[v6]:port" (full or "::"-compressed hex groups).
     public init?(_ text: String) {

@@ -125,6 +125,10 @@ public final class WorkerEdge {
         return record
     }
 
+    /// Whether `address` (a TCP connection's remote end, say) carries a transport now: it passed an ICE check
+    /// and its consent holds.
+    public func routes(_ address: TransportAddress, now: MonoTime) -> Bool { router.routes(address, now: now) }
+
     /// Datagrams the edge dropped, by reason (the router's, plus media that arrived before DTLS was done).
     public var drops: [(reason: String, count: Int)] {
         EdgeDropReason.allCases.map { ($0.description, router.drops($0)) } + [("media_before_dtls", mediaBeforeKeys)]

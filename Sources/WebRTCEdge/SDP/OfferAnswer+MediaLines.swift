@@ -114,12 +114,22 @@ extension OfferAnswer {
             }
         }
         for (i, c) in local.candidates.enumerated() {
-            // RFC 8445 section 5.1.2: host type preference 126, local preference by order, component 1.
-            let priority = (126 << 24) | ((65535 - i) << 8) | 255
-            a.attributes.append(SDPAttribute("candidate", "\(i + 1) 1 udp \(priority) \(c.host) \(c.port) typ host"))
+            a.attributes.append(SDPAttribute("candidate", candidateLine(c, index: i)))
         }
         a.attributes.append(SDPAttribute("end-of-candidates"))
         return a
+    }
+
+    /// One host candidate of the answer (component 1). RFC 8445 section 5.1.2: host type preference 126, local
+    /// preference by order. A TCP candidate is passive (the node accepts, the client connects: RFC 6544
+    /// section 4.5), its local preference's direction bits 4 for passive (section 4.2), so every UDP candidate
+    /// outranks it and a client uses TCP only when UDP fails.
+    static func candidateLine(_ c: TransportAddress, index i: Int) -> String {
+        if c.isTCP {
+            let local = (4 << 13) | (8191 - min(i, 8191))
+            return "\(i + 1) 1 tcp \((126 << 24) | (local << 8) | 255) \(c.host) \(c.port) typ host tcptype passive"
+        }
+        return "\(i + 1) 1 udp \((126 << 24) | ((65535 - i) << 8) | 255) \(c.host) \(c.port) typ host"
     }
 
     /// The answer's BUNDLE group holds the accepted mids, in order.

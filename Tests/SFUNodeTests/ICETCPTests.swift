@@ -1,0 +1,107 @@
+import Foundation
+import LoadGen
+import NodeIO
+import SFU
+import SFUMedia
+import SFUNode
+import Testing
+import WebRTCEdge
+
+/// ICE over TCP on a real node (RFC 6544 passive candidates, RFC 4571 framing): clients that reach the node
+/// only by TCP join, publish and subscribe, beside clients on UDP, and a slow or vanished TCP client costs
+/// the others nothing.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ICETCPTests {
+    static func node(_ configure: (inout NodeConfiguration) -> Void = { _ in }) throws -> Node {
+        var c = NodeConfiguration()
+        c.workers = 1
+        c.mediaListen = TransportAddress("127.0.0.1:0")!
+        c.apiListen = TransportAddress("127.0.0.1:0")!
+        configure(&c)
+        let n = try Node(configuration: c)
+        n.start()
+        return n
+    }
+
+    static func room(_ node: Node, _ name: String = "r") async throws {
+        var c = RoomConfiguration()
+        c.levelSource = .extension
+        c.maxActiveTalkers = 2
+        try await node.createRoom(name, configuration: c)
+    }
+
+    static func client(_ node: Node, _ who: String, publish: Bool, tcp: Bool, room: String = "r") async throws -> LoadClient {
+        try await node.withRoom(room) { r, _, now in try r.admit(who, name: who, role: .participant, talkerCount: nil, now: now) }
+        var profile: LoadClient.Profile = publish ? .publisher(audio: true) : .subscriber(audio: 2)
+        profile.overTCP = tcp
+        let client = try LoadClient(certificate: DTLSCertificate(commonName: who), profile: profile)
+        let answer = publish ? try await node.publish(room: room, participant: who, offer: client.offer())
+                             : try await node.subscribe(room: room, participant: who, offer: client.offer())
+        try client.start(answer: answer.sdp, now: MonoClock.now())
+        return client
+    }
+
+    /// Polls the clients every 5 ms, publishers sending speech each 20 ms, until `done` or 10 s.
+    static func run(_ clients: [LoadClient], until done: () async throws -> Bool) async throws {
+        let speech = OpusFrameEncoder().encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
+        var frame = 0
+        var nextFrame = MonoClock.now()
+        let end = MonoClock.now() + .seconds(10)
+        while MonoClock.now() < end {
+            let now = MonoClock.now()
+            for c in clients { c.poll(now: now) }
+            if now >= nextFrame {
+                nextFrame = nextFrame + .milliseconds(20)
+                for c in clients where c.publishes && c.state == .connected { c.sendAudio(speech[frame % speech.count], level: 18) }
+                frame += 1
+                if try await done() { return }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test func theAnswerOffersAPassiveTCPCandidateThatUDPOutranks() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        try await Self.room(node)
+        let alice = try await Self.client(node, "alice", publish: true, tcp: false)
+        let answer = try await node.publish(room: "r", participant: "alice", offer: alice.offer())
+        let lines = try SessionDescription.parse(answer.sdp).media[0].values("candidate")
+        let udpPort = node.workers[0].socket.local.port
+        let tcp = try #require(node.workers[0].tcp)
+        #expect(lines.count == 2)
+        #expect(lines[0].contains(" udp ") && lines[0].hasSuffix("127.0.0.1 \(udpPort) typ host"))
+        #expect(lines[1].contains(" tcp ") && lines[1].hasSuffix("127.0.0.1 \(tcp.local.port) typ host tcptype passive"))
+        #expect(tcp.local.port == udpPort, "the TCP port has the UDP port's number when it is free")
+        let priority = { (line: String) in Int(line.split(separator: " ")[3])! }
+        #expect(priority(lines[0]) > priority(lines[1]))
+
+        let without = try Self.node { $0.mediaTCP = false }
+        defer { without.stop() }
+        try await Self.room(without)
+        let bob = try await Self.client(without, "bob", publish: true, tcp: false)
+        let plain = try await without.publish(room: "r", participant: "bob", offer: bob.offer())
+        #expect(!plain.sdp.contains(" tcp "), "media.tcp = false offers UDP alone")
+        #expect(without.workers[0].tcp == nil)
+    }
+
+    @Test func clientsOverTCPPublishAndSubscribeBesideClientsOverUDP() async throws {
+        let node = try Self.node()
+        defer { node.stop() }
+        try await Self.room(node)
+        let alice = try await Self.client(node, "alice", publish: true, tcp: true)
+        let bob = try await Self.client(node, "bob", publish: false, tcp: true)
+        let carol = try await Self.client(node, "carol", publish: false, tcp: false)
+        let dave = try await Self.client(node, "dave", publish: true, tcp: false)
+        let clients = [alice, bob, carol, dave]
+        try await Self.run(clients) { clients.allSatisfy { $0.state == .connected } && bob.mediaPacketsReceived > 100 && carol.mediaPacketsReceived > 100 }
+        #expect(clients.allSatisfy { $0.state == .connected })
+        #expect(bob.mediaPacketsReceived > 100, "a TCP subscriber hears both publishers: \(bob.mediaPacketsReceived)")
+        #expect(carol.mediaPacketsReceived > 100, "a UDP subscriber hears the TCP publisher too: \(carol.mediaPacketsReceived)")
+        #expect(alice.stream != nil && carol.stream == nil)
+        let m = try await node.workers[0].metrics()
+        let tcp = try #require(m.tcp)
+        #expect(tcp.open == 2 && tcp.unauthenticated == 0)
+        #expect(tcp.framesIn > 40 && tcp.framesOut > 100, "\(tcp.framesIn) in, \(tcp.framesOut) out")
+        #expect(tcp.badFrames == 0 && tcp.sendDrops == 0)
+    }
+}

@@ -71,6 +71,8 @@ public struct WorkerMetrics: Sendable {
     public var relayDrops: UInt64 = 0
     /// The ICE-TCP port's connections and totals (nil: the node offers no TCP).
     public var tcp: TCPCounters?
+    /// Client transports of this worker's rooms that nominated a pair, by how they reach the node.
+    public var paths: [TransportPath: Int] = [:]
 }
 
 /// A command the worker did not start within its time: it never runs, and the caller is told at once.
@@ -280,6 +282,7 @@ public final class Worker: @unchecked Sendable {
             m.relayDatagramsIn = relayDatagramsReceived
             m.relayDrops = core.relayDrops
             m.tcp = tcp?.snapshot
+            for r in core.rooms.values { r.pathCounts(into: &m.paths) }
             return m
         }
     }

@@ -128,8 +128,13 @@ extension WorkerCore {
             switch o {
             case .send(let bytes, let to):
                 outbox.control.append((bytes, to))
-            case .selected(let conn, _):
-                if let t = transports[conn] { advance(t, .nominated, now: now) }
+            case .selected(let conn, let address):
+                guard let t = transports[conn] else { continue }
+                if let s = t.session {
+                    schedule.touch(s.room)
+                    s.room.setPath(connection: conn, s.remote.path(from: address))
+                }
+                advance(t, .nominated, now: now)
             case .keys(let conn, let keys):
                 guard let t = transports[conn], let s = t.session else { continue }
                 schedule.touch(s.room)

@@ -209,6 +209,6 @@ final class VirtualNetwork {
     }
 
     func states(of participant: String) -> [(ParticipantState, String?)] {
-        events.compactMap { if case .participantState(participant, let s, let r) = $0.event { (s, r) } else { nil } }
+        events.compactMap { if case .participantState(participant, let s, let r, _) = $0.event { (s, r) } else { nil } }
     }
 }

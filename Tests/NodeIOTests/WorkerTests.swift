@@ -107,7 +107,7 @@ final class UDPClient {
 
         let (events, dropped) = worker.drainEvents()
         #expect(dropped == 0)
-        #expect(events.contains { $0.event == .participantState(participant: "A", state: .connected, reason: nil) })
+        #expect(events.contains { $0.event == .participantState(participant: "A", state: .connected, reason: nil, path: TransportPath(carrier: .udp, family: .ipv4)) })
         #expect(events.contains { if case .activeTalkers(let s, let t, _) = $0.event { s == "B" && t.first?.participant == "A" } else { false } })
     }
 
@@ -137,7 +137,7 @@ final class UDPClient {
         let deadline = MonoClock.now() + .seconds(3)
         var connected = false
         while !connected, MonoClock.now() < deadline {
-            connected = workers[0].drainEvents().events.contains { $0.event == .participantState(participant: "C", state: .connected, reason: nil) }
+            connected = workers[0].drainEvents().events.contains { $0.event == .participantState(participant: "C", state: .connected, reason: nil, path: TransportPath(carrier: .udp, family: .ipv4)) }
             if !connected { usleep(1000) }
         }
         #expect(connected)

@@ -57,9 +57,14 @@ import Testing
             if i % 3 == 0 { drops[.hardMuted] = UInt64(i) }
             if i % 5 == 0 { drops[.noFloor] = 0 }  // present with nothing counted: written as 0, as before
             if i == 7 { for r in DropReason.allCases { drops[r] = UInt64(r.rawValue) + 1 } }
-            return ParticipantStats(participant: "p-\(i)", packetsReceived: UInt64(i) * 1_000, bytesReceived: UInt64(i) * 1_200_000,
-                                    bandwidthEstimateBps: i % 2 == 0 ? nil : UInt64(i) * 100_000, numberOfVideos: i < 4 ? nil : i % 5,
-                                    slots: slots, drops: drops)
+            var p = ParticipantStats(participant: "p-\(i)", packetsReceived: UInt64(i) * 1_000, bytesReceived: UInt64(i) * 1_200_000,
+                                     bandwidthEstimateBps: i % 2 == 0 ? nil : UInt64(i) * 100_000, numberOfVideos: i < 4 ? nil : i % 5,
+                                     slots: slots, drops: drops)
+            // Paths of every kind, and none.
+            if i % 4 != 0 { p.publishPath = TransportPath(carrier: i % 2 == 0 ? .tcp : .udp, family: i % 3 == 0 ? .ipv6 : .ipv4, relayed: i % 5 == 0) }
+            if i % 3 != 0 { p.subscribePath = TransportPath(carrier: i % 2 == 1 ? .tcp : .udp, family: .ipv4, relayed: i % 7 == 0) }
+            p.rttMilliseconds = i % 6 == 0 ? nil : Int64(i * 3)
+            return p
         }
         return RoomStats(stats, counters)
     }

@@ -236,5 +236,10 @@ import Testing
         #expect(object(all[10])["mean_difference_db"] as? Double == 14.3)
         #expect(object(.dominantSpeaker(participant: nil))["participant"] is NSNull, "nobody dominant is null, not absent")
         #expect(object(.participantState(participant: "a", state: .joined, reason: nil))["reason"] is NSNull)
+        #expect(object(.participantState(participant: "a", state: .joined, reason: nil))["transport"] == nil, "a path only on connected")
+        let connected = object(.participantState(participant: "a", state: .connected, reason: nil,
+                                                 path: TransportPath(carrier: .tcp, family: .ipv6, relayed: true)))
+        let path = connected["transport"] as? [String: Any]
+        #expect(path?["protocol"] as? String == "tcp" && path?["family"] as? String == "ipv6" && path?["relayed"] as? Bool == true)
     }
 }

@@ -103,5 +103,32 @@ import WebRTCEdge
         #expect(tcp.open == 2 && tcp.unauthenticated == 0)
         #expect(tcp.framesIn > 40 && tcp.framesOut > 100, "\(tcp.framesIn) in, \(tcp.framesOut) out")
         #expect(tcp.badFrames == 0 && tcp.sendDrops == 0)
+        // Each participant's path, in the room's stats and /metrics.
+        let stats = try await node.withRoom("r") { r, _, _ in r.stats() }
+        let path = { (who: String) in stats.first { $0.participant == who } }
+        #expect(path("alice")?.publishPath == TransportPath(carrier: .tcp, family: .ipv4))
+        #expect(path("bob")?.subscribePath == TransportPath(carrier: .tcp, family: .ipv4))
+        #expect(path("carol")?.subscribePath == TransportPath(carrier: .udp, family: .ipv4))
+        #expect(path("carol")?.publishPath == nil)
+        #expect(m.paths[TransportPath(carrier: .tcp, family: .ipv4)] == 2 && m.paths[TransportPath(carrier: .udp, family: .ipv4)] == 2)
+    }
+
+    @Test func anOfferWithARelayCandidateIsReportedRelayedWhenItsChecksComeFromTheRelay() throws {
+        let offer = try SessionDescription.parse("""
+            v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\n\
+            m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendonly\r\na=rtcp-mux\r\n\
+            a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuvwxyz\r\n\
+            a=fingerprint:sha-256 \((0..<32).map { _ in "AB" }.joined(separator: ":"))\r\na=setup:actpass\r\n\
+            a=rtpmap:111 opus/48000/2\r\n\
+            a=candidate:1 1 udp 2122260223 10.0.0.2 50000 typ host\r\n\
+            a=candidate:2 1 udp 41885439 198.51.100.7 61000 typ relay raddr 10.0.0.2 rport 50000\r\n\
+            a=candidate:3 1 udp 41885438 2001:db8::7 61001 typ relay raddr :: rport 0\r\n
+            """)
+        let remote = try OfferAnswer.remoteTransport(offer)
+        #expect(remote.relayCandidates == [TransportAddress("198.51.100.7:61000")!, TransportAddress("[2001:db8::7]:61001")!])
+        #expect(remote.path(from: TransportAddress("198.51.100.7:61000")!) == TransportPath(carrier: .udp, family: .ipv4, relayed: true))
+        #expect(remote.path(from: TransportAddress("[2001:db8::7]:61001")!) == TransportPath(carrier: .udp, family: .ipv6, relayed: true))
+        #expect(remote.path(from: TransportAddress("10.0.0.2:50000")!) == TransportPath(carrier: .udp, family: .ipv4))
+        #expect(remote.path(from: TransportAddress("10.0.0.2:50000")!.over(tcp: true)) == TransportPath(carrier: .tcp, family: .ipv4))
     }
 }

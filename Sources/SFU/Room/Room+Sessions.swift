@@ -72,7 +72,18 @@ extension Room {
             for t in s.videoSlots.compactMap(\.pending) { t.awaitKeyframe(now: .zero, effects: effects) }
             effects.wake(at: .zero)
         }
-        if let p { effects.events.append(.participantState(participant: p.id, state: .connected, reason: nil)) }
+        if let p { effects.events.append(.participantState(participant: p.id, state: .connected, reason: nil, path: c.path)) }
+    }
+
+    /// The client nominated a pair (ICE), first or anew: a transport may move from UDP to TCP or back. A
+    /// change on a connected transport is reported as `connected` again with the new path.
+    public func setPath(connection: ConnectionID, _ path: TransportPath) {
+        guard let c = connections[connection], c.path != path else { return }
+        let moved = c.path != nil && c.inbound != nil
+        c.path = path
+        if moved, let p = participants[c.participant] {
+            effects.events.append(.participantState(participant: p.id, state: .connected, reason: "path changed", path: path))
+        }
     }
 
     /// The connection's transport is gone (closed, replaced, consent expired, handshake timed out): its

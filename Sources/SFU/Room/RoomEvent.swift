@@ -6,7 +6,8 @@ public enum RoomEvent: Equatable, Sendable {
     case dominantSpeaker(participant: String?)
     /// ABWD (EnableX `onRoomBandwidthAlert`): sent only when `numberOfVideos` changes.
     case bandwidthAlert(participant: String, bandwidthKbps: Int, streamBandwidthKbps: Int, numberOfVideos: Int)
-    case participantState(participant: String, state: ParticipantState, reason: String?)
+    /// `path`: how the transport reaches the node, on `connected` (nil otherwise).
+    case participantState(participant: String, state: ParticipantState, reason: String?, path: TransportPath? = nil)
     case roomHardMute(audio: Bool, by: String)
     case participantHardMute(participant: String, audio: Bool, video: Bool, by: String)
     case pins([String])

@@ -62,12 +62,23 @@ public struct ParticipantStats: Sendable, Equatable {
     public var slots: [SlotStats]
     /// What the room dropped of this participant's input, by reason (`hard_muted`, `no_floor`, ...).
     public var drops: [DropReason: UInt64] = [:]
+    /// How its publish and subscribe transports reach the node (nil before ICE nominated a pair, or without
+    /// that transport), and the subscribe transport's round-trip time from its receiver reports (the mean
+    /// over its slots that have one).
+    public var publishPath: TransportPath? = nil
+    public var subscribePath: TransportPath? = nil
+    public var rttMilliseconds: Int64? = nil
 }
 
 extension Room {
     public func snapshot() -> RoomSnapshot { RoomSnapshot(self) }
 
     public func stats() -> [ParticipantStats] { participants.inOrder.map(ParticipantStats.init) }
+
+    /// The room's client transports that nominated a pair, by path (`/metrics`).
+    public func pathCounts(into counts: inout [TransportPath: Int]) {
+        for c in connections.values where c.participant >= 0 { if let p = c.path { counts[p, default: 0] += 1 } }
+    }
 }
 
 extension RoomSnapshot {
@@ -110,5 +121,9 @@ extension ParticipantStats {
                 .reduce(into: Dictionary(uniqueKeysWithValues: p.retiredDrops.nonZero)) { acc, c in
                     for (r, n) in c.drops.nonZero { acc[r, default: 0] += n }
                 })
+        publishPath = p.publisher?.connection.path
+        subscribePath = s?.connection.path
+        let rtts = (s?.slots ?? []).compactMap { $0.rtt?.milliseconds }
+        rttMilliseconds = rtts.isEmpty ? nil : rtts.reduce(0, +) / Int64(rtts.count)
     }
 }

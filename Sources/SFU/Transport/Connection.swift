@@ -28,6 +28,8 @@ public final class Connection: DepartureStamped {
     /// Set when the shell sends this connection's datagrams from somewhere other than the room's own batch
     /// (NodeIO: a transport another worker hosts, for a room spread across cores). Nil: the room's batch.
     public var egress: (any Egress)?
+    /// How the client's transport reaches the node (the pair it nominated last), set by the shell.
+    public internal(set) var path: TransportPath?
 
     init(id: ConnectionID, participant: Int) {
         self.id = id

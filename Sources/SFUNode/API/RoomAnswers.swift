@@ -224,6 +224,7 @@ struct RoomStats: JSONFields {
         enum CodingKeys: String, CodingKey {
             case participant, packetsReceived = "packets_received", bytesReceived = "bytes_received"
             case bandwidthEstimate = "bandwidth_estimate", numberOfVideos = "number_of_videos", drops, slots
+            case publishTransport = "publish_transport", subscribeTransport = "subscribe_transport", rtt = "rtt_ms"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -235,6 +236,9 @@ struct RoomStats: JSONFields {
             try c.encode(stats.numberOfVideos, forKey: .numberOfVideos)
             try c.encode(Dictionary(uniqueKeysWithValues: stats.drops.map { ($0.key.description, $0.value) }), forKey: .drops)
             try c.encode(stats.slots.map(Slot.init), forKey: .slots)
+            try c.encode(stats.publishPath.map(EventPayload.PathJSON.init), forKey: .publishTransport)
+            try c.encode(stats.subscribePath.map(EventPayload.PathJSON.init), forKey: .subscribeTransport)
+            try c.encode(stats.rttMilliseconds, forKey: .rtt)
         }
 
         func writeFields(_ w: inout JSONWriter) {
@@ -246,8 +250,22 @@ struct RoomStats: JSONFields {
             w.field("number_of_videos", stats.numberOfVideos)
             w.field("packets_received", stats.packetsReceived)
             w.field("participant", stats.participant)
+            Self.path(&w, "publish_transport", stats.publishPath)
+            w.field("rtt_ms", stats.rttMilliseconds)
             w.key("slots")
             w.array(stats.slots) { w, s in w.object { Slot(slot: s).writeFields(&$0) } }
+            Self.path(&w, "subscribe_transport", stats.subscribePath)
+        }
+
+        /// `{"family", "protocol", "relayed"}` or null, as `PathJSON` encodes it (keys sorted).
+        static func path(_ w: inout JSONWriter, _ key: StaticString, _ path: TransportPath?) {
+            w.key(key)
+            guard let path else { return w.null() }
+            w.object {
+                $0.field("family", path.family.rawValue)
+                $0.field("protocol", path.carrier.rawValue)
+                $0.field("relayed", path.relayed)
+            }
         }
     }
 

@@ -50,7 +50,20 @@ enum EventPayload: Encodable, Sendable {
         case state, reason, scope, audio, video, by, pinned, action, target, raisedHands = "raised_hands"
         case approvedHands = "approved_hands", locked, role, meanDifferenceDb = "mean_difference_db"
         case count, firstSeq = "first_seq", lastSeq = "last_seq", result, msg, since, nextSeq = "next_seq"
-        case node, participants, home, name, recording, stream
+        case node, participants, home, name, recording, stream, transport
+    }
+
+    /// A transport's path (`TransportPath`): `{"protocol": "udp"|"tcp", "family": "ipv4"|"ipv6", "relayed": bool}`.
+    struct PathJSON: Encodable {
+        var path: TransportPath
+        init(_ path: TransportPath) { self.path = path }
+        enum CodingKeys: String, CodingKey { case proto = "protocol", family, relayed }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(path.carrier.rawValue, forKey: .proto)
+            try c.encode(path.family.rawValue, forKey: .family)
+            try c.encode(path.relayed, forKey: .relayed)
+        }
     }
 
     /// Something a moderator turns on or off (a recording, a live stream): `state`, its id, who, why, and the
@@ -125,10 +138,11 @@ enum EventPayload: Encodable, Sendable {
                 try c.encode(bandwidth, forKey: .bandwidth)
                 try c.encode(stream, forKey: .streamBandwidth)
                 try c.encode(videos, forKey: .numberOfVideos)
-            case .participantState(let participant, let state, let reason):
+            case .participantState(let participant, let state, let reason, let path):
                 try c.encode(participant, forKey: .participant)
                 try c.encode(state.rawValue, forKey: .state)
                 try c.encode(reason, forKey: .reason)
+                if let path { try c.encode(PathJSON(path), forKey: .transport) }
             case .roomHardMute(let audio, let by):
                 try c.encode("room", forKey: .scope)
                 try c.encode(audio, forKey: .audio)

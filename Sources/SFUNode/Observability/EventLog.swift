@@ -10,7 +10,7 @@ enum EventLog {
     static func log(_ e: StampedEvent, to logger: Logger) {
         let level: Logger.Level = switch e.event {
         case .activeTalkers, .dominantSpeaker: .debug
-        case .participantState(_, let state, _) where state == .failed: .warning
+        case .participantState(_, let state, _, _) where state == .failed: .warning
         case .levelMismatch: .notice
         default: .info
         }

@@ -112,6 +112,16 @@ public final class NodeMetrics: Sendable {
                 gauge("sfu_connections", w, Double(m.connections))
                 gauge("sfu_pending_handshakes", w, Double(m.pendingHandshakes))
                 gauge("sfu_relay_ends", w, Double(m.relayEnds))
+                // Client transports by path: UDP or TCP, IPv4 or IPv6, through a TURN relay or not.
+                for carrier in TransportPath.Carrier.allCases {
+                    for family in TransportPath.Family.allCases {
+                        for relayed in [false, true] {
+                            let p = TransportPath(carrier: carrier, family: family, relayed: relayed)
+                            gauge("sfu_transports", w + [("protocol", carrier.rawValue), ("family", family.rawValue), ("relayed", String(relayed))],
+                                  Double(m.paths[p] ?? 0))
+                        }
+                    }
+                }
                 if let tcp = m.tcp {
                     // The ICE-TCP port (RFC 6544): connections, what they carried, why the node closed them.
                     gauge("sfu_tcp_connections", w + [("state", "authenticated")], Double(tcp.open - tcp.unauthenticated))

@@ -20,11 +20,21 @@ public struct RemoteTransport: Sendable, Equatable {
     public var ufrag: String
     public var password: String
     public var fingerprint: DTLSFingerprint
+    /// Addresses the offer lists as `typ relay` candidates (RFC 8445 section 5.1.1.2: the client's TURN
+    /// allocations), at most 16: a check from one of them means the client reaches the node through TURN.
+    public var relayCandidates: [TransportAddress] = []
 
-    public init(ufrag: String, password: String, fingerprint: DTLSFingerprint) {
+    public init(ufrag: String, password: String, fingerprint: DTLSFingerprint, relayCandidates: [TransportAddress] = []) {
         self.ufrag = ufrag
         self.password = password
         self.fingerprint = fingerprint
+        self.relayCandidates = relayCandidates
+    }
+
+    /// How a pair the client nominated from `address` reaches the node.
+    public func path(from address: TransportAddress) -> TransportPath {
+        TransportPath(carrier: address.isTCP ? .tcp : .udp, family: address.family == "ipv6" ? .ipv6 : .ipv4,
+                      relayed: relayCandidates.contains(address.over(tcp: false)))
     }
 }
 
@@ -69,7 +79,23 @@ public enum OfferAnswer {
         guard setup == "actpass" || setup == "active" else {
             throw SDPError(line: 0, text: "a=setup:\(setup)", reason: "the node is the DTLS server: the offer must be actpass or active")
         }
-        return RemoteTransport(ufrag: ufrag, password: pwd, fingerprint: fingerprint)
+        return RemoteTransport(ufrag: ufrag, password: pwd, fingerprint: fingerprint, relayCandidates: relayCandidates(offer))
+    }
+
+    /// The offer's `typ relay` candidates' addresses (UDP relays: TURN relays to the node over UDP whatever
+    /// the client's leg to TURN is), at most 16; unreadable ones are skipped.
+    static func relayCandidates(_ offer: SessionDescription) -> [TransportAddress] {
+        var found: [TransportAddress] = []
+        for m in offer.media {
+            for c in m.values("candidate") where found.count < 16 {
+                // foundation component transport priority address port "typ" type ...
+                let f = c.split(separator: " ", omittingEmptySubsequences: true)
+                guard f.count >= 8, f[6] == "typ", f[7] == "relay", f[2].lowercased() == "udp", let port = UInt16(f[5]) else { continue }
+                let host = f[4].contains(":") ? "[\(f[4])]:\(port)" : "\(f[4]):\(port)"
+                if let a = TransportAddress(host), !found.contains(a) { found.append(a) }
+            }
+        }
+        return found
     }
 
     /// Every m-line the node accepts rides the one transport: it is in the offer's BUNDLE group and muxes RTCP.

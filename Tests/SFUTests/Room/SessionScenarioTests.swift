@@ -46,7 +46,7 @@ import Testing
         #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count > 80, "the new slot carries A")
         #expect(h.rtp(to: first.subscribe.connection).isEmpty, "the old connection gets nothing")
         #expect(h.room.counters.drops[.unknownConnection] >= 2, "the old connection's RTCP no longer routes")
-        #expect(!h.events.contains { if case .participantState("B", .disconnected, _) = $0.1 { true } else { false } },
+        #expect(!h.events.contains { if case .participantState("B", .disconnected, _, _) = $0.1 { true } else { false } },
                 "a participant who streams fine is not reported disconnected")
     }
 
@@ -95,7 +95,7 @@ import Testing
         #expect(h.room.counters.drops[.unknownConnection] == 2, "nor does a datagram handed over with the held connection")
         h.run([a, b], from: 2, seconds: 2)
         #expect(h.audio(to: b.member, from: a, slots: 1).count > 80, "the new connection's track feeds B's slot")
-        #expect(!h.events.contains { if case .participantState("A", .disconnected, _) = $0.1 { true } else { false } })
+        #expect(!h.events.contains { if case .participantState("A", .disconnected, _, _) = $0.1 { true } else { false } })
     }
 
     @Test func aTalkerHardMutedForThirteenMinutesIsRankedAgainAfterUnmute() throws {

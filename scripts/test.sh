@@ -12,6 +12,8 @@
 #   browser           the demo in three headless Chromium browsers (scripts/browser-test.sh; SFU_BROWSER).
 #   shaped            Chromium publishers and a subscriber over shaped links, each in a network namespace of its
 #                     own: a capped downlink, a lossy uplink (scripts/shaped-test.sh; SFU_SHAPED).
+#   reach             Chromium over UDP, over ICE-TCP with UDP blocked, and through coturn over TLS/443 with UDP
+#                     blocked, each in a network namespace of its own (scripts/reach-test.sh; SFU_REACH).
 #   cluster           two node processes in network namespaces of their own share a registry and relay a room;
 #                     kill -9 of the room's home, the talker heard again on the survivor (scripts/cluster-test.sh;
 #                     SFU_CLUSTER).
@@ -39,6 +41,7 @@ soak              SFU_SOAK_CYCLES=12      run_soak "$value"
 hostile           SFU_HOSTILE=1           run_hostile
 browser           SFU_BROWSER=1           scripts/browser-test.sh
 shaped            SFU_SHAPED=1            scripts/shaped-test.sh
+reach             SFU_REACH=1             scripts/reach-test.sh
 cluster           SFU_CLUSTER=1           scripts/cluster-test.sh
 janus             SFU_JANUS=1             scripts/bench-check.sh
 api-fuzz          SFU_API_FUZZ=1          scripts/api-fuzz.sh

@@ -139,6 +139,11 @@ extension WorkerCore {
                 guard let t = transports[conn], let s = t.session else { continue }
                 schedule.touch(s.room)
                 transportCounters.dtlsHandshakes &+= 1
+                // The path as it stands when the transport connects (the nominated pair, else the one the
+                // client's checks last came from): `connected` reports it; a nomination later corrects it.
+                if let agent = edge.router.agent(conn), let a = agent.selected ?? agent.latestCheckedAddress {
+                    s.room.setPath(connection: conn, s.remote.path(from: a))
+                }
                 do {
                     try s.room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
                     advance(t, .keyed, now: now)

@@ -138,7 +138,7 @@ class Chromium:
     """A headless Chromium in network namespace `netns`, driven through the DevTools protocol on a pipe (fd 3
     in, fd 4 out: messages are JSON, each ended by a NUL byte)."""
 
-    def __init__(self, name, netns, origin, profile_root, audio=None):
+    def __init__(self, name, netns, origin, profile_root, audio=None, extra=()):
         self.name = name
         # The browser's ends are moved above 9 first, so that putting them at 3 and 4 clobbers neither.
         high = lambda fd: (fcntl.fcntl(fd, fcntl.F_DUPFD, 10), os.close(fd))[0]
@@ -152,6 +152,7 @@ class Chromium:
                 "--remote-debugging-pipe", f"--user-data-dir={profile_root}/{name}", "--window-size=800,600"]
         if audio:
             args.append(f"--use-file-for-fake-audio-capture={audio}")
+        args += list(extra)
         shell = f'exec ip netns exec {netns} "$@" 3<&{to_chrome_r} 4>&{from_chrome_w} {to_chrome_r}<&- {from_chrome_w}>&-'
         self.proc = subprocess.Popen(["bash", "-c", shell, "bash", CHROMIUM, *args, "about:blank"], pass_fds=(to_chrome_r, from_chrome_w),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -76,13 +76,15 @@ extension Room {
     }
 
     /// The client nominated a pair (ICE), first or anew: a transport may move from UDP to TCP or back. A
-    /// change on a connected transport is reported as `connected` again with the new path.
+    /// change on a connected transport is reported as `connected` again with the new path (reason "path
+    /// changed"; a transport that connected before its path was known - hosted on another worker - gets it
+    /// with reason nil).
     public func setPath(connection: ConnectionID, _ path: TransportPath) {
         guard let c = connections[connection], c.path != path else { return }
-        let moved = c.path != nil && c.inbound != nil
+        let before = c.path
         c.path = path
-        if moved, let p = participants[c.participant] {
-            effects.events.append(.participantState(participant: p.id, state: .connected, reason: "path changed", path: path))
+        if c.inbound != nil, let p = participants[c.participant] {
+            effects.events.append(.participantState(participant: p.id, state: .connected, reason: before == nil ? nil : "path changed", path: path))
         }
     }
 

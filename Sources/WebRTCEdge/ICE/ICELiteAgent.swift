@@ -94,6 +94,10 @@ public final class ICELiteAgent {
 
     public var validatedAddresses: [TransportAddress] { Array(lastCheck.keys) }
 
+    /// The address the latest valid check came from: the pair a client uses before it nominates one (a
+    /// browser starts DTLS on a working pair and nominates it later).
+    public var latestCheckedAddress: TransportAddress? { latestCheck?.address }
+
     /// Answers a Binding request from `from`. Returns the response datagram, or why the request was refused
     /// (an error response is returned for requests that authenticate but cannot be honoured).
     public func handle(_ m: STUNMessage, _ p: UnsafeRawBufferPointer, from: TransportAddress,

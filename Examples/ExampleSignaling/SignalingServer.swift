@@ -34,7 +34,8 @@ import SFUClient
 ///              lock {locked} | drop {target} | floor {floor_action, target?} | role {target, role} |
 ///              talkers {count} (the length of the browser's own talker list)
 /// Server -> browser:
-///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode", "dominant_speaker"}
+///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode", "dominant_speaker",
+///    "ice_servers"}                               (RTCConfiguration.iceServers for the browser's connections)
 ///   {"type": "roster", "room": <the node's room state, names included>}
 ///   {"type": "event", "event": <a node event>}   (active_talkers and bandwidth_alert only to their subscriber)
 ///   {"type": "left", "reason"}                    (dropped by a moderator, or the room was destroyed)
@@ -49,7 +50,30 @@ public actor SignalingServer {
         public var port = 8000
         /// Talker slots of rooms this server creates (each browser subscribes to this many audio and video).
         public var maxActiveTalkers = 4
+        /// The ICE servers browsers are given (`ice_servers` in `joined`): a TURN server for clients whose
+        /// networks block UDP and TCP to the node (docs/reach.md). Empty: none (the node's own candidates, UDP
+        /// and ICE-TCP, are enough for most networks).
+        public var iceServers: [ICEServer] = []
         public init() {}
+    }
+
+    /// One entry of RTCConfiguration.iceServers, as the browser takes it.
+    public struct ICEServer: Sendable, Equatable {
+        public var urls: [String]
+        public var username: String?
+        public var credential: String?
+        public init(urls: [String], username: String? = nil, credential: String? = nil) {
+            self.urls = urls
+            self.username = username
+            self.credential = credential
+        }
+
+        var json: [String: Any] {
+            var o: [String: Any] = ["urls": urls]
+            if let username { o["username"] = username }
+            if let credential { o["credential"] = credential }
+            return o
+        }
     }
 
     /// One browser: its participant id in the node, its room, its outgoing messages, and the node it was placed
@@ -184,7 +208,8 @@ public actor SignalingServer {
         browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox, node: api, nodeID: nodeID, nodeURL: nodeURL)
         outbox.yield(Self.text(["type": "joined", "participant": id, "room": room, "role": role,
                                 "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group",
-                                "dominant_speaker": dominant.participant ?? NSNull()]))
+                                "dominant_speaker": dominant.participant ?? NSNull(),
+                                "ice_servers": configuration.iceServers.map(\.json)]))
         logger.info("joined", metadata: ["room": "\(room)", "participant": "\(id)", "role": "\(role)"])
         await sendRoster(room)
         return id

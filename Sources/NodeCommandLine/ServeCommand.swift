@@ -35,6 +35,10 @@ public struct ServeCommand: AsyncParsableCommand {
         let cluster = settings.clusterRegistry.isEmpty ? nil : try ClusterMembership(node: node, logger: logger)
         let app = ControlAPI.application(node: node, cluster: cluster, logger: logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: NodeService(node: node))]
+        // Dual stack: the same API on the other family's address too.
+        for address in node.configuration.apiListenAlso {
+            services.append(.init(service: ControlAPI.application(node: node, cluster: cluster, logger: logger, address: address)))
+        }
         if let cluster { services.insert(.init(service: cluster), at: 0) }
         let group = ServiceGroup(configuration: .init(
             services: services,

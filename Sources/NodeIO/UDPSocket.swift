@@ -33,6 +33,9 @@ public final class UDPSocket {
     public private(set) var gsoSends = 0
     /// Segmented sends refused and sent again one datagram at a time.
     public private(set) var gsoFallbacks = 0
+    /// Set on a dual-stack worker's sockets: datagrams to the other address family are left to the other socket
+    /// (neither sent nor counted here).
+    public var leavesOtherFamily = false
     /// Cleared when the kernel says it cannot segment: plain batches from then on.
     private var gsoWorks = true
     /// Socket-level totals for metrics (worker thread only, like every other member).
@@ -164,6 +167,10 @@ public final class UDPSocket {
                 continue
             }
             let d = batch.datagram(at: at(i))
+            if leavesOtherFamily, to.isIPv6 != local.isIPv6 {
+                i += 1  // the worker's socket of that family sends it
+                continue
+            }
             if to.isTCP {
                 if let stream { stream(d, to) } else { sendDrops += 1 }
                 i += 1

@@ -77,14 +77,19 @@ extension Worker {
     /// readable, bit 2 the wake descriptor, bit 4 the TCP port (a connection or the listener is ready).
     func waitWithRelays(_ milliseconds: Int32) -> Int32 {
         relayPoll.removeAll(keepingCapacity: true)
-        relayPoll.append(pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0))
+        // The media sockets (two on a dual-stack worker; -1, which poll skips, for a missing second), the wake
+        // descriptor, the TCP ports' epolls, then the relay sockets.
+        relayPoll.append(pollfd(fd: sockets[0].descriptor, events: Int16(POLLIN), revents: 0))
+        relayPoll.append(pollfd(fd: sockets.count > 1 ? sockets[1].descriptor : -1, events: Int16(POLLIN), revents: 0))
         relayPoll.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-        relayPoll.append(pollfd(fd: tcp?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))  // -1: poll skips it
+        relayPoll.append(pollfd(fd: tcpPorts.first?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
+        relayPoll.append(pollfd(fd: tcpPorts.count > 1 ? tcpPorts[1].descriptor : -1, events: Int16(POLLIN), revents: 0))
         for (_, s) in relaySockets { relayPoll.append(pollfd(fd: s.descriptor, events: Int16(POLLIN), revents: 0)) }
         guard poll(&relayPoll, nfds_t(relayPoll.count), milliseconds) > 0 else { return 0 }
-        var ready: Int32 = (relayPoll[0].revents & Int16(POLLIN) != 0 ? 1 : 0) | (relayPoll[1].revents & Int16(POLLIN) != 0 ? 2 : 0)
-        if relayPoll[2].revents & Int16(POLLIN) != 0 { ready |= 4 }
-        for (i, (id, _)) in relaySockets.enumerated() where relayPoll[i + 3].revents & Int16(POLLIN) != 0 {
+        let readable = { [self] (i: Int) in relayPoll[i].revents & Int16(POLLIN) != 0 }
+        var ready: Int32 = (readable(0) || readable(1) ? 1 : 0) | (readable(2) ? 2 : 0)
+        if readable(3) || readable(4) { ready |= 4 }
+        for (i, (id, _)) in relaySockets.enumerated() where relayPoll[i + 5].revents & Int16(POLLIN) != 0 {
             relayReady.insert(id)
             ready |= 1
         }

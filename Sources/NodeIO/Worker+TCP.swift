@@ -6,23 +6,24 @@ import WebRTCEdge
 extension Worker {
     /// Reads what the TCP connections have, up to `budget` frames; returns how many.
     func receiveTCP(_ core: WorkerCore, _ rx: ReceiveBatch, budget: Int) -> Int {
-        guard let tcp else { return 0 }
         tcpReady = false
-        let now = MonoClock.now()
-        // The UDP batch has been processed: its first buffer is the scratch a frame is decrypted in.
-        let n = tcp.receive(budget: budget, scratch: rx.buffer(0), now: now,
-                            isKnown: { core.edge.routes($0, now: now) },
-                            deliver: { buffer, length, from in core.receive(buffer, length: length, from: from, now: now) })
+        var n = 0
+        for tcp in tcpPorts {
+            let now = MonoClock.now()
+            // The UDP batch has been processed: its first buffer is the scratch a frame is decrypted in.
+            n += tcp.receive(budget: budget / tcpPorts.count, scratch: rx.buffer(0), now: now,
+                             isKnown: { core.edge.routes($0, now: now) },
+                             deliver: { buffer, length, from in core.receive(buffer, length: length, from: from, now: now) })
+        }
         if n > 0 { flush(core) }
         return n
     }
 
     /// The port's bounds, checked once a second.
     func tickTCP(_ core: WorkerCore) {
-        guard let tcp else { return }
         let now = MonoClock.now()
         guard now >= nextTCPTick else { return }
         nextTCPTick = now + .seconds(1)
-        tcp.tick(now: now, isKnown: { core.edge.routes($0, now: now) })
+        for tcp in tcpPorts { tcp.tick(now: now, isKnown: { core.edge.routes($0, now: now) }) }
     }
 }

@@ -89,9 +89,13 @@ public struct WorkerTimeout: Error, Sendable, CustomStringConvertible {
 /// and timers again, so a flood on the socket delays them by one pass, never indefinitely.
 public final class Worker: @unchecked Sendable {
     public let index: Int
-    public let socket: UDPSocket
-    /// The ICE-TCP port beside the UDP socket (RFC 6544), when the node offers TCP candidates.
-    public let tcp: TCPPort?
+    /// The worker's UDP sockets: one, or one per address family on a dual-stack node (`socket` is the first).
+    /// Each sends what goes to its family; the first also sends to relays and live streams.
+    public let sockets: [UDPSocket]
+    public var socket: UDPSocket { sockets[0] }
+    /// The ICE-TCP ports beside them (RFC 6544), one per family, when the node offers TCP candidates.
+    public let tcpPorts: [TCPPort]
+    public var tcp: TCPPort? { tcpPorts.first }
     let core: WorkerCore
     var nextTCPTick = MonoTime.zero
     let wakeFD: Int32
@@ -124,20 +128,25 @@ public final class Worker: @unchecked Sendable {
     /// Passes that ended on their datagram budget with more waiting (the socket was flooded or busy).
     public private(set) var saturatedPasses: UInt64 = 0
 
-    public init(index: Int, socket: UDPSocket, tcp: TCPPort? = nil, certificate: DTLSCertificate, announced: [TransportAddress] = [],
+    /// `also`: sockets (and their TCP ports) of the other address family, for a dual-stack worker.
+    public init(index: Int, socket: UDPSocket, tcp: TCPPort? = nil, also: [(udp: UDPSocket, tcp: TCPPort?)] = [],
+                certificate: DTLSCertificate, announced: [TransportAddress] = [],
                 eventCapacity: Int = 10_000, dtlsInitialTimeout: MonoTime.Interval = .seconds(1),
                 limits: WorkerLimits = .init(), commandTimeout: MonoTime.Interval = .seconds(5),
                 datagramsPerPass: Int = 1024, consentTimeout: MonoTime.Interval = .seconds(30)) throws {
         self.index = index
-        self.socket = socket
-        self.tcp = tcp
-        // UDP candidates first (they outrank TCP's), then the TCP port's: its own address and, for each
-        // announced address, the same IP with the TCP port (the UDP port's number when the two match).
-        var candidates = [socket.local] + announced
-        if let tcp {
-            candidates.append(tcp.local)
-            for a in announced {
-                candidates.append(TransportAddress(ip: a.ip, port: tcp.local.port == socket.local.port ? a.port : tcp.local.port, tcp: true))
+        sockets = [socket] + also.map(\.udp)
+        tcpPorts = ([tcp] + also.map(\.tcp)).compactMap { $0 }
+        // A dual-stack worker's sockets each send their own family's datagrams and leave the other's.
+        if sockets.count > 1 { for s in sockets { s.leavesOtherFamily = true } }
+        // UDP candidates first (they outrank TCP's), then the TCP ports': their own addresses and, for each
+        // announced address, the same IP with the TCP port of its family (the UDP port's number when they match).
+        var candidates = sockets.map(\.local) + announced
+        for port in tcpPorts {
+            candidates.append(port.local)
+            let udp = sockets.first { $0.local.isIPv6 == port.local.isIPv6 }
+            for a in announced where a.isIPv6 == port.local.isIPv6 {
+                candidates.append(TransportAddress(ip: a.ip, port: port.local.port == udp?.local.port ? a.port : port.local.port, tcp: true))
             }
         }
         let edge = WorkerEdge(certificate: certificate, candidates: candidates)
@@ -146,7 +155,7 @@ public final class Worker: @unchecked Sendable {
         core = WorkerCore(edge: edge, index: index, limits: limits)
         // Kernel receive stamps: publishers' estimators are told when their packets arrived, not when a busy
         // worker got to them. Without them (an old kernel) the worker's own time is used.
-        try? socket.enableReceiveTimestamps()
+        for s in sockets { try? s.enableReceiveTimestamps() }
         let fd = sfu_wake_open()
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "eventfd", errno: -fd) }
         wakeFD = fd
@@ -258,14 +267,16 @@ public final class Worker: @unchecked Sendable {
                                   connections: core.connectionCount)
             m.room = core.retired
             for r in core.rooms.values { m.room.add(r.counters) }
-            m.datagramsIn = socket.datagramsReceived
-            m.bytesIn = socket.bytesReceived
-            m.datagramsOut = socket.datagramsSent
-            m.bytesOut = socket.bytesSent
-            m.sendDrops = UInt64(socket.sendDrops)
-            m.sendErrors = UInt64(socket.sendErrors)
-            m.gsoSends = UInt64(socket.gsoSends)
-            m.gsoFallbacks = UInt64(socket.gsoFallbacks)
+            for s in sockets {
+                m.datagramsIn &+= s.datagramsReceived
+                m.bytesIn &+= s.bytesReceived
+                m.datagramsOut &+= s.datagramsSent
+                m.bytesOut &+= s.bytesSent
+                m.sendDrops &+= UInt64(s.sendDrops)
+                m.sendErrors &+= UInt64(s.sendErrors)
+                m.gsoSends &+= UInt64(s.gsoSends)
+                m.gsoFallbacks &+= UInt64(s.gsoFallbacks)
+            }
             m.ingressDrops = core.ingressDrops
             m.handoffDrops = core.handoffDrops
             m.hostedDiscards = core.hostedDiscards
@@ -281,7 +292,11 @@ public final class Worker: @unchecked Sendable {
             m.relayEnds = relaySockets.count
             m.relayDatagramsIn = relayDatagramsReceived
             m.relayDrops = core.relayDrops
-            m.tcp = tcp?.snapshot
+            if !tcpPorts.isEmpty {
+                var t = TCPCounters()
+                for p in tcpPorts { t.add(p.snapshot) }
+                m.tcp = t
+            }
             for r in core.rooms.values { r.pathCounts(into: &m.paths) }
             return m
         }
@@ -307,13 +322,20 @@ public final class Worker: @unchecked Sendable {
             }
             var taken = 0
             var moreWaiting = false
-            while taken < datagramsPerPass, let n = try? socket.receive(into: rx), n > 0 {
-                now = MonoClock.now()
-                for i in 0..<n { process(rx, i, core, now: now) }
-                flush(core)
-                taken += n
-                moreWaiting = n == rx.capacity
-                if !moreWaiting { break }
+            // Each socket reads up to its share of the pass's budget; one that ended on its share with a full
+            // last read has more waiting.
+            for s in sockets {
+                var fromThis = 0, full = false
+                while fromThis < datagramsPerPass / sockets.count, let n = try? s.receive(into: rx), n > 0 {
+                    now = MonoClock.now()
+                    for i in 0..<n { process(rx, i, core, now: now) }
+                    flush(core)
+                    fromThis += n
+                    full = n == rx.capacity
+                    if !full { break }
+                }
+                taken += fromThis
+                if full { moreWaiting = true }
             }
             if !relaySockets.isEmpty, receiveRelays(core, rx, budget: datagramsPerPass) >= datagramsPerPass { moreWaiting = true }
             if tcpReady, receiveTCP(core, rx, budget: datagramsPerPass) >= datagramsPerPass { moreWaiting = true }
@@ -326,14 +348,14 @@ public final class Worker: @unchecked Sendable {
             // deadline, rounded up so it never spins on a deadline under a millisecond away; an idle worker
             // (no deadline) sleeps until something arrives.
             deadline = core.nextDeadline
-            if let tcp, tcp.connectionCount > 0 { deadline = min(deadline, nextTCPTick) }
+            if tcpPorts.contains(where: { $0.connectionCount > 0 }) { deadline = min(deadline, nextTCPTick) }
             // Say it sleeps, then look at the channels once more: a peer either sees the flag or its batch is seen.
             asleep.store(true, ordering: .sequentiallyConsistent)
             // A handover that found no empty batch goes round again once the peer returned one (it nudges).
             let handedOver = links.hasWork
             let waitMs = moreWaiting || handedOver ? 0 : Self.waitMilliseconds(until: deadline, now: beforeWait)
             defer { loopStart = MonoClock.now() }
-            let ready = relaySockets.isEmpty && tcp == nil ? sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) : waitWithRelays(Int32(waitMs))
+            let ready = relaySockets.isEmpty && tcpPorts.isEmpty && sockets.count == 1 ? sfu_udp_wait_or_wake(socket.descriptor, wakeFD, Int32(waitMs)) : waitWithRelays(Int32(waitMs))
             tcpReady = ready & 4 != 0
             if ready & 2 != 0 { sfu_wake_drain(wakeFD) }
             asleep.store(false, ordering: .relaxed)
@@ -341,7 +363,7 @@ public final class Worker: @unchecked Sendable {
         _ = runCommands(core)
         core.destroyAllRooms(now: MonoClock.now())
         flush(core)
-        tcp?.closeAll()
+        for p in tcpPorts { p.closeAll() }
         finished.signal()
     }
 
@@ -401,14 +423,27 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// Sends a batch: datagrams from the UDP socket, frames to TCP connections (one write each per batch).
+    /// On a dual-stack worker each socket sends its family's share of the batch (and its TCP frames).
     private func send(_ batch: DatagramBatch, _ core: WorkerCore) {
-        guard let tcp else {
+        if tcpPorts.isEmpty, sockets.count == 1 {
             socket.send(batch, gso: true) { core.destination(of: $0) }
             return
         }
         let now = MonoClock.now()
-        socket.send(batch, gso: true, to: { core.destination(of: $0) }, stream: { tcp.send($0, to: $1, now: now) })
-        tcp.writePending(now: now)
+        for s in sockets {
+            s.send(batch, gso: true, to: { core.destination(of: $0) }, stream: { [self] in tcpPort(for: $1)?.send($0, to: $1, now: now) })
+        }
+        for p in tcpPorts { p.writePending(now: now) }
+    }
+
+    /// The TCP port of an address's family.
+    func tcpPort(for address: TransportAddress) -> TCPPort? {
+        tcpPorts.count == 1 ? tcpPorts[0] : tcpPorts.first { $0.local.isIPv6 == address.isIPv6 }
+    }
+
+    /// The UDP socket of an address's family (the first when there is none of it).
+    func udpSocket(for address: TransportAddress) -> UDPSocket {
+        sockets.count == 1 ? sockets[0] : sockets.first { $0.local.isIPv6 == address.isIPv6 } ?? sockets[0]
     }
 
     /// Carries out what the core has, in its order (`WorkerCore.poll`), until it has nothing more.
@@ -424,10 +459,11 @@ public final class Worker: @unchecked Sendable {
             case .peer(let w, let message): links.peers[w].deliver(message, from: index)
             case .control(let bytes, let to):
                 if to.isTCP {
-                    bytes.withUnsafeBytes { _ = tcp?.send($0, to: to, now: MonoClock.now()) }
-                    tcp?.writePending(now: MonoClock.now())
+                    let port = tcpPort(for: to)
+                    bytes.withUnsafeBytes { _ = port?.send($0, to: to, now: MonoClock.now()) }
+                    port?.writePending(now: MonoClock.now())
                 } else {
-                    socket.send(bytes, to: to)
+                    udpSocket(for: to).send(bytes, to: to)
                 }
             case .events(let room, let events): outbox.publish(room: room, events)
             case .timeout: return

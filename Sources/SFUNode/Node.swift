@@ -72,11 +72,14 @@ public final class Node: Sendable {
         try configuration.checkPorts(workers: count)
         var ws: [Worker] = []
         for i in 0..<count {
-            var address = configuration.mediaListen
-            if address.port != 0 { address.port += UInt16(i) }
-            let socket = try UDPSocket(bind: address)
-            let tcp = configuration.mediaTCP ? try Self.tcpPort(beside: socket, limits: configuration.tcpLimits) : nil
-            ws.append(try Worker(index: i, socket: socket, tcp: tcp, certificate: certificate,
+            // One UDP socket (and TCP port) per listen address: one, or one per family on a dual-stack node.
+            var ends: [(udp: UDPSocket, tcp: TCPPort?)] = []
+            for var address in [configuration.mediaListen] + configuration.mediaListenAlso {
+                if address.port != 0 { address.port += UInt16(i) }
+                let socket = try UDPSocket(bind: address)
+                ends.append((socket, configuration.mediaTCP ? try Self.tcpPort(beside: socket, limits: configuration.tcpLimits) : nil))
+            }
+            ws.append(try Worker(index: i, socket: ends[0].udp, tcp: ends[0].tcp, also: Array(ends.dropFirst()), certificate: certificate,
                                  announced: announced.map { TransportAddress(ip: $0.ip, port: $0.port + UInt16(i)) },
                                  eventCapacity: configuration.eventsQueue, limits: configuration.workerLimits,
                                  commandTimeout: .milliseconds(Int64(configuration.commandTimeoutMilliseconds)),

@@ -29,10 +29,11 @@ import WebRTCEdge
         try await node.createRoom(name, configuration: c)
     }
 
-    static func client(_ node: Node, _ who: String, publish: Bool, tcp: Bool, room: String = "r") async throws -> LoadClient {
+    static func client(_ node: Node, _ who: String, publish: Bool, tcp: Bool, ipv6: Bool = false, room: String = "r") async throws -> LoadClient {
         try await node.withRoom(room) { r, _, now in try r.admit(who, name: who, role: .participant, talkerCount: nil, now: now) }
         var profile: LoadClient.Profile = publish ? .publisher(audio: true) : .subscriber(audio: 2)
         profile.overTCP = tcp
+        profile.ipv6 = ipv6
         let client = try LoadClient(certificate: DTLSCertificate(commonName: who), profile: profile)
         let answer = publish ? try await node.publish(room: room, participant: who, offer: client.offer())
                              : try await node.subscribe(room: room, participant: who, offer: client.offer())
@@ -130,5 +131,46 @@ import WebRTCEdge
         #expect(remote.path(from: TransportAddress("[2001:db8::7]:61001")!) == TransportPath(carrier: .udp, family: .ipv6, relayed: true))
         #expect(remote.path(from: TransportAddress("10.0.0.2:50000")!) == TransportPath(carrier: .udp, family: .ipv4))
         #expect(remote.path(from: TransportAddress("10.0.0.2:50000")!.over(tcp: true)) == TransportPath(carrier: .tcp, family: .ipv4))
+    }
+
+    @Test func aDualStackNodeTakesClientsOfBothFamiliesOverUDPAndTCP() async throws {
+        let node = try Self.node { $0.mediaListenAlso = [TransportAddress("[::1]:0")!] }
+        defer { node.stop() }
+        try await Self.room(node)
+        let alice = try await Self.client(node, "alice", publish: true, tcp: false)
+        let answer = try await node.publish(room: "r", participant: "alice", offer: alice.offer())
+        let lines = try SessionDescription.parse(answer.sdp).media[0].values("candidate")
+        let w = node.workers[0]
+        #expect(w.sockets.count == 2 && w.tcpPorts.count == 2)
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines[0].contains(" udp ") && lines[0].contains(" 127.0.0.1 \(w.sockets[0].local.port) "))
+        #expect(lines[1].contains(" udp ") && lines[1].contains(" ::1 \(w.sockets[1].local.port) "))
+        #expect(lines[2].contains(" tcp ") && lines[2].contains(" 127.0.0.1 ") && lines[3].contains(" tcp ") && lines[3].contains(" ::1 "))
+        let bob = try await Self.client(node, "bob", publish: false, tcp: false, ipv6: true)
+        let carol = try await Self.client(node, "carol", publish: false, tcp: true, ipv6: true)
+        let dave = try await Self.client(node, "dave", publish: true, tcp: false, ipv6: true)
+        let erin = try await Self.client(node, "erin", publish: false, tcp: false)
+        let clients = [alice, bob, carol, dave, erin]
+        try await Self.run(clients) { clients.allSatisfy { $0.state == .connected } && [bob, carol, erin].allSatisfy { $0.mediaPacketsReceived > 100 } }
+        #expect(clients.allSatisfy { $0.state == .connected })
+        for c in [bob, carol, erin] { #expect(c.mediaPacketsReceived > 100, "each subscriber hears both families' publishers: \(c.mediaPacketsReceived)") }
+        #expect(bob.nodeAddress?.isIPv6 == true && carol.nodeAddress?.isIPv6 == true && carol.nodeAddress?.isTCP == true)
+        let stats = try await node.withRoom("r") { r, _, _ in r.stats() }
+        let of = { (who: String) in stats.first { $0.participant == who } }
+        #expect(of("bob")?.subscribePath == TransportPath(carrier: .udp, family: .ipv6))
+        #expect(of("carol")?.subscribePath == TransportPath(carrier: .tcp, family: .ipv6))
+        #expect(of("dave")?.publishPath == TransportPath(carrier: .udp, family: .ipv6))
+        #expect(of("erin")?.subscribePath == TransportPath(carrier: .udp, family: .ipv4))
+        let m = try await w.metrics()
+        #expect(m.sendErrors == 0 && m.sendDrops == 0, "each family's datagrams leave from its own socket")
+    }
+
+    @Test func mediaListenTakesOneAddressOrOnePerFamily() throws {
+        let c = try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=[\"127.0.0.1:7000\", \"[::1]:7000\"]"])
+        #expect(c.mediaListen == TransportAddress("127.0.0.1:7000")! && c.mediaListenAlso == [TransportAddress("[::1]:7000")!])
+        let one = try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=127.0.0.1:7000"])
+        #expect(one.mediaListenAlso.isEmpty)
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=[\"127.0.0.1:7000\", \"10.0.0.1:7000\"]"]) }
+        #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["api.listen=[]"]) }
     }
 }

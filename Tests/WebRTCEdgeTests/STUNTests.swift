@@ -82,7 +82,14 @@ import Testing
 
     @Test func transportAddressesRoundTrip() {
         #expect(TransportAddress("127.0.0.1:10000")?.description == "127.0.0.1:10000")
-        #expect(TransportAddress("[::1]:5")?.description == "[0:0:0:0:0:0:0:1]:5")
+        // RFC 5952 section 4: the longest run of zero groups as "::" (the first of equal ones), none for one group.
+        for (text, canonical) in [("[::1]:5", "[::1]:5"), ("[0:0:0:0:0:0:0:1]:5", "[::1]:5"), ("[::]:9", "[::]:9"),
+                                  ("[2001:db8:0:0:1:0:0:1]:1", "[2001:db8::1:0:0:1]:1"), ("[2001:db8:0:1:1:1:1:1]:1", "[2001:db8:0:1:1:1:1:1]:1"),
+                                  ("[2001:DB8::ff00:42:8329]:3", "[2001:db8::ff00:42:8329]:3"), ("[fe80:0:0:0:1:0:0:0]:2", "[fe80::1:0:0:0]:2"), ("[1:0:0:1:0:0:0:1]:2", "[1:0:0:1::1]:2")] {
+            #expect(TransportAddress(text)?.description == canonical, "\(text)")
+            #expect(TransportAddress(canonical) == TransportAddress(text))
+        }
+        #expect(TransportAddress("[::1]:5")?.host == "::1")
         #expect(TransportAddress("1.2.3:4") == nil && TransportAddress("1.2.3.256:4") == nil && TransportAddress("[::1]") == nil)
     }
 }

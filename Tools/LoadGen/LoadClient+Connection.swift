@@ -51,12 +51,14 @@ extension LoadClient {
         func find(_ key: String) -> String? { sdp.media.lazy.compactMap { $0.attribute(key) }.first ?? sdp.attribute(key) }
         guard let ufrag = find("ice-ufrag"), let pwd = find("ice-pwd"), let fp = find("fingerprint").flatMap(DTLSFingerprint.init(sdp:)),
               let candidate = sdp.media.lazy.flatMap({ $0.values("candidate") }).first(where: {
-                  profile.overTCP ? $0.lowercased().contains(" tcp ") && $0.contains("tcptype passive") : $0.lowercased().contains(" udp ")
+                  let f = $0.split(separator: " ")
+                  guard f.count >= 6, f[4].contains(":") == profile.ipv6 else { return false }  // the family asked for
+                  return profile.overTCP ? $0.lowercased().contains(" tcp ") && $0.contains("tcptype passive") : $0.lowercased().contains(" udp ")
               }) else {
             throw LoadError("the remote description lacks ICE credentials, fingerprint or a \(profile.overTCP ? "passive TCP" : "UDP") candidate")
         }
         let f = candidate.split(separator: " ")
-        guard f.count >= 6, let port = UInt16(f[5]), let address = TransportAddress("\(f[4]):\(port)") else {
+        guard f.count >= 6, let port = UInt16(f[5]), let address = TransportAddress(f[4].contains(":") ? "[\(f[4])]:\(port)" : "\(f[4]):\(port)") else {
             throw LoadError("cannot read the candidate '\(candidate)'")
         }
         if profile.overTCP {

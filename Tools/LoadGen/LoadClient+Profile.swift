@@ -38,6 +38,8 @@ extension LoadClient {
         public var audioInactive = false
         /// Reach the node over ICE-TCP (its passive candidate, RFC 6544) instead of UDP.
         public var overTCP = false
+        /// Reach the node over IPv6: the client's socket on ::1 and the node's IPv6 candidate.
+        public var ipv6 = false
         public init() {}
 
         public static func publisher(audio: Bool = true, video: Bool = false, levelExtension: Bool = true,

@@ -108,7 +108,7 @@ public final class LoadClient {
 
     /// A client on a socket of its own, or on `socket` (a client that starts over on the same address).
     public init(certificate: DTLSCertificate, profile: Profile, socket shared: UDPSocket? = nil) throws {
-        socket = try shared ?? UDPSocket(bind: TransportAddress("127.0.0.1:0")!, socketBufferBytes: 4 << 20)
+        socket = try shared ?? UDPSocket(bind: TransportAddress(profile.ipv6 ? "[::1]:0" : "127.0.0.1:0")!, socketBufferBytes: 4 << 20)
         if !profile.publishes, shared == nil { try socket.enableReceiveTimestamps() }  // latency from kernel arrival, not from polling
         self.certificate = certificate
         self.profile = profile

@@ -19,6 +19,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Address of the demo page and the browsers' WebSocket.") var host = "127.0.0.1"
     @Option(help: "Port of the demo page.") var port = 8000
     @Option(help: "Talker slots of the rooms the demo creates.") var maxActiveTalkers = 4
+    @Option(help: "A TURN server the browsers are given (repeatable), e.g. turns:turn.example.com:443?transport=tcp.") var turn: [String] = []
+    @Option(help: "The TURN server's username.") var turnUsername: String?
+    @Option(help: "The TURN server's credential.") var turnCredential: String?
 
     func run() async throws {
         let settings = try options.load()
@@ -30,6 +33,7 @@ struct DemoCommand: AsyncParsableCommand {
         signaling.host = host
         signaling.port = port
         signaling.maxActiveTalkers = maxActiveTalkers
+        if !turn.isEmpty { signaling.iceServers = [.init(urls: turn, username: turnUsername, credential: turnCredential)] }
         let server = SignalingServer(configuration: signaling, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [

@@ -82,6 +82,7 @@ async function joined(m) {
   $("#join").hidden = true;
   $("#conference").hidden = false;
   $("#status").textContent = `${m.room} (${m.mode}) as ${m.participant}, ${m.role}`;
+  rtcConfig.iceServers = m.ice_servers || [];
   await publish();
   await subscribe();
 }
@@ -90,14 +91,14 @@ async function joined(m) {
 async function publish() {
   const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } });
   $("#local").srcObject = stream;
-  publishPC = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+  publishPC = new RTCPeerConnection(rtcConfig);
   for (const track of stream.getTracks()) publishPC.addTransceiver(track, { direction: "sendonly", streams: [stream] });
   await negotiate("publish");
 }
 
 // The receiving connection: talkerCount audio and video slots (recvonly m-lines); each mid is a slot.
 async function subscribe() {
-  subscribePC = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+  subscribePC = new RTCPeerConnection(rtcConfig);
   subscribePC.ontrack = (e) => (e.transceiver === screenShare.slot ? playScreenSlot(e.track) : addSink(e.transceiver.mid, e.track));
   await resizeSlots(demo.talkerCount);
   setInterval(readStats, 1000);
@@ -109,11 +110,25 @@ async function subscribe() {
 // the node made of it: "created", "renegotiated", "iceRestarted" or "replaced". Exchanges on one connection
 // run one at a time; a refused offer is rolled back.
 const negotiations = { publish: Promise.resolve(), subscribe: Promise.resolve() };
+// Both connections' configuration; the signaling server's `ice_servers` (a TURN server) join it.
+const rtcConfig = { bundlePolicy: "max-bundle", rtcpMuxPolicy: "require", iceServers: [] };
+
+// With ICE servers the offer waits (at most 3 s) for ICE gathering: its relay candidates tell the node which
+// of the client's addresses are a TURN server's (reported as `relayed`). Without, it goes at once.
+function gathered(pc) {
+  if (!rtcConfig.iceServers.length || pc.iceGatheringState === "complete") return Promise.resolve();
+  return new Promise((resolve) => {
+    pc.addEventListener("icegatheringstatechange", () => { if (pc.iceGatheringState === "complete") resolve(); });
+    setTimeout(resolve, 3000);
+  });
+}
+
 function negotiate(kind, prepare = () => {}) {
   const exchange = async () => {
     const pc = kind === "publish" ? publishPC : subscribePC;
     prepare(pc);
     await pc.setLocalDescription(await pc.createOffer());
+    await gathered(pc);
     const answer = await new Promise((resolve) => {
       pendingAnswers[kind].push(resolve);
       send({ type: "offer", kind, sdp: pc.localDescription.sdp, screen_share_mids: screenShareMids(kind) });

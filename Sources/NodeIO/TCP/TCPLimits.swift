@@ -66,4 +66,18 @@ public struct TCPCounters: Sendable, Equatable {
     public init() {}
 
     public func closed(_ r: TCPCloseReason) -> UInt64 { closed[r.rawValue] }
+
+    /// Adds another port's counters (a dual-stack worker has two).
+    public mutating func add(_ o: TCPCounters) {
+        open += o.open
+        unauthenticated += o.unauthenticated
+        accepted &+= o.accepted
+        for i in closed.indices { closed[i] &+= o.closed[i] }
+        framesIn &+= o.framesIn
+        bytesIn &+= o.bytesIn
+        framesOut &+= o.framesOut
+        bytesOut &+= o.bytesOut
+        sendDrops &+= o.sendDrops
+        badFrames &+= o.badFrames
+    }
 }

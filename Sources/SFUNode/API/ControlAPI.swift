@@ -14,8 +14,11 @@ public enum ControlAPI {
     public typealias Context = BasicWebSocketRequestContext
 
     /// The HTTP server of the control API: HTTP/1.1 with WebSocket upgrade for `/v1/events`.
-    public static func application(node: Node, cluster: ClusterMembership? = nil, logger: Logger) -> some ApplicationProtocol {
-        let address = node.configuration.apiListen
+    /// `address`: where it listens (`api.listen`'s first address by default; a dual-stack node runs one
+    /// application per address, `applications`).
+    public static func application(node: Node, cluster: ClusterMembership? = nil, logger: Logger,
+                                   address: TransportAddress? = nil) -> some ApplicationProtocol {
+        let address = address ?? node.configuration.apiListen
         return Application(
             router: router(node: node, cluster: cluster),
             server: .http1WebSocketUpgrade(webSocketRouter: router(node: node, cluster: cluster), configuration: webSocketConfiguration),

@@ -96,6 +96,34 @@ public struct ConfigKey: Sendable {
                   })
     }
 
+    /// One address, or a list of one per address family (dual stack: an IPv4 and an IPv6 address): the first
+    /// goes to `first`, the other to `also`. Written back as a string when there is one.
+    static func addresses(_ name: String, _ first: WritableKeyPath<NodeConfiguration, TransportAddress> & Sendable,
+                          _ also: WritableKeyPath<NodeConfiguration, [TransportAddress]> & Sendable, _ help: String) -> ConfigKey {
+        ConfigKey(name: name, help: help,
+                  expected: "an address like \"127.0.0.1:8080\", or a list of one IPv4 and one IPv6 address like [\"127.0.0.1:8080\", \"[::1]:8080\"]",
+                  current: { c in
+                      let all = [c[keyPath: first]] + c[keyPath: also]
+                      return all.count == 1 ? .string(all[0].description) : .array(all.map { .string($0.description) })
+                  },
+                  store: { c, v in
+                      var all: [TransportAddress] = []
+                      switch v {
+                      case .string(let s): all = TransportAddress(s).map { [$0] } ?? []
+                      case .array(let items):
+                          for item in items {
+                              guard case .string(let s) = item, let a = TransportAddress(s) else { return false }
+                              all.append(a)
+                          }
+                      default: return false
+                      }
+                      guard (1...2).contains(all.count), Set(all.map(\.family)).count == all.count else { return false }
+                      c[keyPath: first] = all[0]
+                      c[keyPath: also] = Array(all.dropFirst())
+                      return true
+                  })
+    }
+
     /// A list of strings, each passing `valid`.
     static func list(_ name: String, of what: String, _ path: WritableKeyPath<NodeConfiguration, [String]> & Sendable,
                      _ help: String, valid: @escaping @Sendable (String) -> Bool) -> ConfigKey {

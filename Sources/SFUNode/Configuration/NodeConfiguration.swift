@@ -9,10 +9,15 @@ import WebRTCEdge
 public struct NodeConfiguration: Sendable, Equatable {
     /// Control API address; beyond loopback only with an API key.
     public var apiListen = TransportAddress("127.0.0.1:8080")!
+    /// The control API's address of the other family, when it listens on both (dual stack).
+    public var apiListenAlso: [TransportAddress] = []
     /// When set, every API request needs `Authorization: Bearer <key>`.
     public var apiKey: String?
     /// Media address of the first worker; worker i listens on port + i.
     public var mediaListen = TransportAddress("127.0.0.1:10000")!
+    /// The media address of the other family, when workers listen on both (dual stack): worker i uses its
+    /// port + i too, and answers carry candidates of both families.
+    public var mediaListenAlso: [TransportAddress] = []
     /// Extra addresses put in ICE candidates (a node behind NAT or with a public IP).
     public var mediaAnnounced: [String] = []
     /// Whether each worker also listens on TCP (the same port number as its UDP socket when it is free) and
@@ -90,7 +95,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Every key, defined once (see `ConfigKey`), in the order the printed file and the docs list them.
     public static let table: [ConfigKey] = [
         .int("workers", 0...256, \.workers, "worker threads, 0 = one per core"),
-        .address("api.listen", \.apiListen, "control API address (host:port)"),
+        .addresses("api.listen", \.apiListen, \.apiListenAlso, "control API address (host:port), or one IPv4 and one IPv6 address"),
         ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback",
                   expected: "a string", current: { .string($0.apiKey ?? "") },
                   store: { c, v in
@@ -101,7 +106,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .list("api.allowed_origins", of: "origins like \"https://app.example.com\"", \.apiAllowedOrigins,
               "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403",
               valid: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }),
-        .address("media.listen", \.mediaListen, "media UDP address of worker 0; worker i uses port + i"),
+        .addresses("media.listen", \.mediaListen, \.mediaListenAlso,
+                   "media address of worker 0 (UDP, and TCP when media.tcp), or one IPv4 and one IPv6 address (dual stack); worker i uses port + i"),
         .bool("media.tcp", \.mediaTCP,
               "also accept ICE over TCP (RFC 6544 passive candidates) on each worker's media port number, for clients whose networks block UDP"),
         .list("media.announced", of: "addresses like \"203.0.113.7:10000\"", \.mediaAnnounced,
@@ -207,9 +213,9 @@ public struct NodeConfiguration: Sendable, Equatable {
 
     /// Checks what no single key can: the API needs a key beyond loopback; certificate and key come together.
     public func validate() throws(ConfigError) {
-        if apiKey == nil, !apiListen.isLoopback {
+        for a in [apiListen] + apiListenAlso where apiKey == nil && !a.isLoopback {
             throw ConfigError(key: "api.listen", origin: "configuration",
-                              message: "\(apiListen) is beyond loopback: set api.key so requests must authenticate")
+                              message: "\(a) is beyond loopback: set api.key so requests must authenticate")
         }
         if dtlsCertificateFile.isEmpty != dtlsKeyFile.isEmpty {
             throw ConfigError(key: "dtls.certificate", origin: "configuration", message: "dtls.certificate and dtls.key go together")
@@ -237,6 +243,10 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// must be a port (the last worker's included), or start-up stops here naming the key.
     public func checkPorts(workers count: Int) throws(ConfigError) {
         let last = max(count, 1) - 1
+        for a in mediaListenAlso where a.port != 0 && Int(a.port) + last > 65535 {
+            throw ConfigError(key: "media.listen", origin: "configuration",
+                              message: "port \(a.port) + \(last) (one port per worker) passes 65535")
+        }
         if mediaListen.port != 0, Int(mediaListen.port) + last > 65535 {
             throw ConfigError(key: "media.listen", origin: "configuration",
                               message: "port \(mediaListen.port) + \(last) (one port per worker) passes 65535")

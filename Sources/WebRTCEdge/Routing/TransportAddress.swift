@@ -26,7 +26,9 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public var protocolName: String { isTCP ? "tcp" : "udp" }
 
     /// "ipv4" or "ipv6".
-    public var family: String { if case .v4 = ip { "ipv4" } else { "ipv6" } }
+    public var family: String { isIPv6 ? "ipv6" : "ipv4" }
+
+    public var isIPv6: Bool { if case .v6 = ip { true } else { false } }
 
     /// Parses "a.b.c.d:port" or "[v6]:port" (full or "::"-compressed hex groups).
     public init?(_ text: String) {
@@ -75,9 +77,27 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch ip {
         case .v4(let v): "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF):\(port)"
-        case .v6(let hi, let lo):
-            "[\((0..<8).map { i in String(UInt16(truncatingIfNeeded: (i < 4 ? hi : lo) >> (48 - 16 * UInt64(i % 4))), radix: 16) }.joined(separator: ":"))]:\(port)"
+        case .v6(let hi, let lo): "[\(Self.v6Text(hi, lo))]:\(port)"
         }
+    }
+
+    /// RFC 5952 text: lower-case hex groups without leading zeros, the longest run of two or more zero groups
+    /// (the first of equal runs) written "::".
+    static func v6Text(_ hi: UInt64, _ lo: UInt64) -> String {
+        let groups = (0..<8).map { i in UInt16(truncatingIfNeeded: (i < 4 ? hi : lo) >> (48 - 16 * UInt64(i % 4))) }
+        var best = (start: -1, length: 0), run = (start: -1, length: 0)
+        for (i, g) in groups.enumerated() {
+            if g == 0 {
+                run = run.start < 0 ? (i, 1) : (run.start, run.length + 1)
+                if run.length > best.length { best = run }
+            } else {
+                run = (-1, 0)
+            }
+        }
+        let text = groups.map { String($0, radix: 16) }
+        guard best.length >= 2 else { return text.joined(separator: ":") }
+        let head = text[..<best.start].joined(separator: ":"), tail = text[(best.start + best.length)...].joined(separator: ":")
+        return head + "::" + tail
     }
 
     /// The address without the port, as SDP candidates write it.

@@ -107,8 +107,9 @@ extension Bench {
 
     /// A subscribe-only participant with the plan's slots, counting what it receives.
     func newSubscriber(room: Int, index: Int) throws -> Member {
-        let c = try LoadClient(certificate: certificate, profile: .subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0,
-                                                                               transportCC: plan.transportCC))
+        var profile = LoadClient.Profile.subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0, transportCC: plan.transportCC)
+        profile.overTCP = plan.overTCP
+        let c = try LoadClient(certificate: certificate, profile: profile)
         let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
         c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
         return Member(room: room, index: index, id: "sub\(index)", client: c, receiver: stats)

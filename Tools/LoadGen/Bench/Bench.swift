@@ -49,8 +49,9 @@ public struct Bench {
             // A meeting's publishers are its participants, numbered as in its script, joining in its order.
             for p in conversation?.joinOrder ?? Array(0..<plan.publishers) {
                 let layers = plan.video && plan.simulcast && !media.layers.isEmpty ? media.layers.count : 0
-                let c = try LoadClient(certificate: certificate, profile: .publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension,
-                                                                                    simulcastLayers: layers))
+                var profile = LoadClient.Profile.publisher(audio: true, video: plan.video, levelExtension: plan.levelExtension, simulcastLayers: layers)
+                profile.overTCP = plan.overTCP
+                let c = try LoadClient(certificate: certificate, profile: profile)
                 let m = Member(room: r, index: p, id: conversation.map { $0.script.participants[p].id } ?? "pub\(p)", client: c, receiver: nil)
                 m.voice = conversation?.voice(of: p)
                 members.append(m)

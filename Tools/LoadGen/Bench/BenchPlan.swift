@@ -45,6 +45,9 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     /// The rooms are recorded from their start (`auto_recording`): every published stream written to disk by
     /// the node's recording writer - what recording costs, run beside `record=false` (`--sweep record=false,true`).
     public var record = false
+    /// How every client reaches the node: UDP, or ICE-TCP (the node's passive TCP candidate, RFC 6544) - what
+    /// TCP costs the node, run beside UDP (`--sweep transport=udp,tcp`).
+    public var overTCP = false
     /// A simulated meeting instead of turns at one sentence (`preset` or any conversation key in the scenario;
     /// docs/conversation-model.md): the publishers are its participants who publish audio and say what its
     /// seeded script says, the measured window is the meeting, and the subscribers report what they missed of
@@ -70,6 +73,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("churn_per_second", "subscribers leaving and joining per second while measuring"),
         ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
         ("record", "the node records every room from its start (auto_recording; true/false)"),
+        ("transport", "how clients reach the node: udp (default) or tcp (ICE-TCP, the node's passive TCP candidate)"),
         ("preset", "a simulated meeting (standup, discussion, lecture, webinar) instead of turns at one sentence; applied first"),
     ] + ConversationParameters.keys.map { ($0.key, "meeting: " + $0.help) }
 
@@ -126,6 +130,12 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "churn_per_second": churnPerSecond = try double(0...100)
         case "observe": observe = try bool()
         case "record": record = try bool()
+        case "transport":
+            switch text {
+            case "udp": overTCP = false
+            case "tcp": overTCP = true
+            default: throw Invalid(description: "transport must be udp or tcp, got '\(text)'")
+            }
         case "preset":
             guard let p = ConversationPreset(rawValue: text) else {
                 throw Invalid(description: "preset must be one of \(ConversationPreset.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")

@@ -5,7 +5,8 @@
 # candidate) reaches the node; carol's drops UDP too, and she uses a coturn server in its own namespace over
 # TLS on port 443, which relays to the node over UDP. All addresses are private (10.214.0.0/24), nothing is
 # routed anywhere else, and every namespace is deleted at the end (Tests/Browser/reach_test.py has the checks).
-# Needs root, Debian's chromium, iptables and coturn. About 40 s.
+# dave has IPv6 beside IPv4 and his IPv4 media dropped: he reaches the dual-stack node over IPv6.
+# Needs root, Debian's chromium, iptables and coturn. About 15 s.
 # Usage: scripts/reach-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ speech "$work/b48.wav" "Hello, this is Bob. My network blocks UDP, so I reach th
 
 prefix=sfurc$$
 node_ns=$prefix-node
-names="alice bob carol turn"
+names="alice bob carol turn dave"
 cleanup() {
   for n in $names node; do ip netns pids "$prefix-$n" 2>/dev/null | xargs -r kill -TERM 2>/dev/null || true; done
   sleep 1
@@ -35,12 +36,18 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# node 10.214.0.1 (the bridge), alice .11, bob .12, carol .13, turn .14
+# node 10.214.0.1 (the bridge), alice .11, bob .12, carol .13, turn .14, dave .15; the bridge and dave also have
+# IPv6 (fd00:214::1 and ::15; nodad: usable at once), and dave's IPv4 media is dropped, so he reaches the node
+# over IPv6 only (the page still comes over IPv4).
 bridged_netns "$prefix" node 10.214.0 $names
 for n in bob carol; do
   ip netns exec "$prefix-$n" iptables -A OUTPUT -p udp -j DROP
   ip netns exec "$prefix-$n" iptables -A INPUT -p udp -j DROP
 done
+ip -n "$node_ns" addr add fd00:214::1/64 dev br0 nodad
+ip -n "$prefix-dave" addr add fd00:214::15/64 dev eth0 nodad
+ip netns exec "$prefix-dave" iptables -A OUTPUT -p udp -j DROP
+ip netns exec "$prefix-dave" iptables -A OUTPUT -p tcp -d 10.214.0.1 --dport 10000 -j DROP
 
 # coturn over TLS on 443 with a self-signed certificate, which carol's Chromium is told to accept
 # (--ignore-certificate-errors: Chromium checks a TURN server's certificate as it checks a web server's, and a
@@ -73,14 +80,15 @@ verbose
 CONF
 ip netns exec "$prefix-turn" turnserver -c "$work/turnserver.conf" > /dev/null 2>&1 &
 ns=$node_ns
-ip netns exec "$node_ns" "$sfu" serve --set workers=1 --set media.listen=10.214.0.1:10000 > "$work/node.log" 2>&1 &
+ip netns exec "$node_ns" "$sfu" serve --set workers=1 --set 'media.listen=["10.214.0.1:10000", "[fd00:214::1]:10000"]' \
+  > "$work/node.log" 2>&1 &
 wait_for_url http://127.0.0.1:8080/healthz
 for _ in $(seq 50); do ip netns exec "$prefix-turn" ss -ltn | grep -q ":443 " && break; sleep 0.1; done
-echo "== Reach: Chromium over UDP, over ICE-TCP with UDP blocked, and through coturn over TLS/443 with UDP blocked"
+echo "== Reach: Chromium over UDP, over ICE-TCP with UDP blocked, through coturn over TLS/443 with UDP blocked, and over IPv6"
 status=0
 timeout 180 ip netns exec "$node_ns" "$venv/bin/python" Tests/Browser/reach_test.py \
   --origin http://10.214.0.1:8801 --netns "$prefix" --speech "$work/a48.wav" "$work/b48.wav" \
-  --turn "turns:10.214.0.14:443?transport=tcp" --carol-flag=--ignore-certificate-errors "$@" || status=$?
+  --turn "turns:10.214.0.14:443?transport=tcp" --carol-flag=--ignore-certificate-errors --ipv6 "$@" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "!! reach test failed; node log:"; grep -v "room event" "$work/node.log" | tail -30
   echo "!! coturn log:"; tail -30 "$work/turn.log" 2>/dev/null || true

@@ -12,8 +12,9 @@
 #   browser           the demo in three headless Chromium browsers (scripts/browser-test.sh; SFU_BROWSER).
 #   shaped            Chromium publishers and a subscriber over shaped links, each in a network namespace of its
 #                     own: a capped downlink, a lossy uplink (scripts/shaped-test.sh; SFU_SHAPED).
-#   reach             Chromium over UDP, over ICE-TCP with UDP blocked, and through coturn over TLS/443 with UDP
-#                     blocked, each in a network namespace of its own (scripts/reach-test.sh; SFU_REACH).
+#   reach             Chromium over UDP, over ICE-TCP with UDP blocked, through coturn over TLS/443 with UDP
+#                     blocked, and over IPv6 to a dual-stack node, each in a network namespace of its own
+#                     (scripts/reach-test.sh; SFU_REACH).
 #   cluster           two node processes in network namespaces of their own share a registry and relay a room;
 #                     kill -9 of the room's home, the talker heard again on the survivor (scripts/cluster-test.sh;
 #                     SFU_CLUSTER).

@@ -42,7 +42,7 @@ t.path = async (kind) => {
   if (!pair) return { state: pc.iceConnectionState };
   const local = r.get(pair.localCandidateId), remote = r.get(pair.remoteCandidateId);
   return { state: pc.iceConnectionState, protocol: local.protocol, type: local.candidateType, relayProtocol: local.relayProtocol || null,
-           remoteProtocol: remote.protocol, remotePort: remote.port, tcpType: remote.tcpType || null };
+           remoteProtocol: remote.protocol, remotePort: remote.port, remoteAddress: remote.address, tcpType: remote.tcpType || null };
 };
 """
 PAGE_WITH_PATHS = PAGE.replace("</script>", EXTRA + "</script>")
@@ -64,6 +64,7 @@ def main():
     ap.add_argument("--turn-user", default="sfu")
     ap.add_argument("--turn-password", default="sfu-test")
     ap.add_argument("--carol-flag", action="append", default=[], help="an extra Chromium flag for carol")
+    ap.add_argument("--ipv6", action="store_true", help="dave reaches the node over IPv6 only (<prefix>-dave)")
     args = ap.parse_args()
     host, port = args.origin.split("//")[1].split(":")
     server = serve_page(PAGE_WITH_PATHS, host, int(port))
@@ -77,6 +78,8 @@ def main():
         browsers = [alice, bob]
         if args.turn:
             browsers.append(Chromium("carol", f"{args.netns}-carol", args.origin, profiles, args.speech[0], extra=args.carol_flag))
+        if args.ipv6:
+            browsers.append(Chromium("dave", f"{args.netns}-dave", args.origin, profiles, args.speech[1]))
         for b in browsers:
             b.open(args.origin + "/")
         ok = call(args, browsers, clock)
@@ -95,7 +98,7 @@ def call(args, browsers, clock):
     for b in browsers:
         api("POST", f"/v1/rooms/{room}/participants", {"participant": b.name})
     if args.turn:
-        carol = browsers[2]
+        carol = next(b for b in browsers if b.name == "carol")
         servers = [{"urls": [args.turn], "username": args.turn_user, "credential": args.turn_password}]
         carol.eval(f"t.useIceServers({json.dumps(servers)}, 'relay')")
     started = time.monotonic()
@@ -138,10 +141,12 @@ def call(args, browsers, clock):
                                            ", ".join(f"{n} {p['publish'] and p['publish'].get('state')}/{p['subscribe'] and p['subscribe'].get('state')}"
                                                      for n, p in paths.items()))
     checks["media flows both ways for everyone"] = (bool(flows), "each receives the others' audio (>100 packets) and video (>30 frames)")
-    expect = {"alice": ("udp", "host", False), "bob": ("tcp", "host", False)}
+    expect = {"alice": ("udp", "host", False, "ipv4"), "bob": ("tcp", "host", False, "ipv4")}
     if args.turn:
-        expect["carol"] = ("udp", "relay", True)
-    for name, (proto, ctype, relayed) in expect.items():
+        expect["carol"] = ("udp", "relay", True, "ipv4")
+    if args.ipv6:
+        expect["dave"] = ("udp", "host", False, "ipv6")
+    for name, (proto, ctype, relayed, family) in expect.items():
         for kind in ("publish", "subscribe"):
             p = paths[name][kind] or {}
             if name == "carol":
@@ -152,18 +157,21 @@ def call(args, browsers, clock):
                 # peer-reflexive from the node's answers.
                 ok = p.get("protocol") == proto and p.get("type") in ((ctype, "prflx") if proto == "tcp" else (ctype,)) and p.get("remoteProtocol") == proto
                 detail = f"local {p.get('protocol')} {p.get('type')} to the node's {p.get('remoteProtocol')} {p.get('tcpType') or ''} candidate"
-            checks[f"{name}'s {kind} pair is {proto if name != 'carol' else 'relayed over TLS'}"] = (ok, detail)
+            if name == "dave":
+                ok = ok and ":" in str(p.get("remoteAddress"))
+                detail += f" at {p.get('remoteAddress')}"
+            checks[f"{name}'s {kind} pair is {proto if name != 'carol' else 'relayed over TLS'}{' over IPv6' if family == 'ipv6' else ''}"] = (ok, detail)
         node_proto = "udp" if relayed else proto
         s = stats.get(name, {})
         pub, sub = s.get("publish_transport") or {}, s.get("subscribe_transport") or {}
-        ok = all(x.get("protocol") == node_proto and x.get("relayed") == relayed and x.get("family") == "ipv4" for x in (pub, sub))
-        checks[f"the node says {name} is on {node_proto}{' relayed' if relayed else ''}"] = (ok, f"stats publish {pub}, subscribe {sub}")
+        ok = all(x.get("protocol") == node_proto and x.get("relayed") == relayed and x.get("family") == family for x in (pub, sub))
+        checks[f"the node says {name} is on {node_proto}{' relayed' if relayed else ''} {family}"] = (ok, f"stats publish {pub}, subscribe {sub}")
         ev = connected_events.get(name, [])
         ok = len(ev) >= 2 and all(x.get("protocol") == node_proto and x.get("relayed") == relayed for x in ev)
         checks[f"{name}'s participant_state connected events carry that path"] = (ok, f"{ev}")
     checks["the node counts ICE-TCP frames"] = (tcp_frames_in > 100, f"sfu_tcp_frames_received_total {tcp_frames_in:.0f}")
     events.close()
-    return report(checks, "Reach: UDP, ICE-TCP" + (", TURN over TLS" if args.turn else ""))
+    return report(checks, "Reach: UDP, ICE-TCP" + (", TURN over TLS" if args.turn else "") + (", IPv6" if args.ipv6 else ""))
 
 
 def urllib_text(url):

@@ -54,7 +54,24 @@ public struct SessionDescription: Sendable, Equatable {
         }
         guard sawVersion else { throw SDPError(line: 1, text: "", reason: "empty description") }
         if let m = current { d.media.append(m) }
+        d.applySessionExtmaps()
         return d
+    }
+
+    /// RFC 8285 section 5: an `a=extmap` at session level applies to every media section that does not map
+    /// the same id itself (some clients write them there; browsers write them per m-line). Each media section
+    /// gets a copy, so what reads `MediaDescription.extmaps` sees them.
+    mutating func applySessionExtmaps() {
+        let shared = attributes.filter { $0.key == "extmap" }
+        guard !shared.isEmpty else { return }
+        for i in media.indices {
+            let own = Set(media[i].extmaps.keys)
+            for a in shared {
+                guard let idText = (a.value ?? "").split(separator: " ").first?.split(separator: "/").first,
+                      let id = UInt8(idText), !own.contains(id) else { continue }
+                media[i].attributes.append(a)
+            }
+        }
     }
 
     /// The description as text with CRLF line ends (RFC 8866 section 5).

@@ -25,7 +25,7 @@ speech "$work/b48.wav" "Hello, this is Bob. My network blocks UDP, so I reach th
 
 prefix=sfurc$$
 node_ns=$prefix-node
-names="alice bob carol turn dave"
+names="alice bob carol turn dave erin"
 cleanup() {
   for n in $names node; do ip netns pids "$prefix-$n" 2>/dev/null | xargs -r kill -TERM 2>/dev/null || true; done
   sleep 1
@@ -88,9 +88,9 @@ echo "== Reach: Chromium over UDP, over ICE-TCP with UDP blocked, through coturn
 status=0
 timeout 180 ip netns exec "$node_ns" "$venv/bin/python" Tests/Browser/reach_test.py \
   --origin http://10.214.0.1:8801 --netns "$prefix" --speech "$work/a48.wav" "$work/b48.wav" \
-  --turn "turns:10.214.0.14:443?transport=tcp" --carol-flag=--ignore-certificate-errors --ipv6 "$@" || status=$?
+  --turn "turns:10.214.0.14:443?transport=tcp" --carol-flag=--ignore-certificate-errors --ipv6 --firefox "$@" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "!! reach test failed; node log:"; grep -v "room event" "$work/node.log" | tail -30
-  echo "!! coturn log:"; tail -30 "$work/turn.log" 2>/dev/null || true
+  echo "!! coturn log:"; grep -v "^0: :" "$work/turn.log" 2>/dev/null | tail -20 || true
 fi
 exit "$status"

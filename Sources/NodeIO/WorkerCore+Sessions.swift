@@ -141,7 +141,7 @@ extension WorkerCore {
                 transportCounters.dtlsHandshakes &+= 1
                 // The path as it stands when the transport connects (the nominated pair, else the one the
                 // client's checks last came from): `connected` reports it; a nomination later corrects it.
-                if let agent = edge.router.agent(conn), let a = agent.selected ?? agent.latestCheckedAddress {
+                if let agent = edge.router.agent(conn), let a = agent.currentAddress {
                     s.room.setPath(connection: conn, s.remote.path(from: a))
                 }
                 do {

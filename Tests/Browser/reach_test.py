@@ -17,7 +17,8 @@ udp / tcp / relayed for each; the node counts ICE-TCP connections and frames in 
 """
 import argparse, json, shutil, sys, tempfile, time
 
-from shaped_test import PAGE, Chromium, Events, api, inbound_totals, wait
+from firefox_bidi import Firefox
+from shaped_test import PAGE, Chromium, Events, api, wait
 from static_page import serve_page
 
 # What the page needs beyond the shaped test's: the selected pair's local candidate, and ICE servers.
@@ -38,6 +39,8 @@ t.path = async (kind) => {
   const r = await pc.getStats();
   let pairId = null;
   r.forEach((s) => { if (s.type === "transport" && s.selectedCandidatePairId) pairId = s.selectedCandidatePairId; });
+  // Firefox has no transport stats: its selected pair says so itself.
+  if (!pairId) r.forEach((s) => { if (s.type === "candidate-pair" && (s.selected || (s.nominated && s.state === "succeeded"))) pairId = s.id; });
   const pair = pairId && r.get(pairId);
   if (!pair) return { state: pc.iceConnectionState };
   const local = r.get(pair.localCandidateId), remote = r.get(pair.remoteCandidateId);
@@ -65,6 +68,7 @@ def main():
     ap.add_argument("--turn-password", default="sfu-test")
     ap.add_argument("--carol-flag", action="append", default=[], help="an extra Chromium flag for carol")
     ap.add_argument("--ipv6", action="store_true", help="dave reaches the node over IPv6 only (<prefix>-dave)")
+    ap.add_argument("--firefox", action="store_true", help="erin is a headless Firefox ESR on an open network (<prefix>-erin)")
     args = ap.parse_args()
     host, port = args.origin.split("//")[1].split(":")
     server = serve_page(PAGE_WITH_PATHS, host, int(port))
@@ -80,6 +84,8 @@ def main():
             browsers.append(Chromium("carol", f"{args.netns}-carol", args.origin, profiles, args.speech[0], extra=args.carol_flag))
         if args.ipv6:
             browsers.append(Chromium("dave", f"{args.netns}-dave", args.origin, profiles, args.speech[1]))
+        if args.firefox:
+            browsers.append(Firefox("erin", f"{args.netns}-erin", args.origin, profiles))
         for b in browsers:
             b.open(args.origin + "/")
         ok = call(args, browsers, clock)
@@ -97,6 +103,10 @@ def call(args, browsers, clock):
     events = Events(room, clock)
     for b in browsers:
         api("POST", f"/v1/rooms/{room}/participants", {"participant": b.name})
+    if args.firefox:
+        # Firefox pinned by a moderator who never connects: its camera and voice are in everyone's two slots.
+        api("POST", f"/v1/rooms/{room}/participants", {"participant": "mod", "role": "moderator"})
+        api("POST", f"/v1/rooms/{room}/pins", {"by": "mod", "add": ["erin"]})
     if args.turn:
         carol = next(b for b in browsers if b.name == "carol")
         servers = [{"urls": [args.turn], "username": args.turn_user, "credential": args.turn_password}]
@@ -114,17 +124,17 @@ def call(args, browsers, clock):
     connected = wait(lambda: all((b.eval("t.path('publish')") or {}).get("state") in ("connected", "completed")
                                  and (b.eval("t.path('subscribe')") or {}).get("state") in ("connected", "completed") for b in browsers), 30)
     connect_seconds = time.monotonic() - started
-    # Media both ways: each browser receives the others' audio and video, and they receive its own.
+    # Media both ways: each browser receives the others' audio and video, and they receive its own. Summed over
+    # every inbound stream by its kind (Firefox's inbound-rtp stats name no mid).
+    def received(b):
+        inbound = ((b.stats() or {}).get("subscribe") or {}).get("inbound") or {}
+        entries = [e for es in inbound.values() for e in es]
+        audio = sum(e.get("packetsReceived", 0) or 0 for e in entries if e.get("kind") == "audio")
+        frames = sum(e.get("framesDecoded", 0) or 0 for e in entries if e.get("kind") == "video")
+        return audio, frames
+
     def flowing():
-        for b in browsers:
-            stats = b.stats() or {}
-            mids = ((stats.get("subscribe") or {}).get("inbound") or {}).keys()
-            totals = [inbound_totals(stats, m) for m in mids]
-            audio = sum(t["packetsReceived"] for t, m in zip(totals, mids) if b.eval(f"t.kinds[{json.dumps(m)}]") == "audio")
-            frames = sum(t["framesDecoded"] for t in totals)
-            if audio < 100 or frames < 30:
-                return False
-        return True
+        return all(a >= 100 and f >= 30 for a, f in map(received, browsers))
     flows = wait(flowing, 30, step=0.5)
     time.sleep(1)
     paths = {b.name: {k: b.eval(f"t.path('{k}')") for k in ("publish", "subscribe")} for b in browsers}
@@ -140,12 +150,34 @@ def call(args, browsers, clock):
     checks["every transport connected"] = (bool(connected), f"in {connect_seconds:.1f} s: " +
                                            ", ".join(f"{n} {p['publish'] and p['publish'].get('state')}/{p['subscribe'] and p['subscribe'].get('state')}"
                                                      for n, p in paths.items()))
-    checks["media flows both ways for everyone"] = (bool(flows), "each receives the others' audio (>100 packets) and video (>30 frames)")
+    checks["media flows both ways for everyone"] = (bool(flows), "each receives the others' audio (>100 packets) and video (>30 frames): " +
+                                                    ", ".join(f"{b.name} {a} audio packets, {f} frames" for b, (a, f) in zip(browsers, map(received, browsers))))
+    if args.firefox:
+        # Firefox's media reaches the others: each Chromium decodes frames from a slot the node mapped to erin.
+        # Pinned, erin holds an audio and a video slot of every other browser once its estimate allows two videos
+        # (the first seconds may give one, to the loudest talker): waited for, up to 20 s.
+        others = [b for b in browsers if b.name != "erin"]
+        seen = {}
+
+        def erin_everywhere():
+            slots = {e["participant"]: {s["kind"]: s["mid"] for s in e["slots"] if s.get("participant") == "erin"}
+                     for _, e in events.of("active_talkers") if e.get("participant") != "erin"}
+            decoded = {}
+            for b in others:
+                video_mid = slots.get(b.name, {}).get("video")
+                entries = (((b.stats() or {}).get("subscribe") or {}).get("inbound") or {}).get(video_mid, []) if video_mid else []
+                decoded[b.name] = sum(e.get("framesDecoded", 0) or 0 for e in entries)
+            seen.update(slots=slots, decoded=decoded)
+            return all(set(slots.get(b.name, {})) == {"audio", "video"} and decoded[b.name] > 10 for b in others)
+        ok = wait(erin_everywhere, 20, step=0.5)
+        checks["Firefox's audio and video go to the others"] = (bool(ok), f"slots mapped to erin: {seen.get('slots')}; frames of erin decoded: {seen.get('decoded')}")
     expect = {"alice": ("udp", "host", False, "ipv4"), "bob": ("tcp", "host", False, "ipv4")}
     if args.turn:
         expect["carol"] = ("udp", "relay", True, "ipv4")
     if args.ipv6:
         expect["dave"] = ("udp", "host", False, "ipv6")
+    if args.firefox:
+        expect["erin"] = ("udp", "host", False, "ipv4")
     for name, (proto, ctype, relayed, family) in expect.items():
         for kind in ("publish", "subscribe"):
             p = paths[name][kind] or {}
@@ -171,7 +203,8 @@ def call(args, browsers, clock):
         checks[f"{name}'s participant_state connected events carry that path"] = (ok, f"{ev}")
     checks["the node counts ICE-TCP frames"] = (tcp_frames_in > 100, f"sfu_tcp_frames_received_total {tcp_frames_in:.0f}")
     events.close()
-    return report(checks, "Reach: UDP, ICE-TCP" + (", TURN over TLS" if args.turn else "") + (", IPv6" if args.ipv6 else ""))
+    return report(checks, "Reach: UDP, ICE-TCP" + (", TURN over TLS" if args.turn else "") + (", IPv6" if args.ipv6 else "")
+                  + (", Firefox" if args.firefox else ""))
 
 
 def urllib_text(url):

@@ -20,6 +20,29 @@ import Testing
         bytes.withUnsafeBytes { r.route($0, from: from, now: .milliseconds(ms)) }
     }
 
+    @Test func aNominatedUDPPairWithFreshChecksKeepsItsPlaceAgainstATCPNomination() {
+        // Firefox nominates aggressively: USE-CANDIDATE on its checks of every pair, its TCP pair too. The
+        // node's UDP candidate outranks its TCP one (RFC 8445 section 8.1.1: the highest-priority nominated pair).
+        let (router, agent, c) = setUp()
+        let tcp = TransportAddress(ip: wifi.ip, port: 40_000, tcp: true)
+        #expect(agent.currentAddress == nil)
+        _ = route(router, c.bindingRequest(nominate: false), from: tcp, at: 0)
+        _ = route(router, c.bindingRequest(nominate: false), from: wifi, at: 5)
+        _ = route(router, c.bindingRequest(nominate: false), from: tcp, at: 10)
+        #expect(agent.currentAddress == wifi, "before a nomination: the checked UDP pair, not the latest check")
+        _ = route(router, c.bindingRequest(nominate: true), from: wifi, at: 20)
+        _ = route(router, c.bindingRequest(nominate: true), from: tcp, at: 30)
+        #expect(agent.selected == wifi, "UDP checked 10 ms ago stays")
+        _ = route(router, c.bindingRequest(nominate: true), from: tcp, at: 9_000)
+        #expect(agent.selected == wifi, "still within disconnectedAfter")
+        _ = route(router, c.bindingRequest(nominate: true), from: tcp, at: 10_100)
+        #expect(agent.selected == tcp, "UDP gone quiet: the TCP nomination takes over")
+        _ = route(router, c.bindingRequest(nominate: true), from: wifi, at: 10_200)
+        #expect(agent.selected == wifi, "and UDP back outranks it again")
+        _ = route(router, c.bindingRequest(nominate: true), from: lte, at: 10_300)
+        #expect(agent.selected == lte, "a UDP nomination follows the latest, as a roaming client's")
+    }
+
     @Test func validCheckIsAnsweredAndValidatesItsAddress() {
         let (router, agent, c) = setUp()
         #expect(route(router, rtp, from: wifi, at: 0) == .dropped(.unvalidatedAddress), "media before a check is dropped")

@@ -94,9 +94,27 @@ public final class ICELiteAgent {
 
     public var validatedAddresses: [TransportAddress] { Array(lastCheck.keys) }
 
-    /// The address the latest valid check came from: the pair a client uses before it nominates one (a
-    /// browser starts DTLS on a working pair and nominates it later).
-    public var latestCheckedAddress: TransportAddress? { latestCheck?.address }
+    /// The pair media goes on, or will: the nominated one, else the checked one a client would choose - UDP
+    /// before TCP (the node's UDP candidates outrank its TCP one), the most recent of each.
+    public var currentAddress: TransportAddress? {
+        if let s = selected { return s }
+        var best: (address: TransportAddress, at: MonoTime)?
+        for (a, t) in lastCheck {
+            guard let b = best else { best = (a, t); continue }
+            if (b.address.isTCP && !a.isTCP) || (b.address.isTCP == a.isTCP && t > b.at) { best = (a, t) }
+        }
+        return best?.address
+    }
+
+    /// Whether the selected pair keeps its place against a nomination from `from`: RFC 8445 section 8.1.1 - of
+    /// several nominated pairs the highest-priority one is used. A client that nominates aggressively (Firefox
+    /// sets USE-CANDIDATE on its checks of every pair) nominates its TCP pair beside its UDP one; the node's
+    /// UDP candidate outranks its TCP one, so a UDP pair whose checks are fresh (within `disconnectedAfter`)
+    /// stays. A UDP pair gone quiet gives way, so a client that lost UDP moves to TCP.
+    func outranks(_ current: TransportAddress?, _ from: TransportAddress, now: MonoTime) -> Bool {
+        guard let current, !current.isTCP, from.isTCP, let last = lastCheck[current] else { return false }
+        return now - last < disconnectedAfter
+    }
 
     /// Answers a Binding request from `from`. Returns the response datagram, or why the request was refused
     /// (an error response is returned for requests that authenticate but cannot be honoured).
@@ -133,7 +151,7 @@ public final class ICELiteAgent {
         lastCheck[from] = now
         latestCheck = (from, now)
         checksAnswered += 1
-        if m.useCandidate, selected != from {
+        if m.useCandidate, selected != from, !outranks(selected, from, now: now) {
             selected = from
             events.append(.selectedAddressChanged(from))
         }

@@ -5,7 +5,8 @@
 # candidate) reaches the node; carol's drops UDP too, and she uses a coturn server in its own namespace over
 # TLS on port 443, which relays to the node over UDP. All addresses are private (10.214.0.0/24), nothing is
 # routed anywhere else, and every namespace is deleted at the end (Tests/Browser/reach_test.py has the checks).
-# dave has IPv6 beside IPv4 and his IPv4 media dropped: he reaches the dual-stack node over IPv6.
+# dave has IPv6 beside IPv4 and his IPv4 media dropped: he reaches the dual-stack node over IPv6. erin is a
+# headless Firefox ESR (WebDriver BiDi) on an open network, publishing and subscribing beside them.
 # Needs root, Debian's chromium, iptables and coturn. About 15 s.
 # Usage: scripts/reach-test.sh [sfu binary, tested as it is; without one, builds .build/debug/sfu]
 set -euo pipefail

@@ -13,7 +13,7 @@
 #   shaped            Chromium publishers and a subscriber over shaped links, each in a network namespace of its
 #                     own: a capped downlink, a lossy uplink (scripts/shaped-test.sh; SFU_SHAPED).
 #   reach             Chromium over UDP, over ICE-TCP with UDP blocked, through coturn over TLS/443 with UDP
-#                     blocked, and over IPv6 to a dual-stack node, each in a network namespace of its own
+#                     blocked, over IPv6 to a dual-stack node, and Firefox ESR, each in a network namespace of its own
 #                     (scripts/reach-test.sh; SFU_REACH).
 #   cluster           two node processes in network namespaces of their own share a registry and relay a room;
 #                     kill -9 of the room's home, the talker heard again on the survivor (scripts/cluster-test.sh;

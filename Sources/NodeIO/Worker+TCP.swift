@@ -13,7 +13,11 @@ extension Worker {
             // The UDP batch has been processed: its first buffer is the scratch a frame is decrypted in.
             n += tcp.receive(budget: budget / tcpPorts.count, scratch: rx.buffer(0), now: now,
                              isKnown: { core.edge.routes($0, now: now) },
-                             deliver: { buffer, length, from in core.receive(buffer, length: length, from: from, now: now) })
+                             deliver: { [self] buffer, length, from in
+                                 core.receive(buffer, length: length, from: from, now: now)
+                                 // As for datagrams: out before the batch fills (a frame may fan out to many).
+                                 if needsFlush(core) { flush(core) }
+                             })
         }
         if n > 0 { flush(core) }
         return n

@@ -418,7 +418,7 @@ public final class Worker: @unchecked Sendable {
     /// Whether to send or hand over now, before the rooms write more: the socket batch or a handoff is over
     /// half full. A handoff whose worker held every batch at the last try waits for the socket batch's turn,
     /// so a slow peer does not turn every datagram into a syscall here.
-    private func needsFlush(_ core: WorkerCore) -> Bool {
+    func needsFlush(_ core: WorkerCore) -> Bool {
         core.batch.count > core.batch.capacity / 2 || (!links.blocked && core.handoffsNeedFlush)
     }
 

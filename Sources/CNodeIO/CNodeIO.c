@@ -45,6 +45,9 @@ static void from_sockaddr(const struct sockaddr_storage *s, sfu_address *a) {
 int sfu_udp_open(const sfu_address *local, sfu_address *bound, int buffer_bytes) {
     int fd = socket(local->family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
+    // An IPv6 socket takes IPv6 alone: a dual-stack node binds an IPv4 socket on the same port beside it, and
+    // IPv4 clients must not arrive as ::ffff:a.b.c.d on the IPv6 one.
+    if (local->family == 6) { int one = 1; setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one); }
     if (buffer_bytes > 0) {
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes);
@@ -280,4 +283,16 @@ int sfu_tcp_connect(const sfu_address *remote, sfu_address *local) {
     socklen_t len = sizeof s;
     if (getsockname(fd, (struct sockaddr *)&s, &len) == 0 && local) from_sockaddr(&s, local);
     return fd;
+}
+
+#include <sys/resource.h>
+
+long sfu_raise_descriptor_limit(void) {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) < 0) return -errno;
+    if (r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &r) < 0) return -errno;
+    }
+    return (long)r.rlim_cur;
 }

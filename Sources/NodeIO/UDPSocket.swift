@@ -36,6 +36,8 @@ public final class UDPSocket {
     /// Set on a dual-stack worker's sockets: datagrams to the other address family are left to the other socket
     /// (neither sent nor counted here).
     public var leavesOtherFamily = false
+    /// Whether a datagram without a destination is counted here (all but a dual-stack worker's second socket).
+    public var countsUnroutable = true
     /// Cleared when the kernel says it cannot segment: plain batches from then on.
     private var gsoWorks = true
     /// Socket-level totals for metrics (worker thread only, like every other member).
@@ -162,7 +164,9 @@ public final class UDPSocket {
                 lastTo = destination(id)
             }
             guard let to = lastTo else {
-                if id != .none { sendDrops += 1 }  // `.none`: discarded before the send, and counted there
+                // `.none`: discarded before the send, and counted there. On a dual-stack worker the first socket
+                // counts the rest (each socket sees the whole batch).
+                if id != .none, countsUnroutable { sendDrops += 1 }
                 i += 1
                 continue
             }

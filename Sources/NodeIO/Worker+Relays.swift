@@ -61,6 +61,7 @@ extension Worker {
                 for i in 0..<n {
                     if rx.isTruncated(i) { oversizedDrops &+= 1; continue }
                     core.receiveRelay(rx.buffer(i), length: rx.length(i), on: id, now: now, arrival: rx.arrival(i))
+                    if needsFlush(core) { flush(core) }  // a relayed packet fans out to the room's subscribers
                 }
                 flush(core)
                 fromThis += n

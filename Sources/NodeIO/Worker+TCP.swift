@@ -12,7 +12,7 @@ extension Worker {
             let now = MonoClock.now()
             // The UDP batch has been processed: its first buffer is the scratch a frame is decrypted in.
             n += tcp.receive(budget: budget / tcpPorts.count, scratch: rx.buffer(0), now: now,
-                             isKnown: { core.edge.routes($0, now: now) },
+                             transportOf: { core.edge.transport(of: $0, now: now) },
                              deliver: { [self] buffer, length, from in
                                  core.receive(buffer, length: length, from: from, now: now)
                                  // As for datagrams: out before the batch fills (a frame may fan out to many).
@@ -28,6 +28,6 @@ extension Worker {
         let now = MonoClock.now()
         guard now >= nextTCPTick else { return }
         nextTCPTick = now + .seconds(1)
-        for tcp in tcpPorts { tcp.tick(now: now, isKnown: { core.edge.routes($0, now: now) }) }
+        for tcp in tcpPorts { tcp.tick(now: now, transportOf: { core.edge.transport(of: $0, now: now) }) }
     }
 }

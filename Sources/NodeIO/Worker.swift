@@ -138,7 +138,10 @@ public final class Worker: @unchecked Sendable {
         sockets = [socket] + also.map(\.udp)
         tcpPorts = ([tcp] + also.map(\.tcp)).compactMap { $0 }
         // A dual-stack worker's sockets each send their own family's datagrams and leave the other's.
-        if sockets.count > 1 { for s in sockets { s.leavesOtherFamily = true } }
+        if sockets.count > 1 {
+            for s in sockets { s.leavesOtherFamily = true }
+            for s in sockets.dropFirst() { s.countsUnroutable = false }
+        }
         // UDP candidates first (they outrank TCP's), then the TCP ports': their own addresses and, for each
         // announced address, the same IP with the TCP port of its family (the UDP port's number when they match).
         var candidates = sockets.map(\.local) + announced

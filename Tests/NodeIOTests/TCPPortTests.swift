@@ -12,6 +12,9 @@ import WebRTCEdge
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         var received: [(TransportAddress, [UInt8])] = []
         var known: Set<TransportAddress> = []
+        /// The transport a known address routes to: its own (by port) unless set here.
+        var transportOf: [TransportAddress: ConnectionID] = [:]
+        func transport(_ a: TransportAddress) -> ConnectionID? { known.contains(a) ? transportOf[a] ?? ConnectionID(UInt64(a.port)) : nil }
 
         init(_ limits: TCPLimits = .init()) throws {
             port = try TCPPort(bind: TransportAddress("127.0.0.1:0")!, limits: limits)
@@ -23,7 +26,7 @@ import WebRTCEdge
         func pump(now: MonoTime = .seconds(1), until done: () -> Bool) {
             let end = Date().addingTimeInterval(2)
             repeat {
-                _ = port.receive(budget: 1000, scratch: scratch, now: now, isKnown: { self.known.contains($0) }) { buf, n, from in
+                _ = port.receive(budget: 1000, scratch: scratch, now: now, transportOf: { self.transport($0) }) { buf, n, from in
                     self.received.append((from, Array(UnsafeRawBufferPointer(rebasing: buf[0..<n]))))
                 }
                 if done() { return }
@@ -64,9 +67,9 @@ import WebRTCEdge
         let talker = try h.connect()
         h.pump(now: .seconds(1)) { h.port.connectionCount == 2 }
         h.known.insert(talker.local)  // its check passed
-        h.port.tick(now: .seconds(5.9)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(5.9)) { h.transport($0) }
         #expect(h.port.connectionCount == 2, "not yet")
-        h.port.tick(now: .seconds(6)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(6)) { h.transport($0) }
         #expect(!h.port.isOpen(silent.local) && h.port.isOpen(talker.local))
         #expect(h.port.snapshot.closed(.unauthenticatedTimeout) == 1)
         // The silent client sees its connection reset.
@@ -75,7 +78,7 @@ import WebRTCEdge
         #expect(silent.isClosed)
         // A transport that is gone takes its connection with it.
         h.known.removeAll()
-        h.port.tick(now: .seconds(7)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(7)) { h.transport($0) }
         #expect(h.port.connectionCount == 0 && h.port.snapshot.closed(.transportGone) == 1)
     }
 
@@ -94,11 +97,13 @@ import WebRTCEdge
         #expect(h.port.snapshot.closed(.unauthenticatedEvicted) == 1)
         // Authenticated connections fill the rest; past the cap a new connection is reset at once.
         for c in clients[1...] { h.known.insert(c.local) }
-        h.port.tick(now: .seconds(5)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(5)) { h.transport($0) }
         #expect(h.port.snapshot.unauthenticated == 0)
         clients.append(try h.connect())
         clients.append(try h.connect())
         h.pump(now: .seconds(5)) { h.port.connectionCount == 6 }
+        for c in clients.suffix(2) { h.known.insert(c.local) }
+        h.port.tick(now: .seconds(5)) { h.transport($0) }
         let extra = try h.connect()
         h.pump(now: .seconds(5)) { h.port.snapshot.closed(.overCapacity) == 1 }
         #expect(h.port.connectionCount == 6 && !h.port.isOpen(extra.local))
@@ -120,9 +125,9 @@ import WebRTCEdge
         }
         #expect(refused == 10, "the kernel's buffers and the port's filled, then frames were refused")
         #expect(h.port.snapshot.sendDrops == 10)
-        h.port.tick(now: .seconds(5.5)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(5.5)) { h.transport($0) }
         #expect(h.port.isOpen(slow.local), "not stuck long enough yet")
-        h.port.tick(now: .seconds(6)) { h.known.contains($0) }
+        h.port.tick(now: .seconds(6)) { h.transport($0) }
         #expect(!h.port.isOpen(slow.local) && h.port.snapshot.closed(.stalled) == 1)
     }
 
@@ -135,5 +140,52 @@ import WebRTCEdge
         h.pump { h.received.count == 1 }
         #expect(h.received.map(\.1) == [[7, 7]])
         #expect(h.port.snapshot.badFrames == 2)
+    }
+
+    @Test func aTransportKeepsTwoConnectionsAndTheOldestExtraGoes() throws {
+        let h = try Harness()
+        let clients = try (0..<4).map { _ in try h.connect() }
+        h.pump { h.port.connectionCount == 4 }
+        // All four pass checks with the same credentials: one transport.
+        for c in clients {
+            h.known.insert(c.local)
+            h.transportOf[c.local] = ConnectionID(42)
+        }
+        h.port.tick(now: .seconds(2)) { h.transport($0) }
+        #expect(h.port.connectionCount == 2 && h.port.snapshot.closed(.transportExcess) == 2)
+        #expect(h.port.isOpen(clients[2].local) && h.port.isOpen(clients[3].local), "the newest two stay")
+    }
+
+    @Test func aFullPortMakesRoomByClosingASilentConnectionNotRefusingTheNewOne() throws {
+        var limits = TCPLimits()
+        limits.maxConnections = 3
+        let h = try Harness(limits)
+        let a = try h.connect(), b = try h.connect(), silent = try h.connect()
+        h.pump(now: .seconds(1)) { h.port.connectionCount == 3 }
+        h.known.formUnion([a.local, b.local])
+        h.port.tick(now: .seconds(1)) { h.transport($0) }
+        let late = try h.connect()
+        h.pump(now: .seconds(2)) { h.port.snapshot.accepted == 4 }
+        #expect(h.port.isOpen(late.local) && !h.port.isOpen(silent.local) && h.port.isOpen(a.local))
+        #expect(h.port.snapshot.closed(.unauthenticatedEvicted) == 1 && h.port.snapshot.closed(.overCapacity) == 0)
+        // Full of authenticated ones, a new connection is refused.
+        h.known.insert(late.local)
+        h.port.tick(now: .seconds(2)) { h.transport($0) }
+        let refused = try h.connect()
+        h.pump(now: .seconds(3)) { h.port.snapshot.closed(.overCapacity) == 1 }
+        #expect(!h.port.isOpen(refused.local) && h.port.connectionCount == 3)
+    }
+
+    @Test func aConnectionsFirstFrameIsReadWhenItIsAccepted() throws {
+        let h = try Harness()
+        let c = try h.connect()
+        #expect(c.send([9, 9, 9]))
+        usleep(20_000)  // the connection and its frame both wait before the port looks
+        var work = 0
+        _ = h.port.receive(budget: 100, scratch: h.scratch, now: .seconds(1), transportOf: { h.transport($0) }) { buf, n, from in
+            h.received.append((from, Array(UnsafeRawBufferPointer(rebasing: buf[0..<n]))))
+            work += 1
+        }
+        #expect(h.received.map(\.1) == [[9, 9, 9]], "accepted and read in one pass")
     }
 }

@@ -86,3 +86,10 @@ int sfu_epoll_ready(int epoll_fd, uint64_t *tokens, uint8_t *bits, int count, in
 /// TCP_NODELAY; returns the fd or -errno. `local` gets the address the kernel bound.
 int sfu_tcp_connect(const sfu_address *remote, sfu_address *local);
 #endif
+
+#ifndef SFU_CNODEIO_LIMITS
+#define SFU_CNODEIO_LIMITS
+/// Raises the soft limit on open descriptors to the hard limit (ICE-TCP connections are descriptors); returns
+/// the soft limit in force after, or -errno.
+long sfu_raise_descriptor_limit(void);
+#endif

@@ -94,17 +94,25 @@ public struct FrameWriter: ~Copyable {
 
     deinit { storage?.deallocate() }
 
-    /// Appends one frame; false (nothing appended) when it would not fit beside what waits.
+    /// Appends one frame; false (nothing appended) when it would not fit beside what waits. The buffer starts
+    /// at 16 KiB and doubles up to `capacity` only while a reader falls behind.
     public mutating func append(_ packet: UnsafeRawBufferPointer) -> Bool {
         guard packet.count > 0, packet.count <= 0xFFFF else { return false }
         let need = packet.count + 2
-        if storage == nil { storage = .allocate(byteCount: capacity, alignment: 16) }
-        let s = storage!
+        if storage == nil { storage = .allocate(byteCount: min(capacity, 16 * 1024), alignment: 16) }
+        var s = storage!
         if s.count - end < need, start > 0 {
             let n = end - start
             if n > 0 { s.baseAddress!.copyMemory(from: s.baseAddress! + start, byteCount: n) }
             start = 0
             end = n
+        }
+        if s.count - end < need, s.count < capacity {
+            let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: min(capacity, max(s.count * 2, end + need)), alignment: 16)
+            if end > 0 { grown.baseAddress!.copyMemory(from: s.baseAddress!, byteCount: end) }
+            s.deallocate()
+            storage = grown
+            s = grown
         }
         guard s.count - end >= need else { return false }
         s[end] = UInt8(packet.count >> 8)

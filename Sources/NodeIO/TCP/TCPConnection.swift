@@ -10,8 +10,9 @@ final class TCPConnection {
     let accepted: MonoTime
     var reader = FrameReader()
     var writer: FrameWriter
-    /// An ICE check from it passed: it carries a transport.
+    /// An ICE check from it passed: it carries a transport (`transport`).
     var authenticated = false
+    var transport: ConnectionID?
     /// Whether epoll watches it for writability (only while frames wait).
     var watchingWrites = false
     /// In the port's list of connections with frames to write this pass.

@@ -8,6 +8,9 @@ public struct TCPLimits: Sendable, Equatable {
     /// Connections that have not passed an ICE check yet; a new one past it closes the oldest of them, so a
     /// flood of silent connections cannot keep a real client (who sends its check at once) out.
     public var maxUnauthenticated = 64
+    /// Connections one transport keeps: a client has one per transport (two while it moves), so more are
+    /// another connection checked with the same credentials - the oldest of them is closed.
+    public var perTransport = 2
     /// How long a connection may stay without passing an ICE check.
     public var unauthenticatedTimeout: MonoTime.Interval = .seconds(5)
     /// Bytes of frames waiting for one slow reader beyond the kernel's buffer; past it frames are dropped.
@@ -22,7 +25,7 @@ public struct TCPLimits: Sendable, Equatable {
 public enum TCPCloseReason: Int, CaseIterable, Sendable, CustomStringConvertible {
     /// The client closed it or it failed (reset, error).
     case peerClosed
-    /// Past `maxConnections`.
+    /// Past `maxConnections`, with none waiting for a check to make room.
     case overCapacity
     /// Past `maxUnauthenticated`: the oldest silent connection made room for a new one.
     case unauthenticatedEvicted
@@ -34,6 +37,10 @@ public enum TCPCloseReason: Int, CaseIterable, Sendable, CustomStringConvertible
     case stalled
     /// The worker stopped.
     case shutdown
+    /// One transport's connection past `perTransport` (the oldest goes).
+    case transportExcess
+    /// The node ran out of file descriptors: the listener rests until the next second (counted per refusal).
+    case noDescriptors
 
     public var description: String {
         switch self {
@@ -44,6 +51,8 @@ public enum TCPCloseReason: Int, CaseIterable, Sendable, CustomStringConvertible
         case .transportGone: "transport_gone"
         case .stalled: "stalled"
         case .shutdown: "shutdown"
+        case .transportExcess: "transport_excess"
+        case .noDescriptors: "no_descriptors"
         }
     }
 }

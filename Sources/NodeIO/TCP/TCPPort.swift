@@ -26,8 +26,16 @@ public final class TCPPort {
     private var bits = [UInt8](repeating: 0, count: 64)
     public private(set) var counters = TCPCounters()
     private var unauthenticated = 0
+    /// The listener is out of the epoll set after the node ran out of descriptors (it would be readable on
+    /// every pass while connections wait in its backlog); `tick` puts it back.
+    private var listenerResting = false
+
+    /// Raises the process's descriptor limit to its hard limit, once: every ICE-TCP connection is a
+    /// descriptor (Debian's default soft limit is 1,024). Returns the limit in force.
+    public static let descriptorLimit: Int = Int(sfu_raise_descriptor_limit())
 
     public init(bind address: TransportAddress, limits: TCPLimits = .init()) throws(UDPSocket.Failure) {
+        _ = Self.descriptorLimit
         var requested = UDPSocket.cAddress(address)
         var bound = sfu_address()
         let fd = sfu_tcp_listen(&requested, &bound, 1024)
@@ -60,39 +68,58 @@ public final class TCPPort {
 
     // MARK: Reading
 
-    /// Accepts and reads what is ready, at most `budget` frames: each frame is copied into `scratch` (the
-    /// media path decrypts in place) and handed to `deliver` with its length and source. `isKnown` says whether
-    /// the edge now routes an address (a check passed): a connection is authenticated from then on.
-    /// Returns the frames delivered.
+    /// Accepts and reads what is ready, within `budget` (frames delivered, plus one per read, so bad frames and
+    /// empty reads count too): each frame is copied into `scratch` (the media path decrypts in place) and handed
+    /// to `deliver` with its length and source. `transportOf` says which transport the edge now routes an address
+    /// to (a check passed): a connection is authenticated from then on. Returns the work done.
     public func receive(budget: Int, scratch: UnsafeMutableRawBufferPointer, now: MonoTime,
-                        isKnown: (TransportAddress) -> Bool,
+                        transportOf: (TransportAddress) -> ConnectionID?,
                         deliver: (UnsafeMutableRawBufferPointer, Int, TransportAddress) -> Void) -> Int {
         let n = Int(sfu_epoll_ready(epollFD, &tokens, &bits, Int32(tokens.count), 0))
         guard n > 0 else { return 0 }
-        var delivered = 0
+        var work = 0
         for k in 0..<n {
             let token = tokens[k], ready = bits[k]
-            if token == 0 { accept(now: now); continue }
+            if token == 0 {
+                // A new connection's first check is usually there already: read it at once, so it is known
+                // before the next connect storm could evict it as silent.
+                for c in accept(now: now) where work < budget {
+                    work += read(c, budget: budget - work, scratch: scratch, now: now, transportOf: transportOf, deliver: deliver)
+                }
+                continue
+            }
             guard let c = connections[token] else { continue }
             if ready & 2 != 0 { write(c, now: now) }
-            guard ready & 1 != 0, connections[token] != nil else { continue }
-            delivered += read(c, budget: max(1, budget - delivered), scratch: scratch, now: now, isKnown: isKnown, deliver: deliver)
+            guard ready & 1 != 0, connections[token] != nil, work < budget else { continue }
+            work += read(c, budget: budget - work, scratch: scratch, now: now, transportOf: transportOf, deliver: deliver)
         }
-        return delivered
+        return work
     }
 
-    private func accept(now: MonoTime) {
+    private func accept(now: MonoTime) -> [TCPConnection] {
+        var accepted: [TCPConnection] = []
         // At most a few dozen per pass: a connect storm waits in the kernel's backlog, not in this loop.
         for _ in 0..<32 {
             var peer = sfu_address()
             let fd = sfu_tcp_accept(listenFD, &peer, 0)
-            guard fd >= 0 else { return }
-            guard connections.count < limits.maxConnections else {
-                sfu_tcp_close(fd, 1)
-                counters.closed[TCPCloseReason.overCapacity.rawValue] &+= 1
-                continue
+            guard fd >= 0 else {
+                if fd == -EMFILE || fd == -ENFILE {
+                    // Out of descriptors: the waiting connection stays in the backlog and the listener readable,
+                    // which would spin the worker. It rests until the next tick.
+                    counters.closed[TCPCloseReason.noDescriptors.rawValue] &+= 1
+                    if sfu_epoll_control(epollFD, 3, listenFD, 0, 0) == 0 { listenerResting = true }
+                }
+                return accepted
             }
-            if unauthenticated >= limits.maxUnauthenticated, let oldest = oldestUnauthenticated() {
+            if connections.count >= limits.maxConnections {
+                // Full: a connection still waiting for its check makes room, else the new one is refused.
+                guard let oldest = oldestUnauthenticated() else {
+                    sfu_tcp_close(fd, 1)
+                    counters.closed[TCPCloseReason.overCapacity.rawValue] &+= 1
+                    continue
+                }
+                close(oldest, .unauthenticatedEvicted)
+            } else if unauthenticated >= limits.maxUnauthenticated, let oldest = oldestUnauthenticated() {
                 close(oldest, .unauthenticatedEvicted)
             }
             let remote = UDPSocket.transportAddress(peer).over(tcp: true)
@@ -104,7 +131,22 @@ public final class TCPPort {
             byRemote[remote] = c
             unauthenticated += 1
             counters.accepted &+= 1
+            accepted.append(c)
         }
+        return accepted
+    }
+
+    /// `c` passed a check for transport `t`. A transport keeps `limits.perTransport` connections: past it (a
+    /// client opening many with the same credentials) the oldest of them is closed.
+    private func authenticate(_ c: TCPConnection, _ t: ConnectionID) {
+        c.authenticated = true
+        c.transport = t
+        unauthenticated -= 1
+        var same: [TCPConnection] = []
+        for o in connections.values where o.transport == t { same.append(o) }
+        guard same.count > limits.perTransport else { return }
+        same.sort { $0.accepted < $1.accepted || ($0.accepted == $1.accepted && $0.token < $1.token) }
+        for o in same.prefix(same.count - limits.perTransport) { close(o, .transportExcess) }
     }
 
     private func oldestUnauthenticated() -> TCPConnection? {
@@ -116,11 +158,14 @@ public final class TCPPort {
     }
 
     private func read(_ c: TCPConnection, budget: Int, scratch: UnsafeMutableRawBufferPointer, now: MonoTime,
-                      isKnown: (TransportAddress) -> Bool,
+                      transportOf: (TransportAddress) -> ConnectionID?,
                       deliver: (UnsafeMutableRawBufferPointer, Int, TransportAddress) -> Void) -> Int {
         var delivered = 0
-        // One read per readiness when the budget is spent: level-triggered epoll reports the rest next pass.
+        // Each read costs one beside its frames; the budget spent, level-triggered epoll reports the rest next
+        // pass. Every whole frame of a read is taken before the next read (a frame left buffered could leave
+        // `space` nothing to read into).
         while delivered < budget {
+            delivered += 1
             let space = c.reader.space()
             let r = Int(sfu_tcp_read(c.fd, space.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(space.count)))
             if r == -Int(EAGAIN) || r == -Int(EWOULDBLOCK) || r == -Int(EINTR) { break }
@@ -138,10 +183,8 @@ public final class TCPPort {
                 if connections[c.token] == nil { return delivered }
             }
             counters.badFrames &+= (c.reader.oversizedFrames &+ c.reader.emptyFrames) &- badBefore
-            if !c.authenticated, isKnown(c.remote) {
-                c.authenticated = true
-                unauthenticated -= 1
-            }
+            if !c.authenticated, let t = transportOf(c.remote) { authenticate(c, t) }
+            if connections[c.token] == nil { return delivered }
             if r < space.count { break }
         }
         return delivered
@@ -202,23 +245,25 @@ public final class TCPPort {
 
     /// Closes silent connections past their time, slow readers stuck past theirs, and connections whose
     /// address no transport uses any more. Call about once a second.
-    public func tick(now: MonoTime, isKnown: (TransportAddress) -> Bool) {
+    public func tick(now: MonoTime, transportOf: (TransportAddress) -> ConnectionID?) {
+        if listenerResting, sfu_epoll_control(epollFD, 1, listenFD, 0, 0) == 0 { listenerResting = false }
         var closing: [(TCPConnection, TCPCloseReason)] = []
+        var authenticating: [(TCPConnection, ConnectionID)] = []
         for c in connections.values {
             if !c.authenticated {
-                if isKnown(c.remote) {
-                    c.authenticated = true
-                    unauthenticated -= 1
+                if let t = transportOf(c.remote) {
+                    authenticating.append((c, t))
                 } else if now - c.accepted >= limits.unauthenticatedTimeout {
                     closing.append((c, .unauthenticatedTimeout))
                 }
-            } else if !isKnown(c.remote) {
+            } else if transportOf(c.remote) == nil {
                 closing.append((c, .transportGone))
             } else if let since = c.refusingSince, now - since >= limits.stallTimeout {
                 closing.append((c, .stalled))
             }
         }
         for (c, reason) in closing { close(c, reason) }
+        for (c, t) in authenticating where connections[c.token] != nil && !c.authenticated { authenticate(c, t) }
     }
 
     /// Closes every connection (the worker stops).

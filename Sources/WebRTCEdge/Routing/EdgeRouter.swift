@@ -113,6 +113,9 @@ public final class EdgeRouter {
     /// Whether datagrams from `address` reach a transport now (it passed a check and consent holds).
     public func routes(_ address: TransportAddress, now: MonoTime) -> Bool { validated(address, now: now) != nil }
 
+    /// The transport datagrams from `address` reach now, if any.
+    public func transport(of address: TransportAddress, now: MonoTime) -> ConnectionID? { validated(address, now: now)?.id }
+
     private func validated(_ from: TransportAddress, now: MonoTime) -> EdgeConnection? {
         guard let record = byAddress[from], record.agent.isValidated(from, now: now) else { return nil }
         return record

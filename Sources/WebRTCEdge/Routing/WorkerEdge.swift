@@ -129,6 +129,9 @@ public final class WorkerEdge {
     /// and its consent holds.
     public func routes(_ address: TransportAddress, now: MonoTime) -> Bool { router.routes(address, now: now) }
 
+    /// The transport `address` carries now (it passed a check and consent holds), if any.
+    public func transport(of address: TransportAddress, now: MonoTime) -> ConnectionID? { router.transport(of: address, now: now) }
+
     /// Datagrams the edge dropped, by reason (the router's, plus media that arrived before DTLS was done).
     public var drops: [(reason: String, count: Int)] {
         EdgeDropReason.allCases.map { ($0.description, router.drops($0)) } + [("media_before_dtls", mediaBeforeKeys)]

@@ -173,4 +173,27 @@ import WebRTCEdge
         #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=[\"127.0.0.1:7000\", \"10.0.0.1:7000\"]"]) }
         #expect(throws: ConfigError.self) { try NodeConfiguration.load(file: nil, environment: [:], flags: ["api.listen=[]"]) }
     }
+
+    @Test func subscribersOverTCPHostedByAnotherWorkerHearTheRoom() async throws {
+        // Past rooms.spread_after, a subscriber's transport lives on another worker (its TCP port too): the
+        // room's worker hands it the rewritten packets and the host frames them onto the connection.
+        let node = try Self.node {
+            $0.workers = 2
+            $0.workerLimits.spreadRoomAfter = 1
+        }
+        defer { node.stop() }
+        try await Self.room(node)
+        let alice = try await Self.client(node, "alice", publish: true, tcp: true)
+        let subs = [try await Self.client(node, "bob", publish: false, tcp: true), try await Self.client(node, "carol", publish: false, tcp: true),
+                    try await Self.client(node, "dave", publish: false, tcp: false)]
+        let clients = [alice] + subs
+        try await Self.run(clients) { clients.allSatisfy { $0.state == .connected } && subs.allSatisfy { $0.mediaPacketsReceived > 100 } }
+        for s in subs { #expect(s.state == .connected && s.mediaPacketsReceived > 100, "\(s.mediaPacketsReceived) packets") }
+        var hostFramesOut: UInt64 = 0
+        for w in node.workers {
+            let hosts = try await w.perform { core, _ in core.hostedCount }
+            if hosts > 0 { hostFramesOut += try await w.metrics().tcp?.framesOut ?? 0 }
+        }
+        #expect(hostFramesOut > 100, "the host worker framed the handed-over packets: \(hostFramesOut)")
+    }
 }

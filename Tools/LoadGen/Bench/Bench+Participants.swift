@@ -29,6 +29,8 @@ extension Bench {
         var voice: ScriptedVoice?
         var scriptStart: MonoTime?
         var audioSent = 0
+        /// A subscriber over TCP that stops reading when the measurement starts (`stalled_tcp_readers`).
+        var stalls = false
 
         init(room: Int, index: Int, id: String, client: LoadClient, receiver: ReceiverStats?) {
             self.room = room
@@ -106,13 +108,15 @@ extension Bench {
     }
 
     /// A subscribe-only participant with the plan's slots, counting what it receives.
-    func newSubscriber(room: Int, index: Int) throws -> Member {
+    func newSubscriber(room: Int, index: Int, stalls: Bool = false) throws -> Member {
         var profile = LoadClient.Profile.subscriber(audio: plan.maxActiveTalkers, video: plan.video ? plan.maxActiveTalkers : 0, transportCC: plan.transportCC)
-        profile.overTCP = plan.overTCP
+        profile.overTCP = plan.overTCP || stalls
         let c = try LoadClient(certificate: certificate, profile: profile)
         let stats = ReceiverStats(sampleEvery: plan.sampleEvery)
         c.onMedia = { [unowned c] buffer, length, now in stats.packet(buffer, length, now: now, client: c) }
-        return Member(room: room, index: index, id: "sub\(index)", client: c, receiver: stats)
+        let m = Member(room: room, index: index, id: stalls ? "stall\(index)" : "sub\(index)", client: c, receiver: stalls ? nil : stats)
+        m.stalls = stalls
+        return m
     }
 
     /// The script's frame a conversation publisher sends at `now` (-1 before the meeting starts, while everyone

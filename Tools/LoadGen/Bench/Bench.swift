@@ -57,6 +57,7 @@ public struct Bench {
                 members.append(m)
             }
             for s in 0..<plan.subscribers { members.append(try newSubscriber(room: r, index: s)) }
+            for s in 0..<plan.stalledTCPReaders { members.append(try newSubscriber(room: r, index: 10_000 + s, stalls: true)) }
         }
         report.participants = members.count
         report.subscribers = plan.rooms * plan.subscribers
@@ -73,7 +74,9 @@ public struct Bench {
             m.nextVideo = start + .seconds(videoInterval.seconds * phase)
         }
         /// Every subscriber that took part (churned ones stay, for their counts).
-        var subscribers = members.filter { !$0.client.publishes }
+        var subscribers = members.filter { !$0.client.publishes && !$0.stalls }
+        /// Set when the measurement starts: the stalling subscribers are polled no more.
+        var stalled = false
         var nextSubscriberIndex = plan.subscribers
         var nextChurn = MonoTime.never
         var churned = 0
@@ -135,7 +138,7 @@ public struct Bench {
                 if now >= nextChurn {
                     // Churn: a random connected subscriber leaves, a new one joins its room.
                     nextChurn = nextChurn + .seconds(1 / plan.churnPerSecond)
-                    if let i = members.indices.filter({ !members[$0].client.publishes && members[$0].client.state == .connected }).randomElement() {
+                    if let i = members.indices.filter({ !members[$0].client.publishes && !members[$0].stalls && members[$0].client.state == .connected }).randomElement() {
                         let leaving = members[i]
                         leaving.receiver?.tally = nil
                         await server.leave(leaving.client, id: leaving.id, room: leaving.room)
@@ -156,7 +159,7 @@ public struct Bench {
                         m.client.sendREMB(bitsPerSecond: UInt64(plan.rembKbps(subscriber: m.index)) * 1000)
                     }
                 }
-                for m in members where m.joinStartedAt != nil {
+                for m in members where m.joinStartedAt != nil && !(stalled && m.stalls) {
                     m.client.poll(now: MonoClock.now())
                     if m.joinedAfter == nil, m.client.state == .connected, let t = m.joinStartedAt {
                         m.joinedAfter = (MonoClock.now() - t).seconds * 1000
@@ -188,6 +191,7 @@ public struct Bench {
         let sentBefore = publishers.reduce(0) { $0 + $1.client.mediaPacketsSent }
         let feedbackBefore = subscribers.reduce(0) { $0 + $1.client.transportFeedbackSent }
         for m in subscribers { m.receiver?.reset() }
+        stalled = true
         let measureStart = MonoClock.now()
         if let conversation {
             // Frame 0 of the script is each publisher's next send; each subscriber tallies from now.

@@ -48,6 +48,10 @@ public struct BenchPlan: Sendable, Codable, Equatable {
     /// How every client reaches the node: UDP, or ICE-TCP (the node's passive TCP candidate, RFC 6544) - what
     /// TCP costs the node, run beside UDP (`--sweep transport=udp,tcp`).
     public var overTCP = false
+    /// Subscribers per room that connect over ICE-TCP and then never read (from the measured window on): what
+    /// slow TCP readers cost everyone else (`--sweep stalled_tcp_readers=0,20`). They are not in the report's
+    /// receiver figures.
+    public var stalledTCPReaders = 0
     /// A simulated meeting instead of turns at one sentence (`preset` or any conversation key in the scenario;
     /// docs/conversation-model.md): the publishers are its participants who publish audio and say what its
     /// seeded script says, the measured window is the meeting, and the subscribers report what they missed of
@@ -74,6 +78,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         ("observe", "poll the node's room stats every second and watch its events (true, default; false with --against)"),
         ("record", "the node records every room from its start (auto_recording; true/false)"),
         ("transport", "how clients reach the node: udp (default) or tcp (ICE-TCP, the node's passive TCP candidate)"),
+        ("stalled_tcp_readers", "subscribers per room that connect over ICE-TCP and stop reading when the measurement starts"),
         ("preset", "a simulated meeting (standup, discussion, lecture, webinar) instead of turns at one sentence; applied first"),
     ] + ConversationParameters.keys.map { ($0.key, "meeting: " + $0.help) }
 
@@ -130,6 +135,7 @@ public struct BenchPlan: Sendable, Codable, Equatable {
         case "churn_per_second": churnPerSecond = try double(0...100)
         case "observe": observe = try bool()
         case "record": record = try bool()
+        case "stalled_tcp_readers": stalledTCPReaders = try int(0...1000)
         case "transport":
             switch text {
             case "udp": overTCP = false

@@ -33,6 +33,8 @@ extension Subscriber {
             if let old = before.pending, old !== track, old !== before.current { old.detach(slot) }
         }
         track.attach(slot)
+        // A talker taken over while it speaks is heard from its first words.
+        if slot.kind == .audio, before.current !== track { slot.replayOnset(of: track, configuration: c, now: now, into: out) }
         // A move between layers of the same source starts the up hold; a new source may climb as soon as its
         // layers are measured.
         if slot.kind == .video, let shown, track !== shown { slot.climb.moved(now: now) }

@@ -27,6 +27,9 @@ final class PublishedTrack {
     var meter: LevelMeter
     var lastLevel: UInt8 = LevelMath.silence
     var levelSamples = LevelSampler()
+    /// Its last packets, for a slot that takes it over as its publisher starts speaking to send the utterance
+    /// from its onset (`SlotSender.replayOnset`); nil for video and when the room replays nothing.
+    let onset: OnsetBuffer?
     // Video
     let history: PacketHistory?
     var keyframes = KeyframeRequester()
@@ -50,7 +53,7 @@ final class PublishedTrack {
     var lastSRArrival: MonoTime?
     var lastSR: SenderReport?
 
-    init(index: Int, owner: Int, description: TrackDescription, levelSource: LevelSource) {
+    init(index: Int, owner: Int, description: TrackDescription, levelSource: LevelSource, onsetReplay: MonoTime.Interval = .milliseconds(0)) {
         self.index = index
         self.owner = owner
         self.description = description
@@ -60,6 +63,7 @@ final class PublishedTrack {
         reception = ReceptionStatistics(clockRate: description.codec.clockRate)
         // Every video codec: NACKs are answered from it (RFC 4585 section 3.2), whatever the payload format.
         history = description.codec.kind == .video ? PacketHistory() : nil
+        onset = description.codec.kind == .audio && onsetReplay.nanoseconds > 0 ? OnsetBuffer(span: onsetReplay) : nil
         layerRates = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
         layerPictures = description.codec.kind == .video ? (0..<12).map { _ in RateMeter() } : []
     }
@@ -119,6 +123,7 @@ final class PublishedTrack {
         reception = ReceptionStatistics(clockRate: description.codec.clockRate)
         nacks = NackGenerator()
         history?.clear()
+        onset?.clear()
         lastSR = nil
         lastSRArrival = nil
     }
@@ -128,6 +133,19 @@ final class PublishedTrack {
     func noteReception(_ header: RTPHeader, extendedSequence ext: Int64, now: MonoTime) {
         reception.record(extendedSequence: ext, timestamp: header.timestamp, payloadBytes: header.payloadLength, now: now)
         rate.add(bytes: header.payloadLength + 40, now: now)
+    }
+
+    // MARK: Audio
+
+    /// Where an audio packet's Opus frame is: its payload, or the primary block of RFC 2198 redundancy under
+    /// the track's RED payload type (whose primary must be the track's Opus). Nil: neither.
+    func audioPayload(_ plain: UnsafeRawBufferPointer, _ header: RTPHeader) -> (primary: Range<Int>, red: REDPayload?)? {
+        if header.payloadType == description.redPayloadType, description.redPayloadType != nil {
+            guard case .success(let r) = REDPayload.parse(UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])),
+                  r.primaryPayloadType == description.payloadType else { return nil }
+            return ((header.payloadOffset + r.primary.lowerBound)..<(header.payloadOffset + r.primary.upperBound), r)
+        }
+        return header.payloadType == description.payloadType ? (header.payloadRange, nil) : nil
     }
 
     // MARK: Video

@@ -26,19 +26,15 @@ extension Publisher {
         let plain = a.plain, header = a.header
         if track.kind == .audio {
             // Opus, or Opus with redundancy (RFC 2198): the level is the primary block's.
-            var red: REDPayload?
-            var media = header.payloadRange
-            if header.payloadType == track.description.redPayloadType, track.description.redPayloadType != nil {
-                guard case .success(let r) = REDPayload.parse(UnsafeRawBufferPointer(rebasing: plain[header.payloadRange])),
-                      r.primaryPayloadType == track.description.payloadType else { effects.drop(.badCodecPayload, connection); return nil }
-                red = r
-                media = (header.payloadOffset + r.primary.lowerBound)..<(header.payloadOffset + r.primary.upperBound)
-            } else {
-                guard header.payloadType == track.description.payloadType else { effects.drop(.badCodecPayload, connection); return nil }
-            }
+            guard let (media, red) = track.audioPayload(plain, header) else { effects.drop(.badCodecPayload, connection); return nil }
             let payload = UnsafeRawBufferPointer(rebasing: plain[media])
             guard case .success(let opus) = OpusPacketInfo.parse(payload) else { effects.drop(.badCodecPayload, connection); return nil }
-            if !a.repaired { measureLevel(a, opus: opus, payload: payload, mismatchThresholdDb: c.levelMismatchThresholdDb, noting: &arrived) }
+            let level = a.repaired ? nil : measureLevel(a, opus: opus, payload: payload, mismatchThresholdDb: c.levelMismatchThresholdDb,
+                                                        noting: &arrived)
+            // Kept for a slot that takes this talker over as it starts speaking (`SlotSender.replayOnset`); a
+            // frame with no level of its own (DTX, no voice, a repair) counts as quiet there.
+            track.onset?.store(extendedSequence: a.extendedSequence, timestamp: header.timestamp, level: level ?? LevelMath.silence,
+                               packet: plain, now: now)
             return ForwardedPacket(plain: plain, header: header, primary: media, red: red, video: nil, extendedSequence: a.extendedSequence,
                                    inOrder: a.inOrder, level: track.lastLevel)
         }
@@ -74,8 +70,9 @@ extension Publisher {
     /// One sample per 20 ms of RTP time for the talker detector: a timestamp jump over contiguous sequence
     /// numbers (DTX) fills silence; a sequence gap (loss) is not filled (media-core.md section 1). In verify
     /// mode, claims that are off by more than `mismatchThresholdDb` switch the track to decoded levels.
+    /// Returns the packet's own level, nil when it has none (DTX, or no voice in decode mode).
     private func measureLevel(_ a: Arrival, opus: OpusPacketInfo, payload: UnsafeRawBufferPointer, mismatchThresholdDb: Double,
-                              noting arrived: inout Ingested) {
+                              noting arrived: inout Ingested) -> UInt8? {
         let t = a.track
         var claimed: AudioLevelExtension?
         if let id = t.description.audioLevelExtensionID, let r = a.header.extensions(in: a.plain).find(id) {
@@ -87,9 +84,10 @@ extension Publisher {
             arrived.levelMismatchDb = verdict.meanDifference
             t.meter.setSource(.decode)
         }
-        guard let level else { return }
+        guard let level else { return nil }
         t.lastLevel = level
         let samples = t.levelSamples.samples(extendedSequence: a.extendedSequence, timestamp: a.header.timestamp)
         if samples > 0 { arrived.level = (level, samples) }
+        return level
     }
 }

@@ -123,7 +123,8 @@ extension Room {
     func bind(_ publisher: Publisher, to published: [TrackDescription]) {
         let owner = publisher.participant.index
         let (ended, _) = publisher.bind(published) { d in
-            let t = PublishedTrack(index: nextTrackIndex, owner: owner, description: d, levelSource: configuration.levelSource)
+            let t = PublishedTrack(index: nextTrackIndex, owner: owner, description: d, levelSource: configuration.levelSource,
+                                       onsetReplay: configuration.onsetReplay)
             nextTrackIndex += 1
             tracks[t.index] = t
             return t

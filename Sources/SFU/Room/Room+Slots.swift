@@ -70,7 +70,10 @@ extension Room {
         for p in changed {
             updateCandidacy(p)
             var stopped: [PublishedTrack] = []
-            if let t = p.audioTrack, !rules.audioAllowed(p) { stopped.append(t) }
+            if let t = p.audioTrack, !rules.audioAllowed(p) {
+                stopped.append(t)
+                t.onset?.clear()  // what it said before may not reach anyone later either
+            }
             if !rules.videoAllowed(p) { stopped += p.videoTracks }
             for track in stopped {
                 for case let slot as SlotSender in track.consumers {

@@ -31,6 +31,11 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// it, it is heard but comes last and takes no video from anyone (`media-core.md`: no video switch for
     /// bursts under 600 ms).
     public var sustainedSpeech: MonoTime.Interval = .milliseconds(600)
+    /// How much of an utterance an audio slot sends first when it takes a talker over as it starts speaking
+    /// (from the first loud frame, at most this much before the newest packet; zero: none). The detector
+    /// decides "speaking" only after several loud frames, and without this what was said before reaches no
+    /// listener outside the talker's list (issue 28; Benchmarks/README.md, "A new talker's onset").
+    public var onsetReplay: MonoTime.Interval = .milliseconds(300)
     public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
     /// Which screen shares a subscriber's screen slots show (see `ScreenShareRule`).
     public var screenShare: ScreenShareRule = .always

@@ -55,6 +55,11 @@ public struct RoomCounters: Sendable, Equatable {
     public var ssrcRebinds: UInt64 = 0
     /// Slots of any subscriber that took a new participant (a talker switch as the subscriber sees it).
     public var slotSwitches: UInt64 = 0
+    /// Audio slots that took a talker over as it started speaking and sent its utterance from the onset
+    /// (`SlotSender.replayOnset`), the packets they sent so, and those skipped for want of room in the batch.
+    public var onsetReplays: UInt64 = 0
+    public var onsetReplayedPackets: UInt64 = 0
+    public var onsetReplaysSkipped: UInt64 = 0
     public var drops = DropCounters()
     public init() {}
 
@@ -67,6 +72,9 @@ public struct RoomCounters: Sendable, Equatable {
         rtcpIn &+= o.rtcpIn
         rtcpOut &+= o.rtcpOut
         keyframeRequestsSent &+= o.keyframeRequestsSent
+        onsetReplays &+= o.onsetReplays
+        onsetReplayedPackets &+= o.onsetReplayedPackets
+        onsetReplaysSkipped &+= o.onsetReplaysSkipped
         retransmissions &+= o.retransmissions
         gapsFilled &+= o.gapsFilled
         repairsIn &+= o.repairsIn

@@ -59,6 +59,7 @@ public enum ControlAPI {
             c.videoDegradation = node.configuration.roomVideoDegradation
             c.detector = node.configuration.roomDetector
             c.sustainedSpeech = node.configuration.roomSustainedSpeech
+            c.onsetReplay = node.configuration.roomOnsetReplay
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
             // A room this node took over from a home that died goes on with the moderation that home saved.

@@ -41,6 +41,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// them on their own meetings and set them here without a new build.
     public var roomDetector = DominantSpeakerDetector.Configuration()
     public var roomSustainedSpeech = RoomConfiguration().sustainedSpeech
+    public var roomOnsetReplay = RoomConfiguration().onsetReplay
     /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
     /// unless absolute.
     public var recordingDirectory = "recordings"
@@ -145,6 +146,9 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.sustained_speech_ms", 0...10_000,
                 "speech after which a talker who is not the dominant speaker holds the floor (takes a video, leads the recency order), ms",
                 get: { Int($0.roomSustainedSpeech.milliseconds) }, set: { $0.roomSustainedSpeech = .milliseconds(Int64($1)) }),
+        .scaled("talkers.onset_replay_ms", 0...1_000,
+                "how much of a new talker's utterance (from its first loud frame) an audio slot sends first when it takes the talker over, ms; 0: none",
+                get: { Int($0.roomOnsetReplay.milliseconds) }, set: { $0.roomOnsetReplay = .milliseconds(Int64($1)) }),
         .list("streaming.rtmp_hosts", of: "host names or addresses", \.streamingRTMPHosts,
               "the only hosts a live stream's rtmp_url may name (others: 5125); empty: any",
               valid: { !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }),

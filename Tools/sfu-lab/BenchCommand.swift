@@ -35,6 +35,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Write the report(s) as JSON here.") var json: String?
     @Option(help: "Write the sweep chart (SVG) here.") var chart: String?
     @Option(help: "Seconds of raw UDP baseline after each run (0: none).") var baselineSeconds = 2.0
+    @Option(name: .customLong("node-set"), help: "One setting of the node(s) this command starts, e.g. --node-set talkers.onset_replay_ms=0 (repeatable).")
+    var nodeSettings: [String] = []
     @Option(help: "Nodes of one cluster to start (2 or more: participants are placed through the cluster).") var nodes = 1
     @Option(help: "The cluster's registry (postgres://...) with --nodes; default: a private server this command starts.") var registry: String?
     @Option(help: "Each started node's cluster.capacity (participants) with --nodes: a room spills to another node past it.") var nodeCapacity = 1000
@@ -46,6 +48,7 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         if against != nil, target != nil { throw ValidationError("--against starts both servers itself; it cannot be used with --target") }
+        if !nodeSettings.isEmpty, target != nil { throw ValidationError("--node-set sets the node this command starts; a node at --target keeps its own settings") }
         if nodes > 1, target != nil || against != nil { throw ValidationError("--nodes starts the cluster itself; it cannot be used with --target or --against") }
         guard (1...16).contains(nodes) else { throw ValidationError("--nodes must be 1-16") }
         guard (1...64).contains(generators) else { throw ValidationError("--generators must be 1-64") }
@@ -104,7 +107,7 @@ struct BenchCommand: AsyncParsableCommand {
         for (label, p) in runs {
             if let sweepKey { print("\n== \(sweepKey) = \(label)") }
             let cluster = nodes > 1 ? try await startCluster() : []
-            let node: NodeProcess? = target == nil && cluster.isEmpty ? try await NodeProcess(workers: workers, cores: cores) : nil
+            let node: NodeProcess? = target == nil && cluster.isEmpty ? try await NodeProcess(workers: workers, cores: cores, extra: nodeArguments) : nil
             let api = node?.api ?? cluster.first?.api ?? ControlClient(base: URL(string: target!)!, key: key)
             let conversation = p.conversation.map { BenchConversation(parameters: $0, media: conversationMedia!) }
             if let conversation {
@@ -203,6 +206,8 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     /// `--nodes` nodes of one cluster (ids bench-<run>-n0, -n1, ...), registered and live in the registry.
+    var nodeArguments: [String] { nodeSettings.flatMap { ["--set", $0] } }
+
     func startCluster() async throws -> [NodeProcess] {
         let url = try registry ?? PostgresServer.shared.get().database()
         var started: [NodeProcess] = []
@@ -214,7 +219,7 @@ struct BenchCommand: AsyncParsableCommand {
                 let n = try await NodeProcess(workers: workers, cores: cores, extra: [
                     "--set", "cluster.registry=\(url)", "--set", "cluster.node_id=\(id)", "--set", "cluster.capacity=\(nodeCapacity)",
                     "--set", "cluster.heartbeat_timeout_seconds=3",
-                ], extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] })
+                ] + nodeArguments, extraForPort: { ["--set", "cluster.control_url=http://127.0.0.1:\($0)"] })
                 n.nodeID = id
                 started.append(n)
             }

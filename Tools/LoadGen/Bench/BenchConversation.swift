@@ -60,10 +60,10 @@ extension BenchReport {
         let coverage = listeners.map(\.coverage)
         let m = listeners[0]
         return [
-            String(format: "meeting          %d listeners: coverage %.2f %% (%.2f-%.2f), spurts %.2f %%, clipped onset p50 / p90 %@ / %@ ms, missed turns %.0f of %d",
+            String(format: "meeting          %d listeners: coverage %.2f %% (%.2f-%.2f), spurts %.2f %%, clipped onset p50 / p90 / p95 %@ / %@ / %@ ms, missed turns %.0f of %d",
                    listeners.count, median(coverage)! * 100, coverage.min()! * 100, coverage.max()! * 100,
                    median(listeners.map(\.spurtCoverage))! * 100, ms(median(listeners.compactMap(\.clippedOnsetMedianMs))),
-                   ms(median(listeners.compactMap(\.clippedOnsetP90Ms))), median(listeners.map { Double($0.missedTurns) })!, m.turns),
+                   ms(median(listeners.compactMap(\.clippedOnsetP90Ms))), ms(median(listeners.compactMap(\.clippedOnsetP95Ms))), median(listeners.map { Double($0.missedTurns) })!, m.turns),
             String(format: "                 intrusions %.2f/min, audio switches %.2f/min, video switches %.2f/min, %.0f kbit/s per listener",
                    median(listeners.map(\.intrusionsPerMinute))!, median(listeners.map(\.audioSwitchesPerMinute))!,
                    median(listeners.map(\.videoSwitchesPerMinute))!, median(listeners.map(\.kbps))!),

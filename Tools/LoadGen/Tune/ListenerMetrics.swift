@@ -10,9 +10,10 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
     /// Each talker's coverage, by participant id (who was not heard).
     public var talkerCoverage: [String: Double] = [:]
     /// From a turn's first speech frame to the first of its frames the listener received, over the turns it
-    /// received at all: median and 90th percentile, milliseconds.
+    /// received at all: median, 90th and 95th percentile, milliseconds.
     public var clippedOnsetMedianMs: Double?
     public var clippedOnsetP90Ms: Double?
+    public var clippedOnsetP95Ms: Double?
     public var turns: Int
     /// Turns of which the listener received nothing.
     public var missedTurns: Int
@@ -62,6 +63,7 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
         onsets.sort()
         clippedOnsetMedianMs = Self.percentile(onsets, 0.5)
         clippedOnsetP90Ms = Self.percentile(onsets, 0.9)
+        clippedOnsetP95Ms = Self.percentile(onsets, 0.95)
         turns = script.turns.count
         missedTurns = missed
         intrusions = tally.audioTakes.filter { take in

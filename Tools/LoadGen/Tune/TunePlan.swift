@@ -34,6 +34,8 @@ public struct TunePlan: Sendable {
     /// parameters move the same metrics.
     public var detector = DominantSpeakerDetector.Configuration()
     public var sustainedSpeech: MonoTime.Interval = RoomConfiguration().sustainedSpeech
+    /// How much of a new talker's utterance its audio slot sends first (`RoomConfiguration.onsetReplay`).
+    public var onsetReplay: MonoTime.Interval = RoomConfiguration().onsetReplay
 
     public init() {}
 
@@ -52,6 +54,7 @@ public struct TunePlan: Sendable {
         ("speaking_min_samples", "loud 20 ms samples in 400 ms that make a participant speaking"),
         ("hold_min_samples", "loud samples in 800 ms that keep a participant speaking through a pause (0: any speaking_min_samples)"),
         ("sustained_speech_ms", "speech after which a non-dominant talker holds the floor, ms"),
+        ("onset_replay_ms", "how much of a new talker's utterance its audio slot sends first, ms (0: none)"),
     ] + ConversationParameters.keys
 
     public typealias Invalid = ConversationParameters.Invalid
@@ -113,6 +116,7 @@ public struct TunePlan: Sendable {
         case "speaking_min_samples": detector.speakingMinSamples = try int(1...20)
         case "hold_min_samples": detector.holdMinSamples = try int(0...40)
         case "sustained_speech_ms": sustainedSpeech = .milliseconds(Int64(try int(0...10_000)))
+        case "onset_replay_ms": onsetReplay = .milliseconds(Int64(try int(0...1_000)))
         default:
             guard ConversationParameters.knows(key) else {
                 throw Invalid("unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")

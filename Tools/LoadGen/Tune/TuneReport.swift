@@ -36,15 +36,15 @@ public struct TuneReport: @unchecked Sendable {
         out += plan.roomPerK ? "one room per K" : "one room, one observer per K"
         out += plan.nullCipher ? "; SRTP null cipher" : "; SRTP AES-GCM"
         let d = plan.detector
-        out += String(format: "; detector: elections every %.0f ms, speaking checked every %.0f ms at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms\n",
+        out += String(format: "; detector: elections every %.0f ms, speaking checked every %.0f ms at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms; onset replay %.0f ms\n",
                       d.decisionInterval.seconds * 1000, d.speakingInterval.seconds * 1000, d.speakingMinSamples, Int(d.speakingThreshold),
-                      plan.sustainedSpeech.seconds * 1000)
-        out += "K | coverage % | spurts % | worst talker % | clipped onset p50 / p90 ms | missed turns | intrusions/min | audio switches/min | video switches/min | keyframe requests | kbit/s per subscriber | packets/s per subscriber\n"
+                      plan.sustainedSpeech.seconds * 1000, plan.onsetReplay.seconds * 1000)
+        out += "K | coverage % | spurts % | worst talker % | clipped onset p50 / p90 / p95 ms | missed turns | intrusions/min | audio switches/min | video switches/min | keyframe requests | kbit/s per subscriber | packets/s per subscriber\n"
         for r in results {
             let m = r.metrics
-            out += String(format: "%d | %.2f | %.2f | %.1f | %@ / %@ | %d of %d | %.2f | %.2f | %.2f | %d | %.0f | %.0f\n", r.k, m.coverage * 100,
+            out += String(format: "%d | %.2f | %.2f | %.1f | %@ / %@ / %@ | %d of %d | %.2f | %.2f | %.2f | %d | %.0f | %.0f\n", r.k, m.coverage * 100,
                           m.spurtCoverage * 100, m.worstTalkerCoverage * 100, ms(m.clippedOnsetMedianMs), ms(m.clippedOnsetP90Ms),
-                          m.missedTurns, m.turns, m.intrusionsPerMinute, m.audioSwitchesPerMinute, m.videoSwitchesPerMinute,
+                          ms(m.clippedOnsetP95Ms), m.missedTurns, m.turns, m.intrusionsPerMinute, m.audioSwitchesPerMinute, m.videoSwitchesPerMinute,
                           r.roomKeyframeRequests, m.kbps, m.packetsPerSecond)
         }
         if let r = recommended {
@@ -72,6 +72,7 @@ public struct TuneReport: @unchecked Sendable {
                 "speaking_threshold": Int(plan.detector.speakingThreshold), "speaking_min_samples": plan.detector.speakingMinSamples,
                 "hold_min_samples": plan.detector.holdMinSamples,
                 "sustained_speech_ms": plan.sustainedSpeech.seconds * 1000,
+                "onset_replay_ms": plan.onsetReplay.seconds * 1000,
             ],
             "elapsed_seconds": elapsedSeconds as Any,
             "participants_detail": people,
@@ -80,6 +81,7 @@ public struct TuneReport: @unchecked Sendable {
                 return [
                     "k": r.k, "coverage": m.coverage, "spurt_coverage": m.spurtCoverage, "worst_talker_coverage": m.worstTalkerCoverage,
                     "clipped_onset_p50_ms": m.clippedOnsetMedianMs as Any, "clipped_onset_p90_ms": m.clippedOnsetP90Ms as Any,
+                    "clipped_onset_p95_ms": m.clippedOnsetP95Ms as Any,
                     "turns": m.turns, "missed_turns": m.missedTurns, "intrusions_per_minute": m.intrusionsPerMinute,
                     "audio_switches_per_minute": m.audioSwitchesPerMinute, "video_switches_per_minute": m.videoSwitchesPerMinute,
                     "keyframe_requests": r.roomKeyframeRequests, "kbps_per_subscriber": m.kbps, "packets_per_second_per_subscriber": m.packetsPerSecond,

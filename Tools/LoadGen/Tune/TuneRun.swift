@@ -69,6 +69,7 @@ public final class TuneRun {
         config.levelSource = plan.levelSource
         config.detector = plan.detector
         config.sustainedSpeech = plan.sustainedSpeech
+        config.onsetReplay = plan.onsetReplay
         let h = try RoomHarness(configuration: config, name: "tune")
         h.keepReceived = false
         h.nullCipher = plan.nullCipher

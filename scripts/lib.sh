@@ -55,9 +55,9 @@ wait_for_url() {
 # sets $venv.
 peer_venv() {
   venv=.venv-interop
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import aiortc, websockets, websocket" 2>/dev/null; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import aiortc, websockets, websocket, numpy" 2>/dev/null; then
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --only-binary=:all: aiortc websockets websocket-client
+    "$venv/bin/pip" install -q --only-binary=:all: aiortc websockets websocket-client numpy
   fi
 }
 

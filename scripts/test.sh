@@ -15,6 +15,8 @@
 #   reach             Chromium over UDP, over ICE-TCP with UDP blocked, through coturn over TLS/443 with UDP
 #                     blocked, over IPv6 to a dual-stack node, and Firefox ESR, each in a network namespace of its own
 #                     (scripts/reach-test.sh; SFU_REACH).
+#   onset             a new talker's first words in a real Chromium listener, with and without the node's onset
+#                     replay (scripts/onset-test.sh; SFU_ONSET).
 #   cluster           two node processes in network namespaces of their own share a registry and relay a room;
 #                     kill -9 of the room's home, the talker heard again on the survivor (scripts/cluster-test.sh;
 #                     SFU_CLUSTER).
@@ -43,6 +45,7 @@ hostile           SFU_HOSTILE=1           run_hostile
 browser           SFU_BROWSER=1           scripts/browser-test.sh
 shaped            SFU_SHAPED=1            scripts/shaped-test.sh
 reach             SFU_REACH=1             scripts/reach-test.sh
+onset             SFU_ONSET=1             scripts/onset-test.sh
 cluster           SFU_CLUSTER=1           scripts/cluster-test.sh
 janus             SFU_JANUS=1             scripts/bench-check.sh
 api-fuzz          SFU_API_FUZZ=1          scripts/api-fuzz.sh

@@ -9,20 +9,22 @@
 /// The receiver gets up to 300 ms of audio at once: its jitter buffer plays it out and then catches up by
 /// time-compressing (NetEQ's accelerate), which Benchmarks/README.md measures with Chromium.
 extension SlotSender {
-    /// Quiet between words shorter than this stays in the utterance; a longer one ends it.
-    static let onsetPause = MonoTime.Interval.milliseconds(200)
     /// The talker's newest packet must be this recent: one that has stopped is not starting to speak.
     static let onsetFresh = MonoTime.Interval.milliseconds(100)
     /// Frames before the first loud one that go too (a word's attack is quieter than its body).
-    static let onsetPreroll = 1
+    static let onsetPreroll = 3
+    /// A frame this many dB above the talker's own noise floor starts its utterance too, though quieter than
+    /// the detector's threshold (`sfu tune`: a talker 6 dB below the others lost 4-5 points of coverage to
+    /// onsets that began below it; Benchmarks/README.md).
+    static let onsetMarginDb: UInt8 = 12
 
     /// Sends the utterance `track` is in from its onset, when the slot has just taken `track` over and there
     /// is one. Skipped (counted) when the slot's batch has not room for it beside live traffic (half of it
     /// stays for that): a late onset is worth less than the packets of every other slot.
     func replayOnset(of track: PublishedTrack, configuration c: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
         guard kind == .audio, current === track, let buffer = track.onset, connection.attached, connection.outbound != nil,
-              let run = buffer.utterance(now: now, span: c.onsetReplay, pause: Self.onsetPause, fresh: Self.onsetFresh,
-                                         threshold: c.detector.speakingThreshold, preroll: Self.onsetPreroll,
+              let run = buffer.utterance(now: now, span: c.onsetReplay, pause: c.onsetPause, fresh: Self.onsetFresh,
+                                         threshold: c.detector.speakingThreshold, margin: Self.onsetMarginDb, preroll: Self.onsetPreroll,
                                          clockRate: track.description.codec.clockRate)
         else { return }
         let batch = connection.batch(for: out)

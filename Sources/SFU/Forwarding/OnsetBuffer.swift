@@ -13,6 +13,15 @@ final class OnsetBuffer {
     private var entries: [Entry]
     /// The newest packet kept, by extended sequence number (-1: none).
     private(set) var newest: Int64 = -1
+    /// The talker's background: the quietest level of each of the last 10 half-seconds of packets (speech
+    /// pauses between words, so over 5 s its quietest frames are its room's noise), for an onset that is loud
+    /// against it though quieter than the detector's threshold (a soft voice, a low microphone).
+    private var floorBlocks = [UInt8](repeating: 0, count: 10)
+    private var floorBlock = 0, floorFill = 0, floorBlocksFilled = 0
+    static let floorBlockLength = 25
+
+    /// The quietest level (-dBov, larger is quieter) heard over the last 5 s; nil before half a second.
+    var noiseFloor: UInt8? { floorBlocksFilled == 0 ? nil : floorBlocks.prefix(floorBlocksFilled).max() }
 
     struct Entry {
         var sequence: Int64 = -1
@@ -36,6 +45,7 @@ final class OnsetBuffer {
     /// Keeps a packet; an older one than the newest (reordered) takes its place in the ring too.
     func store(extendedSequence ext: Int64, timestamp: UInt32, level: UInt8, packet: UnsafeRawBufferPointer, now: MonoTime) {
         guard ext >= 0 else { return }
+        noteFloor(level)
         if storage == nil {
             storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 16)
             entries = [Entry](repeating: Entry(), count: capacity)
@@ -48,6 +58,15 @@ final class OnsetBuffer {
         entries[i] = Entry(sequence: ext, length: packet.count, timestamp: timestamp, level: level, arrival: now)
         UnsafeMutableRawBufferPointer(rebasing: storage![(i * Self.slotSize)..<(i * Self.slotSize + packet.count)]).copyMemory(from: packet)
         if ext > newest { newest = ext }
+    }
+
+    private func noteFloor(_ level: UInt8) {
+        floorBlocks[floorBlock] = floorFill == 0 ? level : max(floorBlocks[floorBlock], level)
+        floorFill += 1
+        guard floorFill == Self.floorBlockLength else { return }
+        floorFill = 0
+        floorBlock = (floorBlock + 1) % floorBlocks.count
+        floorBlocksFilled = min(floorBlocksFilled + 1, floorBlocks.count)
     }
 
     /// Forgets every packet: the stream moved to a new SSRC, or what was kept may no longer be sent (a hard
@@ -70,7 +89,8 @@ final class OnsetBuffer {
     }
 
     /// What a slot taking the track over at `now` should send first: the extended sequence numbers from the
-    /// current utterance's first loud frame (a level at or louder than `threshold`, -dBov) to the newest
+    /// current utterance's first loud frame (a level at or louder than `threshold`, -dBov, or `margin` dB or
+    /// more above the talker's noise floor: a soft voice starts below the detector's threshold) to the newest
     /// packet, or nil when there is no utterance under way. An utterance is under way when the newest packet
     /// arrived within `fresh` of `now` and a loud frame is among the packets of the last `pause`; it reaches
     /// back over quiet stretches shorter than `pause` (between words) and no further than `span` of RTP time
@@ -78,8 +98,10 @@ final class OnsetBuffer {
     /// must be one continuous piece of the stream. `preroll` quiet frames before the first loud one are sent
     /// too (the attack of a word is quieter than its body).
     func utterance(now: MonoTime, span: MonoTime.Interval, pause: MonoTime.Interval, fresh: MonoTime.Interval,
-                   threshold: UInt8, preroll: Int, clockRate: Int) -> ClosedRange<Int64>? {
+                   threshold: UInt8, margin: UInt8, preroll: Int, clockRate: Int) -> ClosedRange<Int64>? {
         guard newest >= 0, let last = entry(newest), now - last.arrival <= fresh else { return nil }
+        // Loud: at the threshold, or `margin` dB above the floor (levels are -dBov: smaller is louder).
+        let loud = max(threshold, (noiseFloor ?? 0) &- min(margin, noiseFloor ?? 0))
         let ticks = { (i: MonoTime.Interval) in UInt32(clamping: i.nanoseconds / 1000 * Int64(clockRate) / 1_000_000) }
         let spanTicks = ticks(span), pauseTicks = ticks(pause)
         var onset: Int64?
@@ -89,7 +111,7 @@ final class OnsetBuffer {
         while let e = entry(ext), ext > newest - Int64(capacity) {
             // RTP time back from the newest, wrapping as timestamps do.
             guard last.timestamp &- e.timestamp <= spanTicks else { break }
-            if e.level <= threshold {
+            if e.level <= loud {
                 onset = ext
                 lastLoudTimestamp = e.timestamp
             } else if lastLoudTimestamp &- e.timestamp > pauseTicks {

@@ -35,7 +35,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// (from the first loud frame, at most this much before the newest packet; zero: none). The detector
     /// decides "speaking" only after several loud frames, and without this what was said before reaches no
     /// listener outside the talker's list (issue 28; Benchmarks/README.md, "A new talker's onset").
-    public var onsetReplay: MonoTime.Interval = .milliseconds(300)
+    public var onsetReplay: MonoTime.Interval = .milliseconds(500)
+    /// Quiet in a talker's speech shorter than this stays in the utterance an audio slot sends first; a longer
+    /// one ends it (the utterance starts after it).
+    public var onsetPause: MonoTime.Interval = .milliseconds(200)
     public var videoCount = VideoCountPolicy.Parameters.forRealReceivers
     /// Which screen shares a subscriber's screen slots show (see `ScreenShareRule`).
     public var screenShare: ScreenShareRule = .always

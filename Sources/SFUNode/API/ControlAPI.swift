@@ -60,6 +60,7 @@ public enum ControlAPI {
             c.detector = node.configuration.roomDetector
             c.sustainedSpeech = node.configuration.roomSustainedSpeech
             c.onsetReplay = node.configuration.roomOnsetReplay
+            c.onsetPause = node.configuration.roomOnsetPause
             b.settings.apply(to: &c)
             try await node.createRoom(b.room, configuration: c)
             // A room this node took over from a home that died goes on with the moderation that home saved.

@@ -42,6 +42,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var roomDetector = DominantSpeakerDetector.Configuration()
     public var roomSustainedSpeech = RoomConfiguration().sustainedSpeech
     public var roomOnsetReplay = RoomConfiguration().onsetReplay
+    public var roomOnsetPause = RoomConfiguration().onsetPause
     /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
     /// unless absolute.
     public var recordingDirectory = "recordings"
@@ -149,6 +150,9 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.onset_replay_ms", 0...1_000,
                 "how much of a new talker's utterance (from its first loud frame) an audio slot sends first when it takes the talker over, ms; 0: none",
                 get: { Int($0.roomOnsetReplay.milliseconds) }, set: { $0.roomOnsetReplay = .milliseconds(Int64($1)) }),
+        .scaled("talkers.onset_pause_ms", 20...2_000,
+                "quiet shorter than this stays in the utterance a slot sends first (longer: the utterance starts after it), ms",
+                get: { Int($0.roomOnsetPause.milliseconds) }, set: { $0.roomOnsetPause = .milliseconds(Int64($1)) }),
         .list("streaming.rtmp_hosts", of: "host names or addresses", \.streamingRTMPHosts,
               "the only hosts a live stream's rtmp_url may name (others: 5125); empty: any",
               valid: { !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }),

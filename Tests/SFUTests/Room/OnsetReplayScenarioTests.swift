@@ -20,6 +20,7 @@ import Testing
     /// range of scenario time. What the listener S received of B: B sends a frame every 20 ms and nothing is
     /// lost on virtual time, so its frames reach S in order and the last one is B's frame at 8.98 s.
     static func heard(replay: MonoTime.Interval, onset: Double = 6, mute: Range<Double>? = nil) throws -> Heard {
+        precondition(SlotSender.onsetPreroll == 3, "the expectations below count the preroll's frames")
         var config = RoomConfiguration()
         config.maxActiveTalkers = 1
         config.onsetReplay = replay
@@ -50,8 +51,8 @@ import Testing
         for onset in [6.0, 6.02, 6.06] {
             let replayed = try Self.heard(replay: .milliseconds(300), onset: onset)
             let live = try Self.heard(replay: .milliseconds(0), onset: onset)
-            // One quiet frame before the first loud one goes too; the speech itself starts within 20 ms of it.
-            #expect(replayed.firstFrame <= onset + 0.021 && replayed.firstFrame >= onset - 0.041,
+            // Three quiet frames before the first loud one go too (`SlotSender.onsetPreroll`).
+            #expect(replayed.firstFrame <= onset + 0.021 && replayed.firstFrame >= onset - 0.081,
                     "B from \(onset) s: first frame heard at \(replayed.firstFrame) s with the onset sent")
             #expect(live.firstFrame >= onset + 0.06, "without it the detector's frames are lost: \(live.firstFrame) s")
             #expect(replayed.frames >= live.frames + 3)
@@ -110,7 +111,7 @@ import Testing
 
     static func utterance(_ b: OnsetBuffer, at ms: Int64, preroll: Int = 0) -> ClosedRange<Int64>? {
         b.utterance(now: .milliseconds(ms), span: .milliseconds(300), pause: .milliseconds(200), fresh: .milliseconds(100),
-                    threshold: 35, preroll: preroll, clockRate: 48_000)
+                    threshold: 35, margin: 12, preroll: preroll, clockRate: 48_000)
     }
 
     @Test func theUtteranceStartsAtTheFirstLoudFrameAfterTheLastLongPause() {

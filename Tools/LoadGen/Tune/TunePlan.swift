@@ -36,6 +36,7 @@ public struct TunePlan: Sendable {
     public var sustainedSpeech: MonoTime.Interval = RoomConfiguration().sustainedSpeech
     /// How much of a new talker's utterance its audio slot sends first (`RoomConfiguration.onsetReplay`).
     public var onsetReplay: MonoTime.Interval = RoomConfiguration().onsetReplay
+    public var onsetPause: MonoTime.Interval = RoomConfiguration().onsetPause
 
     public init() {}
 
@@ -55,6 +56,7 @@ public struct TunePlan: Sendable {
         ("hold_min_samples", "loud samples in 800 ms that keep a participant speaking through a pause (0: any speaking_min_samples)"),
         ("sustained_speech_ms", "speech after which a non-dominant talker holds the floor, ms"),
         ("onset_replay_ms", "how much of a new talker's utterance its audio slot sends first, ms (0: none)"),
+        ("onset_pause_ms", "quiet shorter than this stays in the utterance a slot sends first, ms"),
     ] + ConversationParameters.keys
 
     public typealias Invalid = ConversationParameters.Invalid
@@ -117,6 +119,7 @@ public struct TunePlan: Sendable {
         case "hold_min_samples": detector.holdMinSamples = try int(0...40)
         case "sustained_speech_ms": sustainedSpeech = .milliseconds(Int64(try int(0...10_000)))
         case "onset_replay_ms": onsetReplay = .milliseconds(Int64(try int(0...1_000)))
+        case "onset_pause_ms": onsetPause = .milliseconds(Int64(try int(20...2_000)))
         default:
             guard ConversationParameters.knows(key) else {
                 throw Invalid("unknown key '\(key)' (known: \(Self.keys.map(\.key).joined(separator: ", ")))")

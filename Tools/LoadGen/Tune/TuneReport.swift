@@ -36,9 +36,10 @@ public struct TuneReport: @unchecked Sendable {
         out += plan.roomPerK ? "one room per K" : "one room, one observer per K"
         out += plan.nullCipher ? "; SRTP null cipher" : "; SRTP AES-GCM"
         let d = plan.detector
-        out += String(format: "; detector: elections every %.0f ms, speaking checked every %.0f ms at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms; onset replay %.0f ms\n",
+        out += String(format: "; detector: elections every %.0f ms, speaking checked every %.0f ms at %d samples louder than -%d dBov in 400 ms, floor after %.0f ms; onset replay %.0f ms (pause %.0f ms)\n",
                       d.decisionInterval.seconds * 1000, d.speakingInterval.seconds * 1000, d.speakingMinSamples, Int(d.speakingThreshold),
-                      plan.sustainedSpeech.seconds * 1000, plan.onsetReplay.seconds * 1000)
+                      plan.sustainedSpeech.seconds * 1000, plan.onsetReplay.seconds * 1000,
+                      plan.onsetPause.seconds * 1000)
         out += "K | coverage % | spurts % | worst talker % | clipped onset p50 / p90 / p95 ms | missed turns | intrusions/min | audio switches/min | video switches/min | keyframe requests | kbit/s per subscriber | packets/s per subscriber\n"
         for r in results {
             let m = r.metrics
@@ -73,6 +74,7 @@ public struct TuneReport: @unchecked Sendable {
                 "hold_min_samples": plan.detector.holdMinSamples,
                 "sustained_speech_ms": plan.sustainedSpeech.seconds * 1000,
                 "onset_replay_ms": plan.onsetReplay.seconds * 1000,
+                "onset_pause_ms": plan.onsetPause.seconds * 1000,
             ],
             "elapsed_seconds": elapsedSeconds as Any,
             "participants_detail": people,

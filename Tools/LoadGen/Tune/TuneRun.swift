@@ -70,6 +70,7 @@ public final class TuneRun {
         config.detector = plan.detector
         config.sustainedSpeech = plan.sustainedSpeech
         config.onsetReplay = plan.onsetReplay
+        config.onsetPause = plan.onsetPause
         let h = try RoomHarness(configuration: config, name: "tune")
         h.keepReceived = false
         h.nullCipher = plan.nullCipher

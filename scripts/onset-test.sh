@@ -4,8 +4,8 @@
 # talking 14 s into his microphone file - run twice, with the node's onset replay (`talkers.onset_replay_ms`, its
 # default 500) and without it (0, the node before issue 28). Tests/Browser/onset_test.py records what lena's slot
 # plays and reads her getStats: with the replay she must hear bob from his first word (within 30 ms, the first
-# 100 ms at half the energy sent or more) and her jitter buffer be back to its delay within 6 s; without it his
-# first word must be cut by 60 ms or more. Each run's figures go to $ONSET_OUT (default: a temporary directory).
+# 100 ms at half the energy sent or more, relative to what follows) and her jitter buffer be back to its delay
+# within 6 s; without it his first word must be cut by 60 ms or more, and less than half of its energy heard. Each run's figures go to $ONSET_OUT (default: a temporary directory).
 # ONSET_NODE_SET="key=value ..." sets more node keys for a measurement (e.g. talkers.speaking_min_samples=12 makes
 # the detector slow, so the burst is long), ONSET_REPLAYS the replay values to run (default "500 0").
 # Needs root (ip netns) and Debian's chromium. About 70 s.

@@ -6,8 +6,9 @@
 /// speaks therefore sends first what its track kept of the utterance (`OnsetBuffer`, from the first loud
 /// frame, at most `RoomConfiguration.onsetReplay`), rewritten into the slot's timeline like any switch
 /// (`SlotRewriter`: the first packet anchors at the slot's clock, the rest follow it), then the live packets.
-/// The receiver gets up to 300 ms of audio at once: its jitter buffer plays it out and then catches up by
-/// time-compressing (NetEQ's accelerate), which Benchmarks/README.md measures with Chromium.
+/// The receiver gets up to `onsetReplay` of audio at once (typically 100-200 ms: the detector's delay and the
+/// frames before the first loud one): its jitter buffer plays it out and then catches up by time-compressing
+/// (NetEQ's accelerate; in Chromium back to its delay within 2.3-3.8 s, Benchmarks/README.md).
 extension SlotSender {
     /// The talker's newest packet must be this recent: one that has stopped is not starting to speak.
     static let onsetFresh = MonoTime.Interval.milliseconds(100)

@@ -26,8 +26,10 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
     public var kbps: Double
     public var packetsPerSecond: Double
 
-    /// `intrusionThreshold` in frames; a take counts against the utterance under way at that frame or that
-    /// ended at most half a second before (the room hears speech some frames after it starts).
+    /// `intrusionThreshold` in frames; a take counts against the utterance under way at that frame, that
+    /// starts at most 100 ms after it (a slot that takes a talker over sends its utterance from a few frames
+    /// before its first word: the onset replay), or that ended at most half a second before (the room hears
+    /// speech some frames after it starts).
     public init(_ tally: ListenerTally, script: ConversationScript, intrusionThreshold: Int) {
         let minutes = Double(script.frames) * ConversationParameters.frameSeconds / 60
         var heardAll = 0, saidAll = 0, heardSpurts = 0, saidSpurts = 0
@@ -67,7 +69,7 @@ public struct ListenerMetrics: Sendable, Codable, Equatable {
         turns = script.turns.count
         missedTurns = missed
         intrusions = tally.audioTakes.filter { take in
-            guard let u = script.participants[take.publisher].utterances.last(where: { $0.start <= take.frame }),
+            guard let u = script.participants[take.publisher].utterances.last(where: { $0.start <= take.frame + 5 }),
                   take.frame < u.end + 25 else { return false }
             return u.count < intrusionThreshold
         }.count

@@ -18,7 +18,7 @@ import argparse, base64, json, sys, time
 
 import numpy as np
 
-from demo_test import Browser, report, wait
+from demo_test import Browser, node_metric, report, wait
 
 CAPTURE = r"""
 (() => {
@@ -234,6 +234,12 @@ def main():
             json.dump(result, open(a.json, "w"), indent=1)
         # What lena heard first of bob is a piece of his speech (a cut one starts mid-sound and matches less well).
         checks["bob's speech found in lena's recording"] = "error" not in result and result["match"] >= 0.25
+        replays = node_metric("sfu_onset_replays_total", result="sent")
+        print(f"node: {replays:.0f} onset replays, {node_metric('sfu_onset_replayed_packets_total'):.0f} packets replayed")
+        if a.expect == "heard":
+            checks["the node counts its onset replays"] = replays >= 1
+        if a.expect == "clipped":
+            checks["the node replays nothing with onset_replay_ms = 0"] = replays == 0
         if a.expect == "heard" and "error" not in result:
             checks["lena hears bob from his first word (clipped <= 30 ms)"] = result["clipped_ms"] <= 30 and result["match"] >= 0.5
             checks["bob's first 100 ms reach lena (relative energy >= 0.5 of sent)"] = result["first_100ms_energy_ratio"] >= 0.5

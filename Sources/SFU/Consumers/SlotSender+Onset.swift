@@ -19,8 +19,14 @@ extension SlotSender {
     /// onsets that began below it; Benchmarks/README.md).
     static let onsetMarginDb: UInt8 = 12
 
+    /// The slot stops showing audio track `track`: what it sent of it is not sent again if the track comes
+    /// back to it (a talker dropped from the list and taken back a moment later while still speaking).
+    func noteLeaving(_ track: PublishedTrack) {
+        if let newest = track.onset?.newest { lastLeft = (track.index, newest) }
+    }
+
     /// Sends the utterance `track` is in from its onset, when the slot has just taken `track` over and there
-    /// is one. Skipped (counted) when the slot's batch has not room for it beside live traffic (half of it
+    /// is one, leaving out what the slot already sent of it. Skipped (counted) when the slot's batch has not room for it beside live traffic (half of it
     /// stays for that): a late onset is worth less than the packets of every other slot.
     func replayOnset(of track: PublishedTrack, configuration c: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
         guard kind == .audio, current === track, let buffer = track.onset, connection.attached, connection.outbound != nil,
@@ -28,8 +34,12 @@ extension SlotSender {
                                          threshold: c.detector.speakingThreshold, margin: Self.onsetMarginDb, preroll: Self.onsetPreroll,
                                          clockRate: track.description.codec.clockRate)
         else { return }
+        var first = run.lowerBound
+        // (A newest beyond the track's newest is of a stream it left for a new SSRC: nothing of this one was sent.)
+        if let left = lastLeft, left.track == track.index, left.newest <= run.upperBound { first = max(first, left.newest + 1) }
+        guard first <= run.upperBound else { return }
         let batch = connection.batch(for: out)
-        guard batch.count + run.count <= batch.capacity / 2 else {
+        guard batch.count + Int(run.upperBound - first) + 1 <= batch.capacity / 2 else {
             effects.counters.onsetReplaysSkipped &+= 1
             return
         }
@@ -37,13 +47,14 @@ extension SlotSender {
         // hard mute keeps its mapping until its silence frames went out).
         rewriter.resume()
         var sent = 0
-        for ext in run {
+        for ext in first...run.upperBound {
             guard let e = buffer.entry(ext), let plain = buffer.packet(ext), case .success(let h) = RTPHeader.parse(plain),
                   let (primary, red) = track.audioPayload(plain, h) else { break }
             consume(ForwardedPacket(plain: plain, header: h, primary: primary, red: red, video: nil, extendedSequence: ext,
                                     inOrder: true, level: e.level), from: track, now: now, into: out)
             sent += 1
         }
+        guard sent > 0 else { return }
         effects.counters.onsetReplays &+= 1
         effects.counters.onsetReplayedPackets &+= UInt64(sent)
     }

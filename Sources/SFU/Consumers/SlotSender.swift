@@ -45,6 +45,8 @@ final class SlotSender: MediaConsumer {
     var lastSRSentAt: MonoTime?
     var rtt: MonoTime.Interval?
     var fractionLost: UInt8 = 0
+    /// Audio: the track the slot last stopped showing and the newest packet of it then (`noteLeaving`).
+    var lastLeft: (track: Int, newest: Int64)?
     /// The slot's RTX stream's next sequence number (its own space, RFC 4588 section 4).
     var rtxSequence = UInt16.random(in: 0...UInt16.max)
 
@@ -89,6 +91,7 @@ final class SlotSender: MediaConsumer {
 
     /// The slot shows nothing and is assigned no one (its subscriber left, or the rules took it away).
     func clear() {
+        if kind == .audio, let c = current { noteLeaving(c) }
         for t in [current, pending].compactMap({ $0 }) { t.detach(self) }
         current = nil
         pending = nil

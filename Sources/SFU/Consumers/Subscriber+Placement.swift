@@ -22,6 +22,7 @@ extension Subscriber {
         slot.undecodable = nil
         let before = (current: slot.current, pending: slot.pending)
         if slot.kind == .audio {
+            if let old = before.current, old !== track { slot.noteLeaving(old) }
             slot.current = track
             slot.rewriter.switchTo(track.index)
             slot.silenceFramesLeft = 0
@@ -33,8 +34,11 @@ extension Subscriber {
             if let old = before.pending, old !== track, old !== before.current { old.detach(slot) }
         }
         track.attach(slot)
-        // A talker taken over while it speaks is heard from its first words.
-        if slot.kind == .audio, before.current !== track { slot.replayOnset(of: track, configuration: c, now: now, into: out) }
+        // A talker taken over while it speaks is heard from its first words - by a participant: a live stream's
+        // encoder or a relay's peer node cannot time-compress a burst, and each would run further ahead.
+        if slot.kind == .audio, before.current !== track, participant.index >= 0 {
+            slot.replayOnset(of: track, configuration: c, now: now, into: out)
+        }
         // A move between layers of the same source starts the up hold; a new source may climb as soon as its
         // layers are measured.
         if slot.kind == .video, let shown, track !== shown { slot.climb.moved(now: now) }

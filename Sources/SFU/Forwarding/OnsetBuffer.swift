@@ -42,10 +42,13 @@ final class OnsetBuffer {
 
     deinit { storage?.deallocate() }
 
-    /// Keeps a packet; an older one than the newest (reordered) takes its place in the ring too.
-    func store(extendedSequence ext: Int64, timestamp: UInt32, level: UInt8, packet: UnsafeRawBufferPointer, now: MonoTime) {
-        guard ext >= 0 else { return }
-        noteFloor(level)
+    /// Keeps a packet; an older one than the newest (reordered) takes its place in the ring too, unless it is
+    /// older than the ring holds (it would evict a newer one). `level` nil: the packet has no level of its own
+    /// (DTX, no voice, a repair): quiet for the onset, and not part of the noise floor.
+    func store(extendedSequence ext: Int64, timestamp: UInt32, level: UInt8?, packet: UnsafeRawBufferPointer, now: MonoTime) {
+        guard ext >= 0, ext > newest - Int64(capacity) else { return }
+        if let level { noteFloor(level) }
+        let level = level ?? LevelMath.silence
         if storage == nil {
             storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 16)
             entries = [Entry](repeating: Entry(), count: capacity)

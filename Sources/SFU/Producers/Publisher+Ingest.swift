@@ -33,8 +33,7 @@ extension Publisher {
                                                         noting: &arrived)
             // Kept for a slot that takes this talker over as it starts speaking (`SlotSender.replayOnset`); a
             // frame with no level of its own (DTX, no voice, a repair) counts as quiet there.
-            track.onset?.store(extendedSequence: a.extendedSequence, timestamp: header.timestamp, level: level ?? LevelMath.silence,
-                               packet: plain, now: now)
+            track.onset?.store(extendedSequence: a.extendedSequence, timestamp: header.timestamp, level: level, packet: plain, now: now)
             return ForwardedPacket(plain: plain, header: header, primary: media, red: red, video: nil, extendedSequence: a.extendedSequence,
                                    inOrder: a.inOrder, level: track.lastLevel)
         }

@@ -78,6 +78,28 @@ import Testing
         #expect(heard.firstFrame <= 6.26, "and what it said after the unmute is sent from its start: \(heard.firstFrame) s")
     }
 
+    @Test func aTalkerTakenBackWhileSpeakingIsNotSentWhatTheSlotAlreadySent() throws {
+        // A and B talk all along; S hears both, drops to one talker at 5 s and takes two again at 5.2 s, while
+        // B still speaks: B's slot sends what B said while it was away, not again what S heard before.
+        var config = RoomConfiguration()
+        config.maxActiveTalkers = 2
+        config.onsetPause = .milliseconds(1_000)  // the run reaches back over B's pauses, into what S heard
+        let h = try RoomHarness(configuration: config)
+        let sa = SpeechScript(Voices.a, seed: 1), sb = SpeechScript(Voices.c, seed: 5)
+        let a = SimulatedParticipant(try h.join("A")) { sa.frame(at: $0, speaking: 0..<9) }
+        let b = SimulatedParticipant(try h.join("B")) { sb.frame(at: $0, speaking: 0.5..<9) }
+        let s = try h.join("S", publishAudio: false, audioSlots: 2)
+        h.run([a, b], from: 0, seconds: 5)
+        try h.room.setTalkerCount("S", 1, now: h.now, into: h.batch)
+        h.run([a, b], from: 5, seconds: 0.2)
+        try h.room.setTalkerCount("S", 2, now: h.now, into: h.batch)
+        h.run([a, b], from: 5.2, seconds: 1)
+        let payloads = h.rtp(to: s.subscribe.connection).map { Array($0.packet[$0.header.payloadRange]) }
+            .filter { h.payloadSenders[$0] != nil }
+        #expect(Set(payloads).count == payloads.count, "\(payloads.count - Set(payloads).count) frames sent twice")
+        #expect(h.room.counters.onsetReplays >= 1, "what B said while away is sent")
+    }
+
     @Test func aTalkerWhoStoppedIsNotReplayedToANewListener() throws {
         var config = RoomConfiguration()
         config.maxActiveTalkers = 2

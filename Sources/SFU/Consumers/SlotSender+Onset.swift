@@ -8,7 +8,7 @@
 /// (`SlotRewriter`: the first packet anchors at the slot's clock, the rest follow it), then the live packets.
 /// The receiver gets up to `onsetReplay` of audio at once (typically 100-200 ms: the detector's delay and the
 /// frames before the first loud one): its jitter buffer plays it out and then catches up by time-compressing
-/// (NetEQ's accelerate; in Chromium back to its delay within 2.3-3.8 s, Benchmarks/README.md).
+/// (NetEQ's accelerate; in Chromium back to its delay within 2.3-5.2 s, Benchmarks/README.md).
 extension SlotSender {
     /// The talker's newest packet must be this recent: one that has stopped is not starting to speak.
     static let onsetFresh = MonoTime.Interval.milliseconds(100)
@@ -26,8 +26,9 @@ extension SlotSender {
     }
 
     /// Sends the utterance `track` is in from its onset, when the slot has just taken `track` over and there
-    /// is one, leaving out what the slot already sent of it. Skipped (counted) when the slot's batch has not room for it beside live traffic (half of it
-    /// stays for that): a late onset is worth less than the packets of every other slot.
+    /// is one, leaving out what the slot already sent of it. Skipped (counted) when the slot's batch has not
+    /// room for it beside live traffic (half of it stays for that): a late onset is worth less than the
+    /// packets of every other slot.
     func replayOnset(of track: PublishedTrack, configuration c: RoomConfiguration, now: MonoTime, into out: DatagramBatch) {
         guard kind == .audio, current === track, let buffer = track.onset, connection.attached, connection.outbound != nil,
               let run = buffer.utterance(now: now, span: c.onsetReplay, pause: c.onsetPause, fresh: Self.onsetFresh,

@@ -13,15 +13,10 @@ final class OnsetBuffer {
     private var entries: [Entry]
     /// The newest packet kept, by extended sequence number (-1: none).
     private(set) var newest: Int64 = -1
-    /// The talker's background: the quietest level of each of the last 10 half-seconds of packets (speech
-    /// pauses between words, so over 5 s its quietest frames are its room's noise), for an onset that is loud
-    /// against it though quieter than the detector's threshold (a soft voice, a low microphone).
-    private var floorBlocks = [UInt8](repeating: 0, count: 10)
-    private var floorBlock = 0, floorFill = 0, floorBlocksFilled = 0
-    static let floorBlockLength = 25
-
-    /// The quietest level (-dBov, larger is quieter) heard over the last 5 s; nil before half a second.
-    var noiseFloor: UInt8? { floorBlocksFilled == 0 ? nil : floorBlocks.prefix(floorBlocksFilled).max() }
+    /// The talker's background over the last 5 s of measured levels, for an onset that is loud against it
+    /// though quieter than the detector's threshold (a soft voice, a low microphone).
+    private var floor = NoiseFloor()
+    var noiseFloor: UInt8? { floor.level }
 
     struct Entry {
         var sequence: Int64 = -1
@@ -47,7 +42,7 @@ final class OnsetBuffer {
     /// (DTX, no voice, a repair): quiet for the onset, and not part of the noise floor.
     func store(extendedSequence ext: Int64, timestamp: UInt32, level: UInt8?, packet: UnsafeRawBufferPointer, now: MonoTime) {
         guard ext >= 0, ext > newest - Int64(capacity) else { return }
-        if let level { noteFloor(level) }
+        if let level { floor.push(level) }
         let level = level ?? LevelMath.silence
         if storage == nil {
             storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 16)
@@ -61,15 +56,6 @@ final class OnsetBuffer {
         entries[i] = Entry(sequence: ext, length: packet.count, timestamp: timestamp, level: level, arrival: now)
         UnsafeMutableRawBufferPointer(rebasing: storage![(i * Self.slotSize)..<(i * Self.slotSize + packet.count)]).copyMemory(from: packet)
         if ext > newest { newest = ext }
-    }
-
-    private func noteFloor(_ level: UInt8) {
-        floorBlocks[floorBlock] = floorFill == 0 ? level : max(floorBlocks[floorBlock], level)
-        floorFill += 1
-        guard floorFill == Self.floorBlockLength else { return }
-        floorFill = 0
-        floorBlock = (floorBlock + 1) % floorBlocks.count
-        floorBlocksFilled = min(floorBlocksFilled + 1, floorBlocks.count)
     }
 
     /// Forgets every packet: the stream moved to a new SSRC, or what was kept may no longer be sent (a hard

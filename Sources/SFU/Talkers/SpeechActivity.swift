@@ -18,15 +18,8 @@ struct SpeechActivity {
     private var nextMinLevel: Int = 0
     private var nextMinLevelWindow = 0
 
-    /// The quietest level (largest L) of each of the last `floorBlocks` blocks of `floorBlockLength` samples:
-    /// the speaker's background. Speech pauses between words every few hundred ms, so over 5 s its quietest
-    /// frames are its room's noise; a steady fan or hum is all noise.
-    static let floorBlockLength = 25  // 500 ms
-    static let floorBlocks = 10  // 5 s
-    private var floorBlockMax = [UInt8](repeating: 0, count: floorBlocks)
-    private var floorBlock = 0
-    private var floorBlockFill = 0
-    private var floorBlocksFilled = 0
+    /// The speaker's background over the last 5 s.
+    private var floor = NoiseFloor()
 
     private(set) var immediateScore = 1e-10
     private(set) var mediumScore = 1e-10
@@ -43,23 +36,12 @@ struct SpeechActivity {
         head = (head + 1) % Self.historyLength
         samplesSeen += 1
         updateMinLevel(v)
-        let l = min(level, 127)
-        if floorBlockFill == 0 { floorBlockMax[floorBlock] = l } else { floorBlockMax[floorBlock] = max(floorBlockMax[floorBlock], l) }
-        floorBlockFill += 1
-        if floorBlockFill == Self.floorBlockLength {
-            floorBlockFill = 0
-            floorBlock = (floorBlock + 1) % Self.floorBlocks
-            floorBlocksFilled = min(floorBlocksFilled + 1, Self.floorBlocks)
-        }
+        floor.push(level)
     }
 
     /// The background level (RFC 6464 units: larger is quieter) over the last 5 s: the quietest sample seen
     /// in that time. 127 (digital silence) until a block is complete.
-    var noiseFloor: UInt8 {
-        var floor = floorBlockFill > 0 ? floorBlockMax[floorBlock] : 0
-        for i in 0..<floorBlocksFilled { floor = max(floor, floorBlockMax[(floorBlock - 1 - i + Self.floorBlocks) % Self.floorBlocks]) }
-        return floorBlocksFilled == 0 ? 127 : floor
-    }
+    var noiseFloor: UInt8 { floor.level ?? 127 }
 
     /// The lowest non-zero volume replaces the floor at once; otherwise the floor follows the minimum over
     /// 15 s windows through a geometric mean, so it rises slowly when the background gets louder.

@@ -1,7 +1,7 @@
 import SFU
 import WebRTCEdge
 
-/// A room's live stream on this worker (`Room+LiveStream`): the room writes its slots' packets, unprotected,
+/// A room's live stream on this worker (`RoomLiveStream`): the room writes its slots' packets, unprotected,
 /// into this egress; each pass they are moved into the worker's batch addressed to the encoder's port for their
 /// slot (RTP to its port, the slot's sender reports to the port above, as an SDP with one port per stream
 /// wants: FFmpeg's does not demultiplex by SSRC).
@@ -31,7 +31,7 @@ extension WorkerCore {
         guard ports.count == audioSlots + 1 else { throw RoomError(.invalidSetting, .invalid, "one port per slot") }
         let id = connectionIDs.allocate { [transports, relayEnds, liveStreams] in transports[$0] != nil || relayEnds[$0] != nil || liveStreams[$0] != nil }
         let end = LiveStreamEnd(id: id, room: room)
-        guard let slots = room.streamingStarted(id: stream, connection: id, egress: end, audioSlots: audioSlots, now: now, into: batch) else {
+        guard let slots = room.liveStream.started(id: stream, connection: id, egress: end, audioSlots: audioSlots, now: now, into: batch) else {
             throw RoomError(.invalidStreamingConfiguration, .conflict, "room \(name) is not starting live stream \(stream)")
         }
         for (slot, port) in zip(slots, ports) {
@@ -59,7 +59,7 @@ extension WorkerCore {
     /// Moves what the live streams' rooms wrote into the worker's batch, each datagram to its slot's port.
     func flushLiveStreams() {
         // An end its room let go of by itself (a stale step abandoned) goes.
-        for (id, end) in liveStreams where end.room.liveStreamConnection != id { closeLiveStream(id) }
+        for (id, end) in liveStreams where end.room.liveStream.connection != id { closeLiveStream(id) }
         for end in liveStreams.values where end.batch.count > 0 {
             for i in 0..<end.batch.count {
                 let d = end.batch.datagram(at: i)

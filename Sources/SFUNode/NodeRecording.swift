@@ -3,7 +3,7 @@ import NodeIO
 import SFU
 import SFURecording
 
-/// Recording a room (EnableX "Record a Session"): the room's side is `Room+Recording` (who may, in which phase,
+/// Recording a room (EnableX "Record a Session"): the room's side is `RoomRecording` (who may, in which phase,
 /// which tracks), the files are the `RecordingWriter`'s (its own thread, fed through each worker's
 /// `RecordingQueue`). The node runs the two steps of a start and of a stop between them: the room says yes, the
 /// writer prepares or finishes, the room completes.
@@ -11,17 +11,17 @@ extension Node {
     /// Starts recording `room` (`by` nil: its auto_recording). Returns the recording's id and directory.
     public func startRecording(room: String, by: String?) async throws -> (id: String, directory: String) {
         let id = Self.newRecordingID()
-        try await withRoom(room) { r, _, now in try r.requestRecordingStart(id: id, by: by, now: now) }
+        try await withRoom(room) { r, _, now in try r.recorder.requestStart(id: id, by: by, now: now) }
         let directory: String
         do {
             directory = try await recorder.begin(id: id, room: room)
         } catch {
-            _ = try? await withRoom(room) { r, _, _ in r.recordingStartFailed(id: id) }
+            _ = try? await withRoom(room) { r, _, _ in r.recorder.startFailed(id: id) }
             throw APIError(.serviceUnavailable, code: 6023, "recording unavailable: \(error)")
         }
         // The queue of the worker the room is on, chosen there: only that worker's thread writes into it.
         let queues = recordingQueues
-        let started = (try? await withRoom(room) { r, core, now in r.recordingStarted(id: id, sink: queues[core.index], now: now) }) ?? false
+        let started = (try? await withRoom(room) { r, core, now in r.recorder.started(id: id, sink: queues[core.index], now: now) }) ?? false
         guard started else {
             // The room went while the writer prepared.
             await recorder.finish(id: id, reason: "room destroyed")
@@ -33,9 +33,9 @@ extension Node {
 
     /// Stops recording `room`: its streams close, the writer finishes the files and the manifest.
     public func stopRecording(room: String, by: String) async throws -> RecordingManifest? {
-        let id = try await withRoom(room) { r, _, now in try r.requestRecordingStop(by: by, now: now) }
+        let id = try await withRoom(room) { r, _, now in try r.recorder.requestStop(by: by, now: now) }
         let manifest = await recorder.finish(id: id, reason: "stopped by \(by)")
-        _ = try? await withRoom(room) { r, _, _ in r.recordingStopped(id: id) }
+        _ = try? await withRoom(room) { r, _, _ in r.recorder.stopped(id: id) }
         logger.info("recording stopped", metadata: ["room": "\(room)", "recording": "\(id)", "by": "\(by)",
                                                    "files": "\(manifest?.streams.count ?? 0)"])
         return manifest
@@ -44,7 +44,7 @@ extension Node {
     /// The writer stopped a recording by itself (a full disk, a cap): its room stops recording and says why.
     func recordingFailed(id: String, room: String, reason: String) async {
         logger.warning("recording stopped", metadata: ["room": "\(room)", "recording": "\(id)", "reason": "\(reason)"])
-        _ = try? await withRoom(room) { r, _, _ in r.recordingStopped(id: id, reason: reason) }
+        _ = try? await withRoom(room) { r, _, _ in r.recorder.stopped(id: id, reason: reason) }
         await recorder.finish(id: id, reason: reason)
     }
 

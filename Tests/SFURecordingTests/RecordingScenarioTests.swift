@@ -35,17 +35,17 @@ import Testing
     }
 
     func start(_ h: RoomHarness, _ w: RecordingWriter, _ q: RecordingQueue, id: String, by: String?) throws {
-        try h.room.requestRecordingStart(id: id, by: by, now: h.now)
+        try h.room.recorder.requestStart(id: id, by: by, now: h.now)
         _ = try w.prepare(id: id, room: h.room.name)
-        #expect(h.room.recordingStarted(id: id, sink: q, now: h.now))
+        #expect(h.room.recorder.started(id: id, sink: q, now: h.now))
         h.flush()
     }
 
     func stop(_ h: RoomHarness, _ w: RecordingWriter, by: String) throws -> RecordingManifest? {
-        let id = try h.room.requestRecordingStop(by: by, now: h.now)
+        let id = try h.room.recorder.requestStop(by: by, now: h.now)
         w.drainQueues()
         let m = w.complete(id: id, reason: "stopped by \(by)")
-        h.room.recordingStopped(id: id)
+        h.room.recorder.stopped(id: id)
         return m
     }
 
@@ -58,25 +58,25 @@ import Testing
             do { try body() } catch let e as RoomError { return e.code.rawValue } catch { return -1 }
             return nil
         }
-        #expect(code { try h.room.requestRecordingStart(id: "r1", by: "A", now: h.now) } == 5007)
-        #expect(code { _ = try h.room.requestRecordingStop(by: "M", now: h.now) } == 5036)
-        try h.room.requestRecordingStart(id: "r1", by: "M", now: h.now)
-        #expect(code { try h.room.requestRecordingStart(id: "r1b", by: "M", now: h.now) } == 5033)
-        #expect(code { _ = try h.room.requestRecordingStop(by: "M", now: h.now) } == 5033)
+        #expect(code { try h.room.recorder.requestStart(id: "r1", by: "A", now: h.now) } == 5007)
+        #expect(code { _ = try h.room.recorder.requestStop(by: "M", now: h.now) } == 5036)
+        try h.room.recorder.requestStart(id: "r1", by: "M", now: h.now)
+        #expect(code { try h.room.recorder.requestStart(id: "r1b", by: "M", now: h.now) } == 5033)
+        #expect(code { _ = try h.room.recorder.requestStop(by: "M", now: h.now) } == 5033)
         #expect(h.room.snapshot().recording?.phase == .starting)
         _ = try w.prepare(id: "r1", room: h.room.name)
-        #expect(h.room.recordingStarted(id: "r1", sink: q, now: h.now))
+        #expect(h.room.recorder.started(id: "r1", sink: q, now: h.now))
         h.flush()
         #expect(h.events.contains { $0.1 == .recording(on: true, id: "r1", by: "M", reason: nil) })
-        #expect(code { try h.room.requestRecordingStart(id: "r1c", by: "M", now: h.now) } == 5034)
+        #expect(code { try h.room.recorder.requestStart(id: "r1c", by: "M", now: h.now) } == 5034)
         Self.talk(h, &members, frames: 50)
-        #expect(code { _ = try h.room.requestRecordingStop(by: "A", now: h.now) } == 5008)
-        #expect(try h.room.requestRecordingStop(by: "M", now: h.now) == "r1")
-        #expect(code { _ = try h.room.requestRecordingStop(by: "M", now: h.now) } == 5035)
-        #expect(code { try h.room.requestRecordingStart(id: "r1d", by: "M", now: h.now) } == 5035)
+        #expect(code { _ = try h.room.recorder.requestStop(by: "A", now: h.now) } == 5008)
+        #expect(try h.room.recorder.requestStop(by: "M", now: h.now) == "r1")
+        #expect(code { _ = try h.room.recorder.requestStop(by: "M", now: h.now) } == 5035)
+        #expect(code { try h.room.recorder.requestStart(id: "r1d", by: "M", now: h.now) } == 5035)
         w.drainQueues()
         let first = try #require(w.complete(id: "r1", reason: "stopped by M"))
-        h.room.recordingStopped(id: "r1")
+        h.room.recorder.stopped(id: "r1")
         h.flush()
         #expect(h.events.contains { $0.1 == .recording(on: false, id: "r1", by: "M", reason: nil) })
         #expect(h.room.recording == nil)
@@ -162,13 +162,13 @@ import Testing
         let h = try Self.room()
         _ = try h.join("M", role: .moderator, audioSlots: 1)
         // The API call that was to complete it timed out on a busy worker: the room waits in `starting`.
-        try h.room.requestRecordingStart(id: "lost", by: "M", now: h.now)
+        try h.room.recorder.requestStart(id: "lost", by: "M", now: h.now)
         h.advance(by: 10_000)
-        #expect((try? h.room.requestRecordingStart(id: "again", by: "M", now: h.now)) == nil, "still within its timeout: 5033")
+        #expect((try? h.room.recorder.requestStart(id: "again", by: "M", now: h.now)) == nil, "still within its timeout: 5033")
         h.advance(by: 25_000)
-        try h.room.requestRecordingStart(id: "again", by: "M", now: h.now)
+        try h.room.recorder.requestStart(id: "again", by: "M", now: h.now)
         #expect(h.room.recording?.id == "again" && h.room.recording?.phase == .starting)
-        #expect(!h.room.recordingStarted(id: "lost", sink: RecordingQueue(index: 0), now: h.now), "the abandoned start completes nothing")
+        #expect(!h.room.recorder.started(id: "lost", sink: RecordingQueue(index: 0), now: h.now), "the abandoned start completes nothing")
     }
 
     @Test func aRenegotiationKeepsTheFileAndAClientThatStartedOverGetsANewOne() throws {

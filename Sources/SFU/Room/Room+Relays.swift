@@ -12,8 +12,7 @@ extension Room {
         }
         guard connections[id] == nil else { throw RoomError(.invalidSetting, .conflict, "connection \(id) is in use") }
         // The relay is no participant: an index below every participant's, never in the roster or a list.
-        let index = -1 - nextRelayIndex
-        nextRelayIndex += 1
+        let index = nextNobodyIndex()
         let holder = Participant(id: "relay:\(peer)", index: index, name: peer, role: .participant, talkerCount: nil)
         let conn = Connection(id: id, participant: index)
         connections[id] = conn

@@ -30,7 +30,7 @@ extension Room {
             conn.publisher = publisher
         }
         bind(publisher, to: published)
-        recordNewTracks()
+        recorder.recordNewTracks()
         if publisher.audio != nil { election.detector.addSpeaker(p.index, now: now) } else { stopSpeaking(p) }
         updateCandidacy(p)
         listsChanged()

@@ -22,7 +22,7 @@ public final class Room {
     var connections: [ConnectionID: Connection] = [:]
     /// Relays to the other nodes of the room, by peer node (`Room+Relays`).
     var relays: [String: RelayLink] = [:]
-    var nextRelayIndex = 0
+    private var nextNobodyIndexValue = 0
     var nextTrackIndex = 0
 
     var election: TalkerElection
@@ -57,10 +57,12 @@ public final class Room {
     }
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
-    /// The recording under way (`Room+Recording`).
-    var recorder: RoomRecorder?
-    /// The live stream under way (`Room+LiveStream`).
-    var liveStream: LiveStream?
+    /// The room's recording (`RoomRecording`), and the one under way if any.
+    public private(set) lazy var recorder = RoomRecording(room: self)
+    public var recording: RoomRecording.Status? { recorder.status }
+    /// The room's live stream (`RoomLiveStream`), and the one under way if any.
+    public private(set) lazy var liveStream = RoomLiveStream(room: self)
+    public var streaming: RoomLiveStream.Status? { liveStream.status }
     /// What one video costs in the room, measured (ABWD's stream bandwidth).
     var videoCosts = VideoCosts()
 
@@ -129,7 +131,7 @@ public final class Room {
                             now: now, into: out)
             }
         }
-        if liveStream?.connection != nil { keepLiveAudioGoing(now: now, into: out) }
+        liveStream.keepAudioGoing(now: now, into: out)
         if effects.listsDirty { refreshAllSubscribers(now: now, into: out) }
     }
 
@@ -208,10 +210,8 @@ public final class Room {
         }
         participants.removeAll()
         tracks.removeAll()
-        recorder?.closeAll()
-        recorder = nil
-        if let live = liveStream { live.connection?.subscriber?.unbind() }
-        liveStream = nil
+        recorder.end()
+        liveStream.destroy()
         for r in relays.values { r.release() }
         relays.removeAll()
         for c in connections.values { c.release() }
@@ -231,6 +231,22 @@ public final class Room {
 
     /// The room's side of a transport, for a caller that routes many datagrams to it (see `Connection.attached`).
     public func connection(_ id: ConnectionID) -> Connection? { connections[id] }
+
+    /// A connection of the room's own that is no participant's (a relay's, the live stream's) is routed like
+    /// a client's; `dropConnection` lets it go.
+    func adoptConnection(_ c: Connection) { connections[c.id] = c }
+
+    func dropConnection(_ c: Connection) {
+        if connections[c.id] === c { connections[c.id] = nil }
+        c.release()
+    }
+
+    /// The index of a holder that is nobody (a relay, the live stream): below every participant's, never in
+    /// the roster or a list.
+    func nextNobodyIndex() -> Int {
+        defer { nextNobodyIndexValue += 1 }
+        return -1 - nextNobodyIndexValue
+    }
 
     // MARK: Settings
 

@@ -29,9 +29,9 @@ public struct RoomSnapshot: Sendable, Equatable {
     public var approvedHands: [String]
     public var participants: [Participant]
     /// The recording under way (starting, recording or stopping); nil when the room is not recorded.
-    public var recording: Room.RecordingStatus? = nil
+    public var recording: RoomRecording.Status? = nil
     /// The live stream under way; nil when the room is not streamed.
-    public var streaming: Room.StreamingStatus? = nil
+    public var streaming: RoomLiveStream.Status? = nil
     /// Who waits to be let into a knock-enabled room, in the order they knocked: (id, name).
     public var awaited: [(id: String, name: String)] { participants.filter(\.awaited).map { ($0.id, $0.name) } }
 }

@@ -73,13 +73,13 @@ struct RoomState: JSONFields {
         var id: String
         var state: String
         var startedBy: String?
-        init(_ r: Room.RecordingStatus) {
+        init(_ r: RoomRecording.Status) {
             id = r.id
             state = r.phase.rawValue
             startedBy = r.startedBy
         }
         /// A live stream's state has the same shape (`state`: starting, streaming, stopping).
-        init(_ l: Room.StreamingStatus) {
+        init(_ l: RoomLiveStream.Status) {
             id = l.id
             state = l.phase.rawValue
             startedBy = l.startedBy

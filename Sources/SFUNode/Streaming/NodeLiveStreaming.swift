@@ -3,7 +3,7 @@ import NodeIO
 import SFU
 import WebRTCEdge
 
-/// Live streaming over RTMP (EnableX startStreaming / stopStreaming): the room's side is `Room+LiveStream` (its
+/// Live streaming over RTMP (EnableX startStreaming / stopStreaming): the room's side is `RoomLiveStream` (its
 /// slots follow the active talkers), the worker's is `WorkerCore+LiveStreams` (each slot's packets to the
 /// encoder's port), the encoder is a supervised FFmpeg (`LiveEncoder`).
 extension Node {
@@ -47,7 +47,7 @@ extension Node {
     public func startStreaming(room: String, by: String, _ config: StreamingConfiguration) async throws -> String {
         try config.check(allowedHosts: configuration.streamingRTMPHosts)
         let id = "live-" + Self.newRecordingID().dropFirst(4)
-        try await withRoom(room) { r, _, now in try r.requestStreamingStart(id: id, by: by, now: now) }
+        try await withRoom(room) { r, _, now in try r.liveStream.requestStart(id: id, by: by, now: now) }
         do {
             let audio = try await withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
             // Ports held for the stream's whole life (its restarts too): no other stream of this node gets them.
@@ -64,7 +64,7 @@ extension Node {
                 onRestart: { [weak self] why in
                     guard let self else { return }
                     logger.warning("live stream encoder restarts", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
-                    Task { _ = try? await self.withRoom(room) { r, _, _ in r.streamingNotice(id: id, reason: "encoder restarted: \(why)") } }
+                    Task { _ = try? await self.withRoom(room) { r, _, _ in r.liveStream.notice(id: id, reason: "encoder restarted: \(why)") } }
                 },
                 onGiveUp: { [weak self] why in
                     guard let self else { return }
@@ -73,17 +73,17 @@ extension Node {
                 })
             encoder.onStarted = { [weak self] in
                 guard let self else { return }
-                Task { _ = try? await self.withRoom(room) { r, core, now in r.streamingNeedsKeyframe(id: id, now: now, into: core.batch) } }
+                Task { _ = try? await self.withRoom(room) { r, core, now in r.liveStream.needsKeyframe(id: id, now: now, into: core.batch) } }
             }
             encoders.withLock { $0[id] = encoder }
             _ = try await withCore(of: room) { core, now in
                 try core.openLiveStream(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
             }
             try encoder.start()
-            _ = try await withRoom(room) { r, _, _ in r.streamingConfirmed(id: id) }
+            _ = try await withRoom(room) { r, _, _ in r.liveStream.confirmed(id: id) }
         } catch {
             await endStream(room: room, id: id, reason: nil)
-            _ = try? await withRoom(room) { r, _, _ in r.streamingStartFailed(id: id) }
+            _ = try? await withRoom(room) { r, _, _ in r.liveStream.startFailed(id: id) }
             if let e = error as? APIError { throw e }
             throw APIError(.serviceUnavailable, code: 6024, "live streaming unavailable: \(error)")
         }
@@ -93,7 +93,7 @@ extension Node {
 
     /// Stops the live stream of `room`: the room's slots stop, FFmpeg ends the RTMP stream. Returns its id.
     public func stopStreaming(room: String, by: String) async throws -> String {
-        let (id, _) = try await withRoom(room) { r, _, now in try r.requestStreamingStop(by: by, now: now) }
+        let (id, _) = try await withRoom(room) { r, _, now in try r.liveStream.requestStop(by: by, now: now) }
         await endStream(room: room, id: id, reason: nil)
         logger.info("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "by": "\(by)"])
         return id
@@ -105,15 +105,15 @@ extension Node {
         _ = streamPorts.withLock { $0.removeValue(forKey: id) }
         // Only this stream's connection: a late cleanup of an old stream must not end the current one.
         _ = try? await withCore(of: room) { core, _ in
-            if let c = core.room(room)?.streamingStopped(id: id, reason: reason) { core.closeLiveStream(c) }
+            if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason) { core.closeLiveStream(c) }
         }
     }
 
     /// The SDP FFmpeg reads: one m-line per slot (the video slot, then the audio slots, as the room makes
-    /// them: `Room.streamingStarted`), each on its own port (RTCP on the port above).
+    /// them: `RoomLiveStream.started`), each on its own port (RTCP on the port above).
     static func sdp(room: String, audioSlots: Int, ports: [UInt16]) -> String {
         var l = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=\(room) live", "c=IN IP4 127.0.0.1", "t=0 0"]
-        let v = Room.liveVideoPayloadType, a = Room.liveAudioPayloadType
+        let v = RoomLiveStream.videoPayloadType, a = RoomLiveStream.audioPayloadType
         l += ["m=video \(ports[0]) RTP/AVP \(v)", "a=rtpmap:\(v) VP8/90000"]
         for port in ports.dropFirst().prefix(audioSlots) { l += ["m=audio \(port) RTP/AVP \(a)", "a=rtpmap:\(a) opus/48000/2"] }
         return l.joined(separator: "\r\n") + "\r\n"

@@ -50,19 +50,19 @@ import Testing
             do { try body() } catch let e as RoomError { return e.code.rawValue } catch { return -1 }
             return nil
         }
-        #expect(code { try h.room.requestStreamingStart(id: "s", by: "A", now: h.now) } == 5003)
-        #expect(code { _ = try h.room.requestStreamingStop(by: "M", now: h.now) } == 5124)
-        try h.room.requestStreamingStart(id: "s", by: "M", now: h.now)
-        #expect(code { try h.room.requestStreamingStart(id: "t", by: "M", now: h.now) } == 5121)
-        let slots = try #require(h.room.streamingStarted(id: "s", connection: ConnectionID(9_999), egress: capture, audioSlots: 3,
+        #expect(code { try h.room.liveStream.requestStart(id: "s", by: "A", now: h.now) } == 5003)
+        #expect(code { _ = try h.room.liveStream.requestStop(by: "M", now: h.now) } == 5124)
+        try h.room.liveStream.requestStart(id: "s", by: "M", now: h.now)
+        #expect(code { try h.room.liveStream.requestStart(id: "t", by: "M", now: h.now) } == 5121)
+        let slots = try #require(h.room.liveStream.started(id: "s", connection: ConnectionID(9_999), egress: capture, audioSlots: 3,
                                                          now: h.now, into: h.batch))
         h.flush()
         #expect(slots.map(\.codec) == [.vp8, .opus, .opus, .opus])
         #expect(!h.events.contains { if case .streaming = $0.1 { true } else { false } }, "on only once the encoder runs")
-        h.room.streamingConfirmed(id: "s")
+        h.room.liveStream.confirmed(id: "s")
         h.flush()
         #expect(h.events.contains { $0.1 == .streaming(on: true, id: "s", by: "M", reason: nil) })
-        #expect(code { try h.room.requestStreamingStart(id: "t", by: "M", now: h.now) } == 5122)
+        #expect(code { try h.room.liveStream.requestStart(id: "t", by: "M", now: h.now) } == 5122)
         // Only A talks: A's audio reaches the stream; the slots nobody talks on send silence every 20 ms.
         Self.talk(h, &members, who: [1], frames: 50, capture: capture)
         let carrying = Self.audioSSRCs.filter { capture.lastPayload[$0]?.last == 1 }
@@ -79,11 +79,11 @@ import Testing
         Self.talk(h, &members, who: [1], frames: 50, capture: capture)
         #expect(!Self.audioSSRCs.contains { capture.lastPayload[$0]?.last == 1 }, "nothing of A after the hard mute")
         // Stop: the room lets go, and says so.
-        let (id, conn) = try h.room.requestStreamingStop(by: "M", now: h.now)
+        let (id, conn) = try h.room.liveStream.requestStop(by: "M", now: h.now)
         #expect(id == "s" && conn == ConnectionID(9_999))
-        #expect(code { _ = try h.room.requestStreamingStop(by: "M", now: h.now) } == 5123)
-        #expect(h.room.streamingStopped(id: "old") == nil, "an old stream's late cleanup ends nothing")
-        #expect(h.room.streamingStopped(id: "s") == ConnectionID(9_999))
+        #expect(code { _ = try h.room.liveStream.requestStop(by: "M", now: h.now) } == 5123)
+        #expect(h.room.liveStream.stopped(id: "old") == nil, "an old stream's late cleanup ends nothing")
+        #expect(h.room.liveStream.stopped(id: "s") == ConnectionID(9_999))
         h.flush()
         #expect(h.events.contains { $0.1 == .streaming(on: false, id: "s", by: "M", reason: nil) })
         #expect(h.room.streaming == nil && h.room.connection(ConnectionID(9_999)) == nil)

@@ -34,9 +34,9 @@ extension Worker {
         }
     }
 
-    /// What `room`'s relay to `peer` carries now (`Room.relayed(to:)`); nil when there is none.
+    /// What `room`'s relay to `peer` carries now (`Room.relays.carried(to:)`); nil when there is none.
     public func relayed(room: String, to peer: String) async throws -> [RelayedStream]? {
-        try await perform { core, _ in core.rooms[room]?.relayed(to: peer) }
+        try await perform { core, _ in core.rooms[room]?.relays.carried(to: peer) }
     }
 
     /// Sockets of ends the core closed (a room destroyed, an end closed) are closed too.

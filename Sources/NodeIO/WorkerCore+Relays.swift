@@ -2,7 +2,7 @@ import SFU
 import WebRTCEdge
 
 /// One end of a relay on this worker (issue 25; docs/cluster.md, Relays): a room of this worker joined to the
-/// room of the same name on another node. Its media half is the room's relay connection (`Room.attachRelay`):
+/// room of the same name on another node. Its media half is the room's relay connection (`RoomRelays.attach`):
 /// what this node relays goes out through it, what the peer relays comes in on it. What arrives for it comes on
 /// a UDP socket of its own (the worker's `Worker.relaySockets`, one per end), so no address or SSRC has to
 /// tell two rooms' relays apart; what it sends leaves from the worker's media socket to the peer's socket for
@@ -35,7 +35,7 @@ extension WorkerCore {
         // An end of the same relay left behind (its close never reached this worker) is replaced.
         for old in relayEnds.values where old.room === room && old.peer == peer { closeRelay(old.id, reason: "replaced", now: now) }
         let id = connectionIDs.allocate { [transports, relayEnds] in transports[$0] != nil || relayEnds[$0] != nil }
-        try room.attachRelay(peer: peer, connection: id, now: now, into: batch)
+        try room.relays.attach(peer: peer, connection: id, now: now, into: batch)
         relayEnds[id] = RelayEnd(id: id, room: room, peer: peer)
         return id
     }

@@ -346,7 +346,7 @@ import WebRTCEdge
         let b = cluster.nodes[1]
         let (room, alice, bob) = try await Self.sharedRoom(cluster, home: "a")
         let target = try #require(await cluster.members[1].relays.openEnds.first?.address)
-        let relayedSSRC = try #require(try await cluster.nodes[0].withRoom(room) { r, _, _ in r.relayed(to: "b")?.first?.ssrc })
+        let relayedSSRC = try #require(try await cluster.nodes[0].withRoom(room) { r, _, _ in r.relays.carried(to: "b")?.first?.ssrc })
         let stranger = try UDPSocket(bind: TransportAddress("127.0.0.1:0")!)
         var junk: [[UInt8]] = [[0x17, 0xFE, 0xFD] + [UInt8](repeating: 1, count: 40), [0x00, 0x01, 0x00, 0x00], []]
         var rtp: [UInt8] = [0x80, 111, 0x12, 0x34, 0, 0, 0, 1] + withUnsafeBytes(of: relayedSSRC.bigEndian, Array.init)

@@ -59,10 +59,10 @@ public final class RelayedRooms {
             a.send(p, from: ab)
         }
         // Who is in the room at each node, then what each relays (one `streams` message each way).
-        b.room.receiveMembers(a.room.localMembers, from: "node-a")
-        a.room.receiveMembers(b.room.localMembers, from: "node-b")
-        try b.room.receiveRelayed(a.room.relayed(to: "node-b") ?? [], from: "node-a", now: b.now, into: b.batch)
-        try a.room.receiveRelayed(b.room.relayed(to: "node-a") ?? [], from: "node-b", now: a.now, into: a.batch)
+        b.room.relays.receiveMembers(a.room.relays.localMembers, from: "node-a")
+        a.room.relays.receiveMembers(b.room.relays.localMembers, from: "node-b")
+        try b.room.relays.receive(a.room.relays.carried(to: "node-b") ?? [], from: "node-a", now: b.now, into: b.batch)
+        try a.room.relays.receive(b.room.relays.carried(to: "node-a") ?? [], from: "node-b", now: a.now, into: a.batch)
         if following {
             // The control channel between nodes of one data centre takes a millisecond, not a 20 ms step: B
             // applies the home's ranking and moderation at once.

@@ -142,11 +142,11 @@ public final class RoomHarness {
         try room.attachPublisher(m.id, connection: m.publish.connection, tracks: tracks, now: now)
     }
 
-    /// A relay from this room to node `peer` (`Room.attachRelay`), keyed: the returned client is the peer's end
+    /// A relay from this room to node `peer` (`RoomRelays.attach`), keyed: the returned client is the peer's end
     /// of the link, and what the relay sends is in `received` under its connection.
     public func relay(to peer: String) throws -> SimulatedClient {
         let c = newClient()
-        try room.attachRelay(peer: peer, connection: c.connection, now: now, into: batch)
+        try room.relays.attach(peer: peer, connection: c.connection, now: now, into: batch)
         try room.setSRTP(connection: c.connection, inbound: c.nodeInbound, outbound: c.nodeOutbound)
         flush()
         return c

@@ -154,7 +154,7 @@ final class RelayLink {
     }
 }
 
-/// One participant of a room at the node that tells another node of the room who is there (`Room.localMembers`).
+/// One participant of a room at the node that tells another node of the room who is there (`Room.relays.localMembers`).
 public struct RelayedMember: Sendable, Equatable {
     public var participant: String
     public var name: String

@@ -93,7 +93,7 @@ extension Room {
     /// given, is reported as the participant's `disconnected` state.
     public func detachConnection(_ id: ConnectionID, reason: String?, now: MonoTime? = nil, into out: DatagramBatch? = nil) {
         guard let c = connections.removeValue(forKey: id) else { return }
-        if c.participant < 0 { return detachRelay(c) }
+        if c.participant < 0 { return relays.detach(c) }
         guard let p = participants[c.participant] else { return c.release() }
         p.retiredDrops.add(c.drops)
         if p.publisher?.connection === c { unpublish(p) }

@@ -39,7 +39,7 @@ extension Room {
         let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
         liveStream.refresh(ranking, now: now, into: out)
-        refreshRelays(followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
+        relays.refresh(followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
         if !relays.isEmpty, !effects.events.contains(where: { if case .relaysChanged = $0 { true } else { false } }) {
             effects.events.append(.relaysChanged)
         }

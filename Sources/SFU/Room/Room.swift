@@ -20,8 +20,8 @@ public final class Room {
     /// Every published track by index: what a slot's send log names its packets' sources by.
     var tracks: [Int: PublishedTrack] = [:]
     var connections: [ConnectionID: Connection] = [:]
-    /// Relays to the other nodes of the room, by peer node (`Room+Relays`).
-    var relays: [String: RelayLink] = [:]
+    /// Relays to the other nodes of the room, and those nodes' participants (`RoomRelays`).
+    public private(set) lazy var relays = RoomRelays(room: self)
     private var nextNobodyIndexValue = 0
     var nextTrackIndex = 0
 
@@ -89,7 +89,7 @@ public final class Room {
             p.publisher?.endAll()
             p.subscriber?.unbind()
         }
-        for r in relays.values { r.release() }
+        relays.releaseAll()
         for c in connections.values { c.release() }
     }
 
@@ -194,7 +194,7 @@ public final class Room {
         unsubscribe(p)
         for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
         participants.remove(p)
-        if let origin = p.origin { relays[origin]?.remoteTracks[p.id] = nil }  // bound anew if the peer relays it again
+        relays.forget(p)
         election.leave(p.index)
         if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
         effects.events.append(.participantState(participant: p.id, state: .left, reason: reason))
@@ -212,8 +212,7 @@ public final class Room {
         tracks.removeAll()
         recorder.end()
         liveStream.destroy()
-        for r in relays.values { r.release() }
-        relays.removeAll()
+        relays.releaseAll()
         for c in connections.values { c.release() }
         connections.removeAll()
         election = TalkerElection(detector: configuration.detector, now: now)

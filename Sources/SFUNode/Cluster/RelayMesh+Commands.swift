@@ -48,7 +48,7 @@ extension RelayMesh: RoomsElsewhere {
     /// Removes another node's participant through that node (its own removes it, closes its connections and
     /// tells the others it left); nil when `participant` is this node's own or not in the room here.
     func drop(room: String, participant: String, by: String?) async throws -> Int? {
-        guard let origin = try await node.withRoom(room, { r, _, _ in r.origin(of: participant) }) else { return nil }
+        guard let origin = try await node.withRoom(room, { r, _, _ in r.relays.origin(of: participant) }) else { return nil }
         guard let channel = channels[origin], ends[EndKey(room: room, peer: origin)]?.keyed == true else {
             throw APIError(.serviceUnavailable, code: 6022, "\(participant) is on node \(origin), which this node cannot reach now; retry")
         }
@@ -126,7 +126,7 @@ extension RelayMesh: RoomsElsewhere {
         } else {
             do {
                 // Only one of this node's own: another node's copy here is that node's to remove.
-                let origin = try await node.withRoom(room) { r, _, _ in (r.contains(participant: participant), r.origin(of: participant)) }
+                let origin = try await node.withRoom(room) { r, _, _ in (r.contains(participant: participant), r.relays.origin(of: participant)) }
                 guard origin.0, origin.1 == nil else { throw RoomError(.undefinedClientIDs, .notFound, "\(participant) is not a participant of \(nodeID)") }
                 answer.closed = try await node.removeHere(room: room, participant: participant, by: by)
             } catch {

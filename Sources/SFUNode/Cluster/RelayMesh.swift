@@ -19,7 +19,7 @@ import WebRTCEdge
 /// that replaced it, and a relay refused (`bye`) is tried again only after `retryAfter`.
 ///
 /// Then, whenever a room's lists were rebuilt (`nudge`) and at least every two seconds, it sends on each keyed
-/// end what changed: `streams` (`Room.relayed(to:)`, which the peer binds to remote participants, with those
+/// end what changed: `streams` (`Room.relays.carried(to:)`, which the peer binds to remote participants, with those
 /// described before who left here), and from the room's home `ranking` and `moderation`. Work on a room runs
 /// on its worker through `Worker.perform`, never here.
 actor RelayMesh {
@@ -264,13 +264,13 @@ actor RelayMesh {
         do {
             state = try await worker.perform { core, _ in
                 // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
-                guard core.hasRelay(id), let r = core.rooms[room], let all = r.relayed(to: peer) else { return nil }
+                guard core.hasRelay(id), let r = core.rooms[room], let all = r.relays.carried(to: peer) else { return nil }
                 let streams = Array(all.prefix(RelayMessage.maxStreams))  // what one description may hold
-                let members = Array(r.localMembers.prefix(RelayMessage.maxListed))
+                let members = Array(r.relays.localMembers.prefix(RelayMessage.maxListed))
                 var generations: [String: Int] = [:]
-                for who in members.map(\.participant) + streams.map(\.participant) { generations[who] = r.localIndex(of: who) }
+                for who in members.map(\.participant) + streams.map(\.participant) { generations[who] = r.relays.localIndex(of: who) }
                 // Left: no longer this node's own (gone, or moved to another node), or left and came back.
-                return (streams, described.filter { r.localIndex(of: $0.key) != $0.value }.keys.sorted(),
+                return (streams, described.filter { r.relays.localIndex(of: $0.key) != $0.value }.keys.sorted(),
                         home ? r.shareRanking() : nil, home ? r.moderationState : nil, members, generations)
             }
         } catch {
@@ -370,10 +370,10 @@ actor RelayMesh {
             guard ends[EndKey(room: room, peer: peer)]?.id != nil else { return }
             do {
                 try await node.withRoom(room) { r, core, now in
-                    r.remoteLeft(left, from: peer)
+                    r.relays.remoteLeft(left, from: peer)
                     // Talkers with their streams first: the members after them are the silent rest.
-                    defer { r.receiveMembers(members, from: peer) }
-                    try r.receiveRelayed(streams, from: peer, now: now, into: core.batch)
+                    defer { r.relays.receiveMembers(members, from: peer) }
+                    try r.relays.receive(streams, from: peer, now: now, into: core.batch)
                 }
             } catch {
                 refused(error, on: channel)

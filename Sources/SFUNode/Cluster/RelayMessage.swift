@@ -12,10 +12,10 @@ import WebRTCEdge
 public enum RelayMessage: Sendable, Equatable {
     /// The first message on a connection: who speaks, and the protocol it speaks.
     case hello(node: String, version: Int)
-    /// What the sender relays to the receiver in `room` now (`Room.relayed(to:)`): the whole description, so
+    /// What the sender relays to the receiver in `room` now (`Room.relays.carried(to:)`): the whole description, so
     /// that a lost or reordered one is repaired by the next; and who of those it described before has left
     /// the room at the sender (the receiver lets its remote participants of that id go); and everyone in the
-    /// room at the sender (`Room.localMembers`), relayed or not, so that every node knows the whole room.
+    /// room at the sender (`Room.relays.localMembers`), relayed or not, so that every node knows the whole room.
     case streams(room: String, epoch: Int64, streams: [RelayedStream], left: [String], members: [RelayedMember])
     /// The home's talker order (`Room.shareRanking()`).
     case ranking(room: String, SharedRanking)

@@ -52,11 +52,11 @@ import Testing
         var everRelayed = Set<String>()
         var owners: [UInt32: String] = [:]
         room.run(seconds: 22) { _ in
-            let carried = h.room.relayed(to: "node-b") ?? []
+            let carried = h.room.relays.carried(to: "node-b") ?? []
             most = max(most, carried.count)
             everRelayed.formUnion(carried.map(\.participant))
             for c in carried { owners[c.ssrc] = c.participant }
-            let link = h.room.relays["node-b"]!
+            let link = h.room.relays.links["node-b"]!
             #expect(link.subscriber.audioSlots.count <= 2 * k, "the relay's slots are bounded: \(link.subscriber.audioSlots.count)")
         }
         #expect(most == k, "at most K audio streams at any time, and K when K talk")
@@ -96,7 +96,7 @@ import Testing
                 h.send(packet, from: members[i].publish)
             }
             h.advance(by: 20)
-            for c in h.room.relayed(to: "node-b") ?? [] { owners[c.ssrc, default: []].insert(c.participant) }
+            for c in h.room.relays.carried(to: "node-b") ?? [] { owners[c.ssrc, default: []].insert(c.participant) }
         }
         #expect(owners.values.allSatisfy { $0.count == 1 }, "an SSRC carries one participant: \(owners)")
         #expect(owners.values.filter { $0 == ["t0"] }.count == 2, "t0 came back on a new SSRC: \(owners)")
@@ -122,13 +122,13 @@ import Testing
             }
             if f % 2 == 0 { for c in cameras { c.sendFrame(h) } }
             h.advance(by: 20)
-            mostVideos = max(mostVideos, (h.room.relayed(to: "node-b") ?? []).count { $0.kind == .video })
+            mostVideos = max(mostVideos, (h.room.relays.carried(to: "node-b") ?? []).count { $0.kind == .video })
         }
         #expect(mostVideos == k, "K cameras at most, K while K talk")
         let packets = h.rtp(to: peer.connection)
         for i in 0..<4 {
             let index = try #require(h.room.participants.lookup("v\(i)")).index
-            let video = packets.filter { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: index, kind: .camera) }
+            let video = packets.filter { $0.header.ssrc == h.room.relays.links["node-b"]!.ssrc(participant: index, kind: .camera) }
             let first = try #require(video.first, "v\(i)'s camera was relayed")
             let descriptor = first.packet.withUnsafeBytes { VideoDescriptor.parse(.vp9, payload: UnsafeRawBufferPointer(rebasing: $0[first.header.payloadRange])) }
             #expect((try? descriptor.get())?.isKeyframeStart == true, "v\(i)'s relayed video starts at a key frame")
@@ -149,7 +149,7 @@ import Testing
             presenter.step(a, t: Double(f) / 50, stepIndex: f)
             try nodes.step()
         }
-        let relayed = (a.room.relayed(to: "node-b") ?? []).filter { $0.participant == "S" }
+        let relayed = (a.room.relays.carried(to: "node-b") ?? []).filter { $0.participant == "S" }
         #expect(relayed.map(\.source) == [.screen], "the relay carries S's share as a screen: \(relayed)")
         #expect(b.room.snapshot().participants.first { $0.id == "S" }.map { $0.publishesScreen && !$0.publishesVideo } == true)
         let maps = b.talkerEvents(for: "V").compactMap { $0.2.first { $0.mid == "s0" } }
@@ -221,7 +221,7 @@ import Testing
             }
         }
         try run(steps: 200)
-        let relayed = (a.room.relayed(to: "node-b") ?? []).filter { $0.participant == "P" && $0.kind == .video }
+        let relayed = (a.room.relays.carried(to: "node-b") ?? []).filter { $0.participant == "P" && $0.kind == .video }
         #expect(relayed.map(\.layer) == [0, 1, 2], "every layer of P's camera crosses: \(relayed)")
         b.clearReceived()
         try run(steps: 50)
@@ -241,15 +241,15 @@ import Testing
         let b = nodes.b
         let layers = (0..<3).map { RelayedStream(participant: "x", name: "x", kind: .video, codec: .vp8, ssrc: 0x1000_0010 + UInt32($0), payloadType: 96, layer: $0) }
         let audio = RelayedStream(participant: "x", name: "x", kind: .audio, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
-        try b.room.receiveRelayed([audio] + layers, from: "node-a", now: b.now, into: b.batch)
+        try b.room.relays.receive([audio] + layers, from: "node-a", now: b.now, into: b.batch)
         let cameras = { b.room.participants.lookup("x")?.publisher?.tracks(.camera).count ?? 0 }
         #expect(cameras() == 3)
-        try b.room.receiveRelayed([audio, RelayedStream(participant: "x", name: "x", kind: .video, codec: .vp8, ssrc: 0x1000_0020, payloadType: 96)],
+        try b.room.relays.receive([audio, RelayedStream(participant: "x", name: "x", kind: .video, codec: .vp8, ssrc: 0x1000_0020, payloadType: 96)],
                                   from: "node-a", now: b.now, into: b.batch)
         #expect(cameras() == 1, "one camera, not one plus two dead layers")
         #expect(b.room.participants.lookup("x")?.publisher?.tracks(.camera).first?.description.simulcast == nil)
         // Audio only now: the camera keeps its binding (it may come back), the audio is unchanged.
-        try b.room.receiveRelayed([audio], from: "node-a", now: b.now, into: b.batch)
+        try b.room.relays.receive([audio], from: "node-a", now: b.now, into: b.batch)
         #expect(cameras() == 1)
     }
 
@@ -278,15 +278,15 @@ import Testing
         #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "one continuous stream across the local and the remote talker")
         // Each node knows the other's talker as a remote participant, and never relays it back.
         #expect(b.room.participants.lookup("far")?.origin == "node-a" && a.room.participants.lookup("near")?.origin == "node-b")
-        #expect(!(a.room.relayed(to: "node-b") ?? []).contains { $0.participant == "near" })
-        #expect(!(b.room.relayed(to: "node-a") ?? []).contains { $0.participant == "far" })
+        #expect(!(a.room.relays.carried(to: "node-b") ?? []).contains { $0.participant == "near" })
+        #expect(!(b.room.relays.carried(to: "node-a") ?? []).contains { $0.participant == "far" })
         #expect(a.room.counters.drops.total == 0 && b.room.counters.drops.total == 0,
                 "\(a.room.counters.drops.nonZero) \(b.room.counters.drops.nonZero)")
         // A peer that describes one SSRC for two participants binds nothing; a relay that closes takes its
         // remote participants out of the room.
-        let farSSRC = try #require(b.room.relays["node-a"]?.connection.remotePublishers.keys.first)
+        let farSSRC = try #require(b.room.relays.links["node-a"]?.connection.remotePublishers.keys.first)
         let clash = RelayedStream(participant: "other", name: "other", kind: .audio, codec: .opus, ssrc: farSSRC, payloadType: 111)
-        #expect(throws: RoomError.self) { try b.room.receiveRelayed([clash], from: "node-a", now: b.now, into: b.batch) }
+        #expect(throws: RoomError.self) { try b.room.relays.receive([clash], from: "node-a", now: b.now, into: b.batch) }
         #expect(!b.room.contains(participant: "other"))
         b.room.detachConnection(nodes.ba.connection, reason: nil, now: b.now, into: b.batch)
         #expect(!b.room.contains(participant: "far") && b.room.contains(participant: "near"))
@@ -417,20 +417,20 @@ import Testing
         let fine = RelayedStream(participant: "newcomer", name: "n", kind: .audio, codec: .opus, ssrc: 0x1000_0000, payloadType: 111)
         let opusAsVideo = RelayedStream(participant: "x", name: "x", kind: .video, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
         let notTheirs = RelayedStream(participant: "local", name: "l", kind: .audio, codec: .opus, ssrc: 0x1000_0004, payloadType: 111)
-        #expect(throws: RoomError.self) { try b.room.receiveRelayed([fine, opusAsVideo], from: "node-a", now: b.now, into: b.batch) }
+        #expect(throws: RoomError.self) { try b.room.relays.receive([fine, opusAsVideo], from: "node-a", now: b.now, into: b.batch) }
         // One participant's camera whose RTX SSRC is its screen share's media SSRC: two streams under one SSRC.
         let camera = RelayedStream(participant: "newcomer", name: "n", kind: .video, codec: .vp8, ssrc: 0x1000_0002, payloadType: 96,
                                    rtxSSRC: 0x1000_0003, rtxPayloadType: 97)
         let screen = RelayedStream(participant: "newcomer", name: "n", kind: .video, codec: .vp8, ssrc: 0x1000_0003, payloadType: 96, source: .screen)
-        #expect(throws: RoomError.self) { try b.room.receiveRelayed([fine, camera, screen], from: "node-a", now: b.now, into: b.batch) }
+        #expect(throws: RoomError.self) { try b.room.relays.receive([fine, camera, screen], from: "node-a", now: b.now, into: b.batch) }
         #expect(!b.room.contains(participant: "newcomer") && b.room.tracks.count == own, "nothing of the description was bound")
         // A stream of one of this node's own participants (one that moved here, which its old node still
         // describes) is skipped; the rest binds.
-        try b.room.receiveRelayed([fine, notTheirs], from: "node-a", now: b.now, into: b.batch)
-        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1 && b.room.origin(of: "local") == nil)
+        try b.room.relays.receive([fine, notTheirs], from: "node-a", now: b.now, into: b.batch)
+        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1 && b.room.relays.origin(of: "local") == nil)
         // A remote participant removed here is bound again when the peer describes it again.
         try b.room.remove("newcomer", now: b.now, into: b.batch)
-        try b.room.receiveRelayed([fine], from: "node-a", now: b.now, into: b.batch)
+        try b.room.relays.receive([fine], from: "node-a", now: b.now, into: b.batch)
         #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1)
     }
 
@@ -441,11 +441,11 @@ import Testing
         try h.room.hardMute(by: "M", target: "p2", audio: true, video: nil, now: h.now, into: h.batch)
         let peer = try h.relay(to: "node-b")
         var relayedMuted = false
-        room.run(seconds: 6) { _ in relayedMuted = relayedMuted || (h.room.relayed(to: "node-b") ?? []).contains { $0.participant == "p2" } }
+        room.run(seconds: 6) { _ in relayedMuted = relayedMuted || (h.room.relays.carried(to: "node-b") ?? []).contains { $0.participant == "p2" } }
         let muted = try #require(h.room.participants.lookup("p2")).index
         #expect(!relayedMuted)
-        #expect(h.room.relays["node-b"]!.ssrc(participant: muted, kind: .audio) == nil, "no slot was ever bound to the muted talker")
-        #expect(!h.rtp(to: peer.connection).contains { $0.header.ssrc == h.room.relays["node-b"]!.ssrc(participant: muted, kind: .audio) },
+        #expect(h.room.relays.links["node-b"]!.ssrc(participant: muted, kind: .audio) == nil, "no slot was ever bound to the muted talker")
+        #expect(!h.rtp(to: peer.connection).contains { $0.header.ssrc == h.room.relays.links["node-b"]!.ssrc(participant: muted, kind: .audio) },
                 "not one packet of the muted talker crossed")
         #expect(h.rtp(to: peer.connection).count > 100, "the others were relayed")
     }
@@ -453,12 +453,12 @@ import Testing
     @Test func aRelayToTheSamePeerTwiceOrOverTheLimitIsRefusedAndOneThatGoesLeavesTheRoomAsItWas() throws {
         let h = try RoomHarness(configuration: Self.configuration(k: 2))
         _ = try h.relay(to: "node-b")
-        #expect(throws: RoomError.self) { try h.room.attachRelay(peer: "node-b", connection: ConnectionID(999), now: h.now, into: h.batch) }
-        #expect(throws: RoomError.self) { try h.room.attachRelay(peer: "", connection: ConnectionID(998), now: h.now, into: h.batch) }
-        let conn = try #require(h.room.relays["node-b"]?.connection.id)
+        #expect(throws: RoomError.self) { try h.room.relays.attach(peer: "node-b", connection: ConnectionID(999), now: h.now, into: h.batch) }
+        #expect(throws: RoomError.self) { try h.room.relays.attach(peer: "", connection: ConnectionID(998), now: h.now, into: h.batch) }
+        let conn = try #require(h.room.relays.links["node-b"]?.connection.id)
         h.room.detachConnection(conn, reason: nil, now: h.now, into: h.batch)
-        #expect(h.room.relays.isEmpty && h.room.relayed(to: "node-b") == nil && h.room.connection(conn) == nil)
+        #expect(h.room.relays.isEmpty && h.room.relays.carried(to: "node-b") == nil && h.room.connection(conn) == nil)
         _ = try h.relay(to: "node-b")  // again, on a new connection
-        #expect(h.room.relays.count == 1)
+        #expect(h.room.relays.links.count == 1)
     }
 }

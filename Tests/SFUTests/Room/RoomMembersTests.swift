@@ -25,13 +25,13 @@ import Testing
         #expect(a.room.participantCount == 1 && b.room.participantCount == 1, "a node's load is its own participants")
         // What the other node says again changes nothing; one that node's room has from elsewhere (a local
         // participant of the same id) is left out; a room with no relay to the sender takes nobody.
-        #expect(a.room.receiveMembers(b.room.localMembers, from: "node-b") == 0)
-        #expect(a.room.receiveMembers([RelayedMember(participant: "M", name: "impostor", role: .participant)], from: "node-b") == 0)
+        #expect(a.room.relays.receiveMembers(b.room.relays.localMembers, from: "node-b") == 0)
+        #expect(a.room.relays.receiveMembers([RelayedMember(participant: "M", name: "impostor", role: .participant)], from: "node-b") == 0)
         #expect(a.room.snapshot().participants.first { $0.id == "M" }?.origin == nil)
-        #expect(a.room.receiveMembers([RelayedMember(participant: "eve", name: "Eve", role: .moderator)], from: "node-z") == 0)
+        #expect(a.room.relays.receiveMembers([RelayedMember(participant: "eve", name: "Eve", role: .moderator)], from: "node-z") == 0)
         // Dan leaves at B: A lets him go (the sender's `left`).
         try b.room.remove("dan", now: b.now, into: b.batch)
-        a.room.remoteLeft(["dan"], from: "node-b")
+        a.room.relays.remoteLeft(["dan"], from: "node-b")
         #expect(!a.room.contains(participant: "dan"))
     }
 
@@ -44,10 +44,10 @@ import Testing
         limits.relays = 2
         let now = MonoTime.seconds(1)
         let room = try Room(name: "standup", configuration: Self.configuration(), limits: limits, now: now)
-        try room.attachRelay(peer: "node-b", connection: ConnectionID(900), now: now, into: DatagramBatch(capacity: 16))
+        try room.relays.attach(peer: "node-b", connection: ConnectionID(900), now: now, into: DatagramBatch(capacity: 16))
         try room.admit("local", now: now)
         let members = (0..<8).map { RelayedMember(participant: "r\($0)", name: "R\($0)", role: .participant) }
-        #expect(room.receiveMembers(members, from: "node-b") == 6, "3 x 2 of other nodes")
+        #expect(room.relays.receiveMembers(members, from: "node-b") == 6, "3 x 2 of other nodes")
         #expect(room.participantCount == 1)
         try room.admit("l2", now: now)
         try room.admit("l3", now: now)
@@ -64,10 +64,10 @@ import Testing
         var dan = try b.join("dan", audioSlots: 0)
         _ = try a.join("L", publishAudio: false, audioSlots: 1)
         try nodes.step()
-        #expect(a.room.origin(of: "dan") == "node-b" && a.room.localIndex(of: "dan") == nil)
+        #expect(a.room.relays.origin(of: "dan") == "node-b" && a.room.relays.localIndex(of: "dan") == nil)
         #expect(throws: RoomError.self) { try a.room.attachPublisher("dan", connection: ConnectionID(901), tracks: [], now: a.now) }
         try a.room.admit("dan", now: a.now)
-        #expect(a.room.origin(of: "dan") == nil && a.room.localIndex(of: "dan") != nil)
+        #expect(a.room.relays.origin(of: "dan") == nil && a.room.relays.localIndex(of: "dan") != nil)
         // B still has him and relays his audio: A binds nothing of it, and takes the rest of B's description.
         _ = try b.join("eve", audioSlots: 0)
         for _ in 0..<50 {
@@ -75,12 +75,12 @@ import Testing
             dan.audio.timestamp &+= 960
             try nodes.step()
         }
-        #expect(a.room.origin(of: "dan") == nil && a.room.origin(of: "eve") == "node-b")
+        #expect(a.room.relays.origin(of: "dan") == nil && a.room.relays.origin(of: "eve") == "node-b")
         // An admission refused (the room locked) leaves another node's participant where it was.
         _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
         try a.room.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
         #expect(throws: RoomError.self) { try a.room.admit("eve", now: a.now) }
-        #expect(a.room.origin(of: "eve") == "node-b")
+        #expect(a.room.relays.origin(of: "eve") == "node-b")
     }
 
     /// A relay that closes and opens again (a flapping channel) does not undo what the home decided of the
@@ -97,14 +97,14 @@ import Testing
         a.room.detachConnection(nodes.ab.connection, reason: nil)
         #expect(!a.room.contains(participant: "dan"))
         _ = try a.relay(to: "node-b")
-        a.room.receiveMembers(b.room.localMembers, from: "node-b")
+        a.room.relays.receiveMembers(b.room.relays.localMembers, from: "node-b")
         let state = a.room.moderationState
         #expect(state.hardMuted["dan"] == .init(audio: true, video: false) && state.pinned == ["dan"] && state.moderators?.contains("dan") == true,
                 "\(state)")
         // A real leave forgets it: dan back after leaving B is a new participant to the home.
         a.room.detachConnection(nodes.ab.connection, reason: nil)
-        a.room.remoteLeft(["dan"], from: "node-b")
-        a.room.receiveMembers([RelayedMember(participant: "dan", name: "dan", role: .participant)], from: "node-b")
+        a.room.relays.remoteLeft(["dan"], from: "node-b")
+        a.room.relays.receiveMembers([RelayedMember(participant: "dan", name: "dan", role: .participant)], from: "node-b")
         #expect(a.room.moderationState.hardMuted["dan"] == nil)
     }
 
@@ -143,7 +143,7 @@ import Testing
         #expect(b.room.drainEvents().contains(.floor(action: .invite, by: "dan", target: "late", raisedHands: [], approvedHands: [])))
         // A later state that moves the floor without a floor command (the invited one left) repeats no floor event.
         try a.room.moderate(.hardMute(target: "late", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
-        a.room.remoteLeft(["late"], from: "node-b")  // the home saw "late" go first
+        a.room.relays.remoteLeft(["late"], from: "node-b")  // the home saw "late" go first
         _ = b.room.drainEvents()
         #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
         #expect(!b.room.drainEvents().contains { if case .floor = $0 { true } else { false } })
@@ -154,7 +154,7 @@ import Testing
         try nodes.step()
         try a.room.moderate(.hardMute(target: "new", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
         #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
-        a.room.remoteLeft(["new"], from: "node-b")
+        a.room.relays.remoteLeft(["new"], from: "node-b")
         _ = b.room.drainEvents()
         try a.room.moderate(.roomHardMute(audio: false), by: "dan", now: a.now, into: a.batch)
         #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))

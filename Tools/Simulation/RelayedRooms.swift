@@ -66,8 +66,8 @@ public final class RelayedRooms {
         if following {
             // The control channel between nodes of one data centre takes a millisecond, not a 20 ms step: B
             // applies the home's ranking and moderation at once.
-            b.room.followRanking(a.room.shareRanking())
-            b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch)
+            b.room.home.followRanking(a.room.home.shareRanking())
+            b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch)
             b.advance(to: b.now)
         }
     }

@@ -101,7 +101,7 @@ struct Moderation: Equatable {
 /// A room's moderation as the nodes of a room that spans nodes exchange it (issue 25; docs/cluster.md): the
 /// home's `Moderation` with participants named by id (indices are each node's own), and the per-participant
 /// hard mutes, which each node enforces for its own participants at ingress. A node applies a state newer than
-/// the one it has (`Room.applyModeration`).
+/// the one it has (`RoomHome.applyModeration`).
 ///
 /// JSON (Codable, snake_case keys) is how it is saved in the registry (`sfu_room_moderation`), so a new home
 /// goes on from it after a take-over.

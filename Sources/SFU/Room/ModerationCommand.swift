@@ -34,9 +34,9 @@ extension Room {
         case .lock(let locked): try lock(by: by, locked: locked)
         case .role(let target, let role): try setRole(by: by, target: target, role: role, now: now, into: out)
         }
-        lastModerator = by
+        home.lastModerator = by
         if case .floor(let action, let target) = command {
-            lastFloorCommand = .init(action: action, by: by, target: target, epoch: homeEpoch, version: moderation.version)
+            home.lastFloorCommand = .init(action: action, by: by, target: target, epoch: home.epoch, version: moderation.version)
         }
         return moderationOutcome
     }

@@ -53,7 +53,7 @@ extension Room {
     public func lock(by: String, locked lock: Bool) throws(RoomError) {
         try requireModerator(by, .lockUnauthorized)
         try moderation.setLocked(lock)
-        if lock { endRejoining() }
+        if lock { home.endRejoining() }
         effects.events.append(.lock(locked: lock, by: by))
     }
 

@@ -160,6 +160,6 @@ extension Room {
     func stopSpeaking(_ p: Participant) {
         let wasDominant = election.dominant == p.index
         election.detector.removeSpeaker(p.index)
-        if wasDominant, followed == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
+        if wasDominant, home.followed == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
     }
 }

@@ -4,7 +4,7 @@ extension Room {
     /// A decision of the talker election: a new dominant speaker is counted and reported; lists follow.
     func apply(_ outcome: TalkerElection.Outcome) {
         // A room that follows the home's ranking reports the home's dominant speaker (`followRanking`).
-        if let d = outcome.newDominant, followed == nil {
+        if let d = outcome.newDominant, home.followed == nil {
             effects.counters.dominantSpeakerChanges += 1
             effects.events.append(.dominantSpeaker(participant: participants[d]?.id))
         }
@@ -16,14 +16,14 @@ extension Room {
         guard p.audioTrack != nil else { return }
         let wasDominant = election.dominant == p.index
         election.detector.setPaused(p.index, !rules.audioAllowed(p))
-        if wasDominant, election.dominant == nil, followed == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
+        if wasDominant, election.dominant == nil, home.followed == nil { effects.events.append(.dominantSpeaker(participant: nil)) }
     }
 
     /// What subscribers' slots are planned from: the home's ranking when the room follows one, else its own.
     var ranking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, order: talkerOrder, pins: moderation.pins) }
 
     var talkerOrder: RoomRanking.TalkerOrder {
-        guard let followed else { return RoomRanking.TalkerOrder(election) }
+        guard let followed = home.followed else { return RoomRanking.TalkerOrder(election) }
         return RoomRanking.TalkerOrder(followed, index: { self.participants.lookup($0)?.index }, local: election)
     }
 
@@ -35,11 +35,11 @@ extension Room {
         let order = talkerOrder
         // What the lists were built from is what the other nodes of the room get (`shareRanking`): the
         // election may have moved since without changing a list.
-        if followed == nil { listedOrder = order }
+        if home.followed == nil { home.listedOrder = order }
         let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
         liveStream.refresh(ranking, now: now, into: out)
-        relays.refresh(followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
+        relays.refresh(home.followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following
         if !relays.isEmpty, !effects.events.contains(where: { if case .relaysChanged = $0 { true } else { false } }) {
             effects.events.append(.relaysChanged)
         }

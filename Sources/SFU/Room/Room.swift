@@ -26,35 +26,9 @@ public final class Room {
     var nextTrackIndex = 0
 
     var election: TalkerElection
-    /// The home's ranking this room follows (a room that spans nodes, not its home); nil: its own election.
-    var followed: SharedRanking?
-    /// The ranking last handed to the other nodes, for its version.
-    var lastShared: SharedRanking?
-    /// The talker order the lists were last built from.
-    var listedOrder: RoomRanking.TalkerOrder?
-    /// The home's moderation state this room last applied (a room that follows one).
-    var appliedModeration: ModerationState?
-    /// The registry's epoch at which this room's node is the room's home (0: not known to be, or no cluster):
-    /// stamped on the moderation it shares, so that the nodes of the room order a new home's states after its
-    /// predecessor's (`ModerationState.isNewer`).
-    public var homeEpoch: Int64 = 0
-    /// What a state taken over from a dead home says of participants not back yet, and when it was taken
-    /// over (`takeOverModeration`).
-    var takenOverModeration: (state: ModerationState, at: MonoTime)?
+    /// What the room follows of its home, or shares as the home, in a room that spans nodes (`RoomHome`).
+    public private(set) lazy var home = RoomHome(room: self)
     var moderation = Moderation()
-    /// Who issued the last moderator command here, and the last floor command: carried in the state the other
-    /// nodes of the room get (`moderationState`), whose own clients are told who did it.
-    var lastModerator: String?
-    var lastFloorCommand: ModerationState.FloorCommand?
-    /// What the home decided of other nodes' participants whose relay closed (`park`), by id.
-    var parked: [String: Parked] = [:]
-    struct Parked {
-        var peer: String
-        var audio: Bool
-        var video: Bool
-        var role: Role
-        var pinned: Bool
-    }
     public var locked: Bool { moderation.locked }
     public var roomAudioMuted: Bool { moderation.roomAudioMuted }
     /// The room's recording (`RoomRecording`), and the one under way if any.
@@ -157,7 +131,7 @@ public final class Room {
                       now: MonoTime) throws(RoomError) {
         // One held as another node's participant moved here (its node died, or it rejoined here first): this
         // node's own from now on; its old node's later descriptions of it are skipped.
-        let locked = moderation.locked && !rejoins(id, now: now)
+        let locked = moderation.locked && !home.rejoins(id, now: now)
         if let moved = participants.lookup(id), moved.origin != nil {
             // Checked first: an admission refused leaves the other node's participant where it was.
             try participants.checkLocal(talkerCount: talkerCount, locked: locked, roomName: self.name)
@@ -165,9 +139,9 @@ public final class Room {
             listsChanged()
         }
         let p = try participants.admit(id, name: name, role: role, talkerCount: talkerCount, locked: locked, roomName: self.name)
-        reapplySharedModeration(for: p)
-        restoreTakenOverModeration(for: p)
-        unpark(p)
+        home.reapply(for: p)
+        home.restoreTakenOver(for: p)
+        home.unpark(p)
         election.join(p.index)
         if configuration.knock && role != .moderator {
             knocked(p)

@@ -102,7 +102,7 @@ public final class RoomRelays {
         // unless the room has a home: then roles are the home's (`applyModeration`), and a description sent
         // before the origin applied the home's last state must not undo it.
         var roleChanged: [Participant] = []
-        for s in streams where room.appliedModeration == nil && room.homeEpoch == 0 {
+        for s in streams where room.home.decidesModeration {
             if let p = room.participants.lookup(s.participant), p.role != s.role {
                 p.role = s.role
                 roleChanged.append(p)
@@ -163,8 +163,8 @@ public final class RoomRelays {
         let p = try room.participants.admit(id, name: name, role: role, talkerCount: nil, locked: false, roomName: room.name, origin: peer)
         room.election.join(p.index)
         room.effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
-        room.reapplySharedModeration(for: p)
-        room.unpark(p)
+        room.home.reapply(for: p)
+        room.home.unpark(p)
         return p
     }
 
@@ -181,7 +181,7 @@ public final class RoomRelays {
     public func remoteLeft(_ ids: [String], from peer: String) {
         var any = false
         for id in ids {
-            if room.parked[id]?.peer == peer { room.parked[id] = nil }  // it left for good
+            room.home.leftForGood(id, at: peer)
             guard let p = room.participants.lookup(id), p.origin == peer else { continue }
             room.leave(p, reason: "left at \(peer)")
             any = true
@@ -204,7 +204,7 @@ public final class RoomRelays {
         guard let link = links.values.first(where: { $0.connection === conn }) else { return }
         links[link.peer] = nil
         for p in room.participants.inOrder where p.origin == link.peer {
-            room.park(p)
+            room.home.park(p)
             room.leave(p, reason: "relay from \(link.peer) closed")
         }
         link.release()

@@ -87,8 +87,8 @@ extension RoomSnapshot {
         self.init(
             name: room.name, configuration: room.configuration, roomAudioMuted: room.roomAudioMuted, locked: room.locked, pinned: room.pinnedIDs,
             // A room that follows its home's ranking (it spans nodes) shows the home's talkers, as its lists do.
-            dominantSpeaker: room.followed.map(\.dominant) ?? room.election.dominant.flatMap(ids),
-            activeTalkers: room.followed?.speaking ?? room.election.recency.filter { room.election.isSpeaking($0) }.compactMap(ids),
+            dominantSpeaker: room.home.followed.map(\.dominant) ?? room.election.dominant.flatMap(ids),
+            activeTalkers: room.home.followed?.speaking ?? room.election.recency.filter { room.election.isSpeaking($0) }.compactMap(ids),
             raisedHands: room.raisedHands, approvedHands: room.approvedHands,
             participants: room.participants.inOrder.map { p in
                 RoomSnapshot.Participant(

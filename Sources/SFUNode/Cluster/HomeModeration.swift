@@ -82,7 +82,7 @@ final class HomeModeration: Sendable {
     private func sync(_ span: RoomSpan) async throws {
         let room = span.room
         if homes.withLock({ $0[room]?.epoch }) != span.epoch { try await takeOver(room, epoch: span.epoch) }
-        let state = try await node.withRoom(room) { r, _, _ in r.moderationState }
+        let state = try await node.withRoom(room) { r, _, _ in r.home.moderationState }
         guard homes.withLock({ $0[room]?.saved }) != state.version else { return }
         let json = String(decoding: try JSONEncoder().encode(state), as: UTF8.self)
         _ = try await registry.saveModeration(room: room, epoch: span.epoch, version: Int64(clamping: state.version), state: json)
@@ -96,12 +96,12 @@ final class HomeModeration: Sendable {
         if let saved = try await registry.moderation(of: room), saved.epoch < epoch {
             let state = try JSONDecoder().decode(ModerationState.self, from: Data(saved.state.utf8))
             try Check.moderation(state)  // bounded like a peer's: the registry is another process's writing
-            try await node.withRoom(room) { r, core, now in r.takeOverModeration(state, epoch: epoch, now: now, into: core.batch) }
+            try await node.withRoom(room) { r, core, now in r.home.takeOverModeration(state, epoch: epoch, now: now, into: core.batch) }
             logger.notice("took over the room's moderation from its last home", metadata: [
                 "room": "\(room)", "epoch": "\(epoch)", "from_epoch": "\(saved.epoch)", "version": "\(state.version)",
             ])
         } else {
-            try await node.withRoom(room) { r, _, _ in r.homeEpoch = epoch }
+            try await node.withRoom(room) { r, _, _ in r.home.epoch = epoch }
         }
         homes.withLock { $0[room] = (epoch, nil) }
     }

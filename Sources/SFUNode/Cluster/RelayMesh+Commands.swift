@@ -38,7 +38,7 @@ extension RelayMesh: RoomsElsewhere {
         }
         let answer = try await ask(home, on: channel) { .command(room: room, request: $0, by: by, command) }
         let outcome = try await node.withRoom(room) { r, core, now in
-            if let state = answer.state { r.applyModeration(state, now: now, into: core.batch) }
+            if let state = answer.state { r.home.applyModeration(state, now: now, into: core.batch) }
             return r.moderationOutcome
         }
         if let error = answer.error { throw error.apiError }
@@ -105,9 +105,9 @@ extension RelayMesh: RoomsElsewhere {
             result = try await node.withRoom(room) { r, core, now in
                 do throws(RoomError) {
                     try r.moderate(command, by: by, now: now, into: core.batch)
-                    return (nil, r.moderationState)
+                    return (nil, r.home.moderationState)
                 } catch {
-                    return (RelayCommandError(error), r.moderationState)
+                    return (RelayCommandError(error), r.home.moderationState)
                 }
             }
         } catch {

@@ -166,7 +166,7 @@ actor RelayMesh {
     /// The ranking of a room this node became home of is its own again.
     private func updateHomes() async {
         let now = Set(spans.values.filter { $0.home == nodeID }.map(\.room))
-        for room in now.subtracting(homeOf) { _ = try? await node.withRoom(room) { r, _, _ in r.followRanking(nil) } }
+        for room in now.subtracting(homeOf) { _ = try? await node.withRoom(room) { r, _, _ in r.home.followRanking(nil) } }
         homeOf = now
     }
 
@@ -233,7 +233,7 @@ actor RelayMesh {
         if tellPeer { channels[key.peer]?.send(.bye(room: key.room, relay: end.relay)) }
         if let id = end.id, let worker = end.worker { await dispose(worker, id) }
         // The relay from the room's home is gone: what it said no longer holds here.
-        if spans[key.room]?.home == key.peer { _ = try? await node.withRoom(key.room) { r, _, _ in r.stopFollowingHome() } }
+        if spans[key.room]?.home == key.peer { _ = try? await node.withRoom(key.room) { r, _, _ in r.home.stopFollowing() } }
         logger.info("relay closed", metadata: ["room": "\(key.room)", "peer": "\(key.peer)", "relay": "\(end.relay)", "reason": "\(reason)"])
     }
 
@@ -271,7 +271,7 @@ actor RelayMesh {
                 for who in members.map(\.participant) + streams.map(\.participant) { generations[who] = r.relays.localIndex(of: who) }
                 // Left: no longer this node's own (gone, or moved to another node), or left and came back.
                 return (streams, described.filter { r.relays.localIndex(of: $0.key) != $0.value }.keys.sorted(),
-                        home ? r.shareRanking() : nil, home ? r.moderationState : nil, members, generations)
+                        home ? r.home.shareRanking() : nil, home ? r.home.moderationState : nil, members, generations)
             }
         } catch {
             return  // a busy worker: the next pass asks again
@@ -380,10 +380,10 @@ actor RelayMesh {
             }
         case .ranking(let room, let ranking):
             guard spans[room]?.home == peer else { return }
-            _ = try? await node.withRoom(room) { r, _, _ in r.followRanking(ranking) }
+            _ = try? await node.withRoom(room) { r, _, _ in r.home.followRanking(ranking) }
         case .moderation(let room, let state):
             guard spans[room]?.home == peer else { return }
-            _ = try? await node.withRoom(room) { r, core, now in r.applyModeration(state, now: now, into: core.batch) }
+            _ = try? await node.withRoom(room) { r, core, now in r.home.applyModeration(state, now: now, into: core.batch) }
         case .bye(let room, let relay):
             let key = EndKey(room: room, peer: peer)
             guard ends[key]?.relay == relay else { return }  // about a relay already replaced

@@ -17,9 +17,9 @@ public enum RelayMessage: Sendable, Equatable {
     /// the room at the sender (the receiver lets its remote participants of that id go); and everyone in the
     /// room at the sender (`Room.relays.localMembers`), relayed or not, so that every node knows the whole room.
     case streams(room: String, epoch: Int64, streams: [RelayedStream], left: [String], members: [RelayedMember])
-    /// The home's talker order (`Room.shareRanking()`).
+    /// The home's talker order (`Room.home.shareRanking()`).
     case ranking(room: String, SharedRanking)
-    /// The home's moderation (`Room.moderationState`).
+    /// The home's moderation (`Room.home.moderationState`).
     case moderation(room: String, ModerationState)
     /// The sender opened its end of `room`'s relay with the receiver, at the room's `epoch`, the relay named
     /// `relay` (a random number the node that dials the channel draws for each relay it opens; the other node

@@ -19,7 +19,7 @@ import Testing
         try h.room.pin(by: "M", ["X"], now: h.now, into: h.batch)
         try h.room.hardMute(by: "M", target: "Y", audio: true, video: nil, now: h.now, into: h.batch)
         try h.room.lock(by: "M", locked: true)
-        return String(decoding: try JSONEncoder().encode(h.room.moderationState), as: UTF8.self)
+        return String(decoding: try JSONEncoder().encode(h.room.home.moderationState), as: UTF8.self)
     }
 
     @Test func theSavedStateReadsBackAsItWasWrittenWithSnakeCaseKeys() throws {
@@ -35,7 +35,7 @@ import Testing
     @Test func theNewHomeLetsTheRoomsParticipantsBackIntoTheLockedRoomWithTheirPinsAndMutes() throws {
         let state = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
         let h = try RoomHarness()  // the new home's room, created as the first participant is placed there
-        h.room.takeOverModeration(state, epoch: 7, now: h.now, into: h.batch)
+        h.room.home.takeOverModeration(state, epoch: 7, now: h.now, into: h.batch)
         #expect(h.room.locked)
         #expect(code { _ = try h.join("W") } == ResultCode.roomLocked.rawValue, "a newcomer: the room is locked")
         _ = try h.join("M", role: .moderator)
@@ -53,11 +53,11 @@ import Testing
     @Test func theWayBackIntoALockedRoomClosesAfterAMinuteOrWhenTheNewHomeLocksItAgain() throws {
         let state = try JSONDecoder().decode(ModerationState.self, from: Data(try savedByTheDeadHome().utf8))
         let late = try RoomHarness()
-        late.room.takeOverModeration(state, epoch: 7, now: late.now, into: late.batch)
+        late.room.home.takeOverModeration(state, epoch: 7, now: late.now, into: late.batch)
         late.advance(by: 61_000)
         #expect(code { _ = try late.join("X") } == ResultCode.roomLocked.rawValue, "a member a minute late is a newcomer")
         let relocked = try RoomHarness()
-        relocked.room.takeOverModeration(state, epoch: 7, now: relocked.now, into: relocked.batch)
+        relocked.room.home.takeOverModeration(state, epoch: 7, now: relocked.now, into: relocked.batch)
         _ = try relocked.join("M", role: .moderator)
         try relocked.room.lock(by: "M", locked: false)
         try relocked.room.lock(by: "M", locked: true)
@@ -74,9 +74,9 @@ import Testing
         var relayed = saved
         relayed.version += 2
         relayed.roomAudioMuted = true
-        #expect(h.room.applyModeration(relayed, now: h.now, into: h.batch))
+        #expect(h.room.home.applyModeration(relayed, now: h.now, into: h.batch))
         _ = try h.room.remove("M", now: h.now, into: h.batch)  // the dead home's participants leave with its relay
-        h.room.takeOverModeration(saved, epoch: 7, now: h.now, into: h.batch)
+        h.room.home.takeOverModeration(saved, epoch: 7, now: h.now, into: h.batch)
         #expect(h.room.roomAudioMuted, "the newer state it followed, not the older saved one")
         _ = try h.join("M", role: .moderator)
         try h.room.hardMuteRoom(by: "M", audio: false, now: h.now, into: h.batch)
@@ -89,12 +89,12 @@ import Testing
     @Test func aNewHomesStatesAreNewerThanItsPredecessorsWhateverTheirVersions() throws {
         let h = try RoomHarness()
         _ = try h.join("X")
-        #expect(h.room.applyModeration(ModerationState(epoch: 5, version: 40, pinned: ["X"]), now: h.now, into: h.batch))
-        #expect(h.room.applyModeration(ModerationState(epoch: 7, version: 3), now: h.now, into: h.batch), "the new home's first state")
+        #expect(h.room.home.applyModeration(ModerationState(epoch: 5, version: 40, pinned: ["X"]), now: h.now, into: h.batch))
+        #expect(h.room.home.applyModeration(ModerationState(epoch: 7, version: 3), now: h.now, into: h.batch), "the new home's first state")
         #expect(h.room.pinned.isEmpty)
-        #expect(!h.room.applyModeration(ModerationState(epoch: 5, version: 41, pinned: ["X"]), now: h.now, into: h.batch), "the dead home's late one")
+        #expect(!h.room.home.applyModeration(ModerationState(epoch: 5, version: 41, pinned: ["X"]), now: h.now, into: h.batch), "the dead home's late one")
         let home = try RoomHarness()
-        home.room.takeOverModeration(ModerationState(epoch: 5, version: 40), epoch: 7, now: home.now, into: home.batch)
-        #expect(home.room.moderationState.epoch == 7 && home.room.moderationState.version == 40, "what the new home shares goes on from it")
+        home.room.home.takeOverModeration(ModerationState(epoch: 5, version: 40), epoch: 7, now: home.now, into: home.batch)
+        #expect(home.room.home.moderationState.epoch == 7 && home.room.home.moderationState.version == 40, "what the new home shares goes on from it")
     }
 }

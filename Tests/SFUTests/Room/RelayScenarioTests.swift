@@ -315,15 +315,15 @@ import Testing
         #expect(nearsPacketsOnTheLink() > 50, "near is relayed while it may talk")
         // The moderator, on node A (the home), hard-mutes near, who is on node B: a hard mute alone is a new state.
         try a.room.hardMute(by: "M", target: "near", audio: true, video: nil, now: a.now, into: a.batch)
-        let muted = a.room.moderationState
+        let muted = a.room.home.moderationState
         #expect(muted.hardMuted["near"] == .init(audio: true, video: false))
-        #expect(b.room.applyModeration(muted, now: b.now, into: b.batch))
-        #expect(!b.room.applyModeration(muted, now: b.now, into: b.batch), "a state no newer than the one applied is ignored")
+        #expect(b.room.home.applyModeration(muted, now: b.now, into: b.batch))
+        #expect(!b.room.home.applyModeration(muted, now: b.now, into: b.batch), "a state no newer than the one applied is ignored")
         // B changes its own copy (someone leaves, taking a pin along): the home's next state still applies.
         _ = try b.join("passer", audioSlots: 0)
         try b.room.remove("passer", now: b.now, into: b.batch)
         try a.room.pin(by: "M", ["far"], now: a.now, into: a.batch)
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.pinned == ["far"] && b.room.snapshot().participants.first { $0.id == "near" }?.hardMutedAudio == true)
         let before = nearsPacketsOnTheLink()
         try talk(2)
@@ -384,10 +384,10 @@ import Testing
         let h = try RoomHarness(configuration: Self.configuration(k: 2))
         _ = try h.join("x", audioSlots: 0)
         let r = SharedRanking(epoch: 3, version: 5, recency: ["x"], speaking: ["x"], young: [], dominant: "x")
-        #expect(h.room.followRanking(r))
-        #expect(!h.room.followRanking(SharedRanking(epoch: 3, version: 4, recency: [], speaking: [], young: [], dominant: nil)))
-        #expect(!h.room.followRanking(SharedRanking(epoch: 2, version: 9, recency: [], speaking: [], young: [], dominant: nil)))
-        #expect(h.room.followRanking(SharedRanking(epoch: 4, version: 1, recency: ["x"], speaking: [], young: [], dominant: nil)), "a new home's epoch")
+        #expect(h.room.home.followRanking(r))
+        #expect(!h.room.home.followRanking(SharedRanking(epoch: 3, version: 4, recency: [], speaking: [], young: [], dominant: nil)))
+        #expect(!h.room.home.followRanking(SharedRanking(epoch: 2, version: 9, recency: [], speaking: [], young: [], dominant: nil)))
+        #expect(h.room.home.followRanking(SharedRanking(epoch: 4, version: 1, recency: ["x"], speaking: [], young: [], dominant: nil)), "a new home's epoch")
         h.flush()
         #expect(h.dominantSpeakers.map(\.1) == ["x", nil])
     }

@@ -98,14 +98,14 @@ import Testing
         #expect(!a.room.contains(participant: "dan"))
         _ = try a.relay(to: "node-b")
         a.room.relays.receiveMembers(b.room.relays.localMembers, from: "node-b")
-        let state = a.room.moderationState
+        let state = a.room.home.moderationState
         #expect(state.hardMuted["dan"] == .init(audio: true, video: false) && state.pinned == ["dan"] && state.moderators?.contains("dan") == true,
                 "\(state)")
         // A real leave forgets it: dan back after leaving B is a new participant to the home.
         a.room.detachConnection(nodes.ab.connection, reason: nil)
         a.room.relays.remoteLeft(["dan"], from: "node-b")
         a.room.relays.receiveMembers([RelayedMember(participant: "dan", name: "dan", role: .participant)], from: "node-b")
-        #expect(a.room.moderationState.hardMuted["dan"] == nil)
+        #expect(a.room.home.moderationState.hardMuted["dan"] == nil)
     }
 
     /// B applies A's (the home's) state: B's own clients are told what changed with who did it, as A's were;
@@ -115,7 +115,7 @@ import Testing
         lecture.mode = .lecture
         let nodes = try RelayedRooms(configuration: lecture)
         let (a, b) = (nodes.a, nodes.b)
-        a.room.homeEpoch = 1
+        a.room.home.epoch = 1
         _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
         _ = try b.join("dan", publishAudio: false, audioSlots: 1)
         try nodes.step()
@@ -127,7 +127,7 @@ import Testing
         try a.room.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
         // Dan joined at B after the home's state: B does not know him yet when it applies it.
         _ = try b.join("late", role: .moderator, publishAudio: false, audioSlots: 0)
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         let told = b.room.drainEvents()
         for e in [RoomEvent.participantHardMute(participant: "dan", audio: true, video: false, by: "M"), .roomHardMute(audio: true, by: "M"),
                   .lock(locked: true, by: "M"), .role(participant: "dan", role: .moderator, by: "M"), .role(participant: "M", role: .participant, by: "M")] {
@@ -139,25 +139,25 @@ import Testing
         try nodes.step()
         try a.room.moderate(.floor(.invite, target: "late"), by: "dan", now: a.now, into: a.batch)
         _ = b.room.drainEvents()
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.drainEvents().contains(.floor(action: .invite, by: "dan", target: "late", raisedHands: [], approvedHands: [])))
         // A later state that moves the floor without a floor command (the invited one left) repeats no floor event.
         try a.room.moderate(.hardMute(target: "late", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
         a.room.relays.remoteLeft(["late"], from: "node-b")  // the home saw "late" go first
         _ = b.room.drainEvents()
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(!b.room.drainEvents().contains { if case .floor = $0 { true } else { false } })
         // A participant the home's state does not list (the home let it go first) keeps its hard mute here.
         try a.room.moderate(.lock(false), by: "dan", now: a.now, into: a.batch)
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         _ = try b.join("new", publishAudio: false, audioSlots: 0)
         try nodes.step()
         try a.room.moderate(.hardMute(target: "new", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         a.room.relays.remoteLeft(["new"], from: "node-b")
         _ = b.room.drainEvents()
         try a.room.moderate(.roomHardMute(audio: false), by: "dan", now: a.now, into: a.batch)
-        #expect(b.room.applyModeration(a.room.moderationState, now: b.now, into: b.batch))
+        #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.snapshot().participants.first { $0.id == "new" }?.hardMutedAudio == true)
         #expect(!b.room.drainEvents().contains { if case .participantHardMute = $0 { true } else { false } })
     }

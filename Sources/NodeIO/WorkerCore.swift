@@ -182,7 +182,7 @@ public final class WorkerCore {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
         let waiting = ids ?? room.awaitedParticipants.map(\.id)
         let conns = waiting.flatMap { room.connections(of: $0) }
-        let denied = try room.deny(by: by, ids, now: now, into: batch)
+        let denied = try room.moderation.deny(by: by, ids, now: now, into: batch)
         for c in conns { if let t = transports[c] { forget(t, notify: true) } }
         return (denied, conns.count)
     }

@@ -40,7 +40,7 @@ public final class Node: Sendable {
     @discardableResult
     public func moderate(room: String, by: String, _ command: ModerationCommand) async throws -> ModerationOutcome {
         if let e = elsewhere.withLock({ $0 }), let outcome = try await e.forward(room: room, by: by, command) { return outcome }
-        return try await withRoom(room) { r, core, now in try r.moderate(command, by: by, now: now, into: core.batch) }
+        return try await withRoom(room) { r, core, now in try r.moderation.moderate(command, by: by, now: now, into: core.batch) }
     }
 
     /// The recording writer (its own thread) and each worker's queue to it (`NodeRecording`).

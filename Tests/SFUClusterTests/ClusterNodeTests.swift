@@ -123,8 +123,8 @@ import WebRTCEdge
         try await nodes[dead].withRoom("r") { room, core, now in
             try room.admit("M", role: .moderator, now: now)
             try room.admit("X", now: now)
-            try room.pin(by: "M", ["X"], now: now, into: core.batch)
-            try room.lock(by: "M", locked: true)
+            try room.moderation.pin(by: "M", ["X"], now: now, into: core.batch)
+            try room.moderation.lock(by: "M", locked: true)
         }
         try await Self.eventually { try await members[dead].registry.moderation(of: "r")?.state.contains(#""locked": true"#) == true }
         tasks[dead].cancel()  // the home stops heartbeating, as a killed node would
@@ -143,7 +143,7 @@ import WebRTCEdge
             try await nodes[survivor].withRoom("r") { room, _, now in try room.admit("W", now: now) }
         }
         // The new home's own command is saved under its epoch, and nothing takes the room over a second time.
-        try await nodes[survivor].withRoom("r") { room, _, _ in try room.lock(by: "M", locked: false) }
+        try await nodes[survivor].withRoom("r") { room, _, _ in try room.moderation.lock(by: "M", locked: false) }
         try await Self.eventually { try await members[survivor].registry.moderation(of: "r")?.state.contains(#""locked": false"#) == true }
         #expect(try await nodes[survivor].withRoom("r") { room, _, _ in !room.locked })
     }

@@ -179,7 +179,7 @@ import WebRTCEdge
         let (room, alice, bob) = try await Self.sharedRoom(cluster, home: "b")
         try await b.withRoom(room) { r, core, now in
             try r.admit("mod", name: "mod", role: .moderator, talkerCount: nil, now: now)
-            try r.hardMute(by: "mod", target: "alice", audio: true, video: nil, now: now, into: core.batch)
+            try r.moderation.hardMute(by: "mod", target: "alice", audio: true, video: nil, now: now, into: core.batch)
         }
         let mutedOnA = { try await a.withRoom(room) { r, _, _ in
             (r.snapshot().participants.first { $0.id == "alice" }?.hardMutedAudio ?? false,

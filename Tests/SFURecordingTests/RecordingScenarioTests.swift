@@ -107,9 +107,9 @@ import Testing
         var members = [try h.join("M", role: .moderator, audioSlots: 2), try h.join("A", audioSlots: 2)]
         try start(h, w, q, id: "mute", by: "M")
         Self.talk(h, &members, frames: 50)
-        _ = try h.room.moderate(.hardMute(target: "A", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
+        _ = try h.room.moderation.moderate(.hardMute(target: "A", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
         Self.talk(h, &members, frames: 50)
-        _ = try h.room.moderate(.hardMute(target: "A", audio: false, video: nil), by: "M", now: h.now, into: h.batch)
+        _ = try h.room.moderation.moderate(.hardMute(target: "A", audio: false, video: nil), by: "M", now: h.now, into: h.batch)
         Self.talk(h, &members, frames: 50)
         let m = try #require(try stop(h, w, by: "M"))
         let a = try #require(m.streams.first { $0.participant == "A" })

@@ -123,12 +123,12 @@ struct FuzzSession {
             }
         case 6:
             let a = r.u8()
-            try? room?.hardMute(by: by, target: who, audio: a & 1 == 0 ? nil : a & 2 != 0, video: a & 4 == 0 ? nil : a & 8 != 0, now: now, into: batch)
-        case 7: try? room?.hardMuteRoom(by: by, audio: r.bool(), now: now, into: batch)
+            try? room?.moderation.hardMute(by: by, target: who, audio: a & 1 == 0 ? nil : a & 2 != 0, video: a & 4 == 0 ? nil : a & 8 != 0, now: now, into: batch)
+        case 7: try? room?.moderation.hardMuteRoom(by: by, audio: r.bool(), now: now, into: batch)
         case 8:
             let n = r.u8()
             let targets = (0..<Int(n & 3)).map { _ in Self.ids[r.index(4)] }
-            if n & 4 != 0 { try? room?.unpin(by: by, targets, now: now, into: batch) } else { try? room?.pin(by: by, targets, now: now, into: batch) }
+            if n & 4 != 0 { try? room?.moderation.unpin(by: by, targets, now: now, into: batch) } else { try? room?.moderation.pin(by: by, targets, now: now, into: batch) }
         case 9: connect(who, r.u8())
         case 10:
             let f = r.u8()
@@ -155,9 +155,9 @@ struct FuzzSession {
         let now = net.now
         let f = r.u8()
         switch f & 7 {
-        case 0: try? room.setRole(by: by, target: who, role: f & 8 != 0 ? .moderator : .participant, now: now, into: batch)
-        case 1: try? room.lock(by: by, locked: f & 8 != 0)
-        case 2: try? room.floor(by: by, action: FloorAction.allCases[Int(f >> 3) % FloorAction.allCases.count], target: who, now: now, into: batch)
+        case 0: try? room.moderation.setRole(by: by, target: who, role: f & 8 != 0 ? .moderator : .participant, now: now, into: batch)
+        case 1: try? room.moderation.lock(by: by, locked: f & 8 != 0)
+        case 2: try? room.moderation.floor(by: by, action: FloorAction.allCases[Int(f >> 3) % FloorAction.allCases.count], target: who, now: now, into: batch)
         case 3:
             let v = r.u8(), kbps = Int(r.u16())
             try? room.update(now: now, into: batch) { c in

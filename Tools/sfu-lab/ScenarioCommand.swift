@@ -85,7 +85,7 @@ struct ScenarioCommand: ParsableCommand {
         h.run(people, from: 2, seconds: 7)
         narrate()
         print("\(clock(h.now))  moderator hard-mutes p2 (audio and video)")
-        try h.room.hardMute(by: "moderator", target: "p2", audio: true, video: true, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "moderator", target: "p2", audio: true, video: true, now: h.now, into: h.batch)
         h.flush()
         h.run(people, from: 9, seconds: 8)
         narrate()

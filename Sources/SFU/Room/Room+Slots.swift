@@ -20,7 +20,7 @@ extension Room {
     }
 
     /// What subscribers' slots are planned from: the home's ranking when the room follows one, else its own.
-    var ranking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, order: talkerOrder, pins: moderation.pins) }
+    var ranking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, order: talkerOrder, pins: moderation.state.pins) }
 
     var talkerOrder: RoomRanking.TalkerOrder {
         guard let followed = home.followed else { return RoomRanking.TalkerOrder(election) }
@@ -28,7 +28,7 @@ extension Room {
     }
 
     /// This node's own election: what it relays (its local top K), whoever ranks the room.
-    var localRanking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, election: election, pins: moderation.pins) }
+    var localRanking: RoomRanking { RoomRanking(participants: participants.all, rules: rules, election: election, pins: moderation.state.pins) }
 
     func refreshAllSubscribers(now: MonoTime, into out: DatagramBatch) {
         effects.listsDirty = false
@@ -36,7 +36,7 @@ extension Room {
         // What the lists were built from is what the other nodes of the room get (`shareRanking`): the
         // election may have moved since without changing a list.
         if home.followed == nil { home.listedOrder = order }
-        let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.pins)
+        let ranking = RoomRanking(participants: participants.all, rules: rules, order: order, pins: moderation.state.pins)
         for p in participants.inOrder { refreshSubscriber(p, ranking, now: now, into: out) }
         liveStream.refresh(ranking, now: now, into: out)
         relays.refresh(home.followed == nil ? ranking : localRanking, now: now, into: out)  // one ranking built when not following

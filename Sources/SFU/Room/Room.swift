@@ -28,9 +28,10 @@ public final class Room {
     var election: TalkerElection
     /// What the room follows of its home, or shares as the home, in a room that spans nodes (`RoomHome`).
     public private(set) lazy var home = RoomHome(room: self)
-    var moderation = Moderation()
-    public var locked: Bool { moderation.locked }
-    public var roomAudioMuted: Bool { moderation.roomAudioMuted }
+    /// Moderator commands and the room's moderation state (`RoomModeration`).
+    public private(set) lazy var moderation = RoomModeration(room: self)
+    public var locked: Bool { moderation.state.locked }
+    public var roomAudioMuted: Bool { moderation.state.roomAudioMuted }
     /// The room's recording (`RoomRecording`), and the one under way if any.
     public private(set) lazy var recorder = RoomRecording(room: self)
     public var recording: RoomRecording.Status? { recorder.status }
@@ -67,7 +68,22 @@ public final class Room {
         for c in connections.values { c.release() }
     }
 
-    var rules: PublishingRules { moderation.rules(mode: configuration.mode) }
+    var rules: PublishingRules { moderation.state.rules(mode: configuration.mode) }
+
+    public var pinned: [String] { pinnedIDs }
+    var pinnedIDs: [String] { moderation.state.pins.compactMap { participants[$0]?.id } }
+    public var raisedHands: [String] { moderation.state.floor.raised.compactMap { participants[$0]?.id } }
+    public var approvedHands: [String] { moderation.state.floor.holder.flatMap { participants[$0]?.id }.map { [$0] } ?? [] }
+    public var moderationOutcome: ModerationOutcome { ModerationOutcome(pinned: pinned, raisedHands: raisedHands, approvedHands: approvedHands) }
+    /// Who waits to be let into a knock-enabled room, in the order they knocked: (id, name).
+    public var awaitedParticipants: [(id: String, name: String)] { participants.inOrder.filter(\.awaited).map { ($0.id, $0.name) } }
+
+    @discardableResult
+    func requireModerator(_ by: String, _ code: ResultCode) throws(RoomError) -> Participant {
+        let p = try participant(by)
+        try Moderation.requireModerator(p, code)
+        return p
+    }
 
     // MARK: Events and time
 
@@ -131,7 +147,7 @@ public final class Room {
                       now: MonoTime) throws(RoomError) {
         // One held as another node's participant moved here (its node died, or it rejoined here first): this
         // node's own from now on; its old node's later descriptions of it are skipped.
-        let locked = moderation.locked && !home.rejoins(id, now: now)
+        let locked = moderation.state.locked && !home.rejoins(id, now: now)
         if let moved = participants.lookup(id), moved.origin != nil {
             // Checked first: an admission refused leaves the other node's participant where it was.
             try participants.checkLocal(talkerCount: talkerCount, locked: locked, roomName: self.name)
@@ -144,7 +160,7 @@ public final class Room {
         home.unpark(p)
         election.join(p.index)
         if configuration.knock && role != .moderator {
-            knocked(p)
+            moderation.knocked(p)
         } else {
             effects.events.append(.participantState(participant: id, state: .joined, reason: nil))
         }
@@ -170,7 +186,7 @@ public final class Room {
         participants.remove(p)
         relays.forget(p)
         election.leave(p.index)
-        if moderation.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
+        if moderation.state.forget(p.index) { effects.events.append(.pins(pinnedIDs)) }
         effects.events.append(.participantState(participant: p.id, state: .left, reason: reason))
     }
 
@@ -190,7 +206,7 @@ public final class Room {
         for c in connections.values { c.release() }
         connections.removeAll()
         election = TalkerElection(detector: configuration.detector, now: now)
-        moderation.endMembership()
+        moderation.state.endMembership()
         effects.events.append(.roomDestroyed)
     }
 
@@ -228,10 +244,10 @@ public final class Room {
         var c = configuration
         change(&c)
         try c.validate()
-        guard c.mode == configuration.mode || moderation.floor.holder == nil else {
+        guard c.mode == configuration.mode || moderation.state.floor.holder == nil else {
             throw RoomError(.invalidSetting, .conflict, "release the floor before changing the room mode")
         }
-        try moderation.checkPins(fit: c.maxActiveTalkers)
+        try moderation.state.checkPins(fit: c.maxActiveTalkers)
         let levelChanged = c.levelSource != configuration.levelSource
         configuration = c
         election.detector.configuration = c.detector

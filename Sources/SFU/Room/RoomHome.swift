@@ -94,9 +94,9 @@ public final class RoomHome {
             muted[p.id] = .init(audio: p.hardMutedAudio, video: p.hardMutedVideo)
         }
         let members = room.participants.inOrder
-        return ModerationState(epoch: epoch, version: room.moderation.version, pinned: room.moderation.pins.compactMap(id), locked: room.moderation.locked,
-                               roomAudioMuted: room.moderation.roomAudioMuted, raisedHands: room.moderation.floor.raised.compactMap(id),
-                               floorHolder: room.moderation.floor.holder.flatMap(id), invited: room.moderation.floor.invited.compactMap(id),
+        return ModerationState(epoch: epoch, version: room.moderation.state.version, pinned: room.moderation.state.pins.compactMap(id), locked: room.moderation.state.locked,
+                               roomAudioMuted: room.moderation.state.roomAudioMuted, raisedHands: room.moderation.state.floor.raised.compactMap(id),
+                               floorHolder: room.moderation.state.floor.holder.flatMap(id), invited: room.moderation.state.floor.invited.compactMap(id),
                                hardMuted: muted, members: members.map(\.id), moderators: members.filter { $0.role == .moderator }.map(\.id),
                                by: lastModerator, floorCommand: lastFloorCommand)
     }
@@ -117,8 +117,8 @@ public final class RoomHome {
         guard state.isNewer(than: applied) else { return false }
         let previous = applied
         applied = state
-        let before = room.moderation
-        room.moderation = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        let before = room.moderation.state
+        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
         let by = state.by ?? ""
         let listed = Set(state.members)
         let moderators = state.moderators.map(Set.init)
@@ -138,12 +138,12 @@ public final class RoomHome {
                 }
             }
         }
-        if room.moderation.roomAudioMuted != before.roomAudioMuted { room.effects.events.append(.roomHardMute(audio: room.moderation.roomAudioMuted, by: by)) }
-        if room.moderation.locked != before.locked { room.effects.events.append(.lock(locked: room.moderation.locked, by: by)) }
-        if room.moderation.floor != before.floor, let f = state.floorCommand, f.isNewer(than: previous) {
+        if room.moderation.state.roomAudioMuted != before.roomAudioMuted { room.effects.events.append(.roomHardMute(audio: room.moderation.state.roomAudioMuted, by: by)) }
+        if room.moderation.state.locked != before.locked { room.effects.events.append(.lock(locked: room.moderation.state.locked, by: by)) }
+        if room.moderation.state.floor != before.floor, let f = state.floorCommand, f.isNewer(than: previous) {
             room.effects.events.append(.floor(action: f.action, by: f.by, target: f.target, raisedHands: room.raisedHands, approvedHands: room.approvedHands))
         }
-        if room.moderation.pins != before.pins { room.effects.events.append(.pins(room.pinnedIDs)) }
+        if room.moderation.state.pins != before.pins { room.effects.events.append(.pins(room.pinnedIDs)) }
         room.publishingChanged(room.participants.inOrder, now: now, into: out)
         return true
     }
@@ -152,7 +152,7 @@ public final class RoomHome {
     /// (a pin the home set before it was here, a hard mute it had before it left and came back).
     func reapply(for p: Participant) {
         guard let state = applied else { return }
-        room.moderation = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
         p.hardMutedAudio = state.hardMuted[p.id]?.audio ?? false
         p.hardMutedVideo = state.hardMuted[p.id]?.video ?? false
         // Another node's participant the home already lists has the home's role (its own node may not have
@@ -175,8 +175,8 @@ public final class RoomHome {
         let state = saved.isNewer(than: applied) ? saved : applied ?? saved
         self.epoch = epoch
         applied = nil
-        let pinsBefore = room.moderation.pins
-        room.moderation = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        let pinsBefore = room.moderation.state.pins
+        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
         var left = state
         left.members = Array(left.members.prefix(Self.maxRejoining))
         for p in room.participants.all {
@@ -188,7 +188,7 @@ public final class RoomHome {
             if p.origin == nil { left.forget(p.id) }
         }
         takenOver = left.isSpent ? nil : (left, now)
-        if room.moderation.pins != pinsBefore { room.effects.events.append(.pins(room.pinnedIDs)) }
+        if room.moderation.state.pins != pinsBefore { room.effects.events.append(.pins(room.pinnedIDs)) }
         room.publishingChanged(room.participants.inOrder, now: now, into: out)
     }
 
@@ -213,7 +213,7 @@ public final class RoomHome {
             p.hardMutedVideo = m.video
         }
         // A pin the room has no place for any more (the home pinned others since) is dropped.
-        if left.pinned.contains(p.id) { try? room.moderation.pin([p.index], maxActiveTalkers: room.configuration.maxActiveTalkers) }
+        if left.pinned.contains(p.id) { try? room.moderation.state.pin([p.index], maxActiveTalkers: room.configuration.maxActiveTalkers) }
         left.forget(p.id)
         takenOver = left.isSpent ? nil : (left, at)
     }
@@ -224,7 +224,7 @@ public final class RoomHome {
     /// Bounded: past `maxRejoining` nothing more is kept.
     func park(_ p: Participant) {
         guard applied == nil, let peer = p.origin, parked.count < Self.maxRejoining else { return }
-        parked[p.id] = Parked(peer: peer, audio: p.hardMutedAudio, video: p.hardMutedVideo, role: p.role, pinned: room.moderation.pins.contains(p.index))
+        parked[p.id] = Parked(peer: peer, audio: p.hardMutedAudio, video: p.hardMutedVideo, role: p.role, pinned: room.moderation.state.pins.contains(p.index))
     }
 
     /// Gives back what the home decided of a participant parked when its relay closed, whichever node it comes
@@ -234,7 +234,7 @@ public final class RoomHome {
         p.hardMutedAudio = kept.audio
         p.hardMutedVideo = kept.video
         p.role = kept.role
-        if kept.pinned { try? room.moderation.pin([p.index], maxActiveTalkers: room.configuration.maxActiveTalkers) }
+        if kept.pinned { try? room.moderation.state.pin([p.index], maxActiveTalkers: room.configuration.maxActiveTalkers) }
     }
 
     /// The room was locked again: only the new lock's rules hold, nobody rejoins past it.

@@ -181,7 +181,7 @@ public enum ControlAPI {
         router.post("/v1/rooms/:room/awaited/approve") { request, context in
             let b = try await decode(AwaitedRequest.self, request)
             let approved = try await node.withRoom(try room(context)) { room, core, now in
-                try room.approve(by: b.by, b.participants, now: now, into: core.batch)
+                try room.moderation.approve(by: b.by, b.participants, now: now, into: core.batch)
             }
             return ok(Approved(approved: approved))
         }

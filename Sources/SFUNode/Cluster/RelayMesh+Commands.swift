@@ -104,7 +104,7 @@ extension RelayMesh: RoomsElsewhere {
         do {
             result = try await node.withRoom(room) { r, core, now in
                 do throws(RoomError) {
-                    try r.moderate(command, by: by, now: now, into: core.batch)
+                    try r.moderation.moderate(command, by: by, now: now, into: core.batch)
                     return (nil, r.home.moderationState)
                 } catch {
                     return (RelayCommandError(error), r.home.moderationState)

@@ -43,10 +43,10 @@ import Testing
         #expect(Self.heard(h, members[1], from: 0) == 0, "A hears nothing of the moderator")
         #expect(h.room.counters.drops[.awaited] >= 90, "A's packets dropped at ingress, counted")
         // Only a moderator lets people in; an id that is not waiting is refused and nothing changes.
-        #expect(throws: RoomError(.unauthorized, .unauthorized, "A is not a moderator")) { try h.room.approve(by: "A", nil, now: h.now, into: h.batch) }
-        #expect((try? h.room.approve(by: "M", ["A", "M"], now: h.now, into: h.batch)) == nil)
+        #expect(throws: RoomError(.unauthorized, .unauthorized, "A is not a moderator")) { try h.room.moderation.approve(by: "A", nil, now: h.now, into: h.batch) }
+        #expect((try? h.room.moderation.approve(by: "M", ["A", "M"], now: h.now, into: h.batch)) == nil)
         #expect(h.room.awaitedParticipants.map(\.id) == ["A"])
-        #expect(try h.room.approve(by: "M", ["A"], now: h.now, into: h.batch) == ["A"])
+        #expect(try h.room.moderation.approve(by: "M", ["A"], now: h.now, into: h.batch) == ["A"])
         h.flush()
         #expect(h.events.contains { $0.1 == .knock(action: .approved, participant: "A", name: "A", by: "M") })
         #expect(h.events.contains { $0.1 == .participantState(participant: "A", state: .joined, reason: "approved by M") })
@@ -63,15 +63,15 @@ import Testing
         // The moderator comes late: the room state lists who waits, in the order they knocked.
         _ = try h.join("M", role: .moderator, audioSlots: 1)
         #expect(h.room.snapshot().awaited.map(\.id) == ["A", "B", "C"])
-        #expect(try h.room.deny(by: "M", ["B"], now: h.now, into: h.batch) == ["B"])
+        #expect(try h.room.moderation.deny(by: "M", ["B"], now: h.now, into: h.batch) == ["B"])
         h.flush()
         #expect(!h.room.contains(participant: "B"))
         #expect(h.events.contains { $0.1 == .knock(action: .denied, participant: "B", name: "B", by: "M") })
         #expect(h.events.contains { $0.1 == .participantState(participant: "B", state: .left, reason: "denied by M") })
         // Everyone else who waits, at once.
-        #expect(try h.room.approve(by: "M", nil, now: h.now, into: h.batch) == ["A", "C"])
+        #expect(try h.room.moderation.approve(by: "M", nil, now: h.now, into: h.batch) == ["A", "C"])
         #expect(h.room.awaitedParticipants.isEmpty)
-        #expect(try h.room.deny(by: "M", nil, now: h.now, into: h.batch) == [])
+        #expect(try h.room.moderation.deny(by: "M", nil, now: h.now, into: h.batch) == [])
         // A room without knock lets everyone in at once.
         let open = try RoomHarness()
         _ = try open.join("A", audioSlots: 1)

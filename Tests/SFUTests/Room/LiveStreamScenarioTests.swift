@@ -73,7 +73,7 @@ import Testing
         #expect(busy.count == 2, "\(capture.packets)")
         #expect(busy.contains { capture.lastPayload[$0] == [0xF8, 0xFF, 0xFE] }, "the empty slot sends Opus silence")
         // Hard mute holds for the stream as for any subscriber: A's audio stops reaching it.
-        _ = try h.room.moderate(.hardMute(target: "A", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
+        _ = try h.room.moderation.moderate(.hardMute(target: "A", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
         capture.packets.removeAll()
         capture.lastPayload.removeAll()
         Self.talk(h, &members, who: [1], frames: 50, capture: capture)

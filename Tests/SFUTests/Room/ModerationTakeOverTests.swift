@@ -16,9 +16,9 @@ import Testing
     func savedByTheDeadHome() throws -> String {
         let h = try RoomHarness()
         for (id, role) in [("M", Role.moderator), ("X", .participant), ("Y", .participant), ("Z", .participant)] { _ = try h.join(id, role: role) }
-        try h.room.pin(by: "M", ["X"], now: h.now, into: h.batch)
-        try h.room.hardMute(by: "M", target: "Y", audio: true, video: nil, now: h.now, into: h.batch)
-        try h.room.lock(by: "M", locked: true)
+        try h.room.moderation.pin(by: "M", ["X"], now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "Y", audio: true, video: nil, now: h.now, into: h.batch)
+        try h.room.moderation.lock(by: "M", locked: true)
         return String(decoding: try JSONEncoder().encode(h.room.home.moderationState), as: UTF8.self)
     }
 
@@ -43,7 +43,7 @@ import Testing
         #expect(h.room.pinned == ["X"], "X is pinned again as it rejoins")
         _ = try h.join("Y")
         #expect(try h.room.participant("Y").hardMutedAudio, "Y is hard-muted again as it rejoins")
-        try h.room.unpin(by: "M", ["X"], now: h.now, into: h.batch)
+        try h.room.moderation.unpin(by: "M", ["X"], now: h.now, into: h.batch)
         _ = try h.join("Z")
         #expect(h.room.pinned.isEmpty, "the new home's own unpin holds when others rejoin after it")
         _ = try h.room.remove("Z", now: h.now, into: h.batch)
@@ -59,8 +59,8 @@ import Testing
         let relocked = try RoomHarness()
         relocked.room.home.takeOverModeration(state, epoch: 7, now: relocked.now, into: relocked.batch)
         _ = try relocked.join("M", role: .moderator)
-        try relocked.room.lock(by: "M", locked: false)
-        try relocked.room.lock(by: "M", locked: true)
+        try relocked.room.moderation.lock(by: "M", locked: false)
+        try relocked.room.moderation.lock(by: "M", locked: true)
         #expect(code { _ = try relocked.join("X") } == ResultCode.roomLocked.rawValue, "the new lock's rules")
     }
 
@@ -79,7 +79,7 @@ import Testing
         h.room.home.takeOverModeration(saved, epoch: 7, now: h.now, into: h.batch)
         #expect(h.room.roomAudioMuted, "the newer state it followed, not the older saved one")
         _ = try h.join("M", role: .moderator)
-        try h.room.hardMuteRoom(by: "M", audio: false, now: h.now, into: h.batch)
+        try h.room.moderation.hardMuteRoom(by: "M", audio: false, now: h.now, into: h.batch)
         _ = try h.join("X")
         #expect(!h.room.roomAudioMuted, "its own command holds as others are admitted")
     }

@@ -32,9 +32,9 @@ import Testing
         let s = try h.join("S", publishAudio: false, audioSlots: 1)
         if let mute {
             h.run([a, b], from: 0, seconds: mute.lowerBound)
-            try h.room.moderate(.hardMute(target: "B", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
+            try h.room.moderation.moderate(.hardMute(target: "B", audio: true, video: nil), by: "M", now: h.now, into: h.batch)
             h.run([a, b], from: mute.lowerBound, seconds: mute.upperBound - mute.lowerBound)
-            try h.room.moderate(.hardMute(target: "B", audio: false, video: nil), by: "M", now: h.now, into: h.batch)
+            try h.room.moderation.moderate(.hardMute(target: "B", audio: false, video: nil), by: "M", now: h.now, into: h.batch)
             h.run([a, b], from: mute.upperBound, seconds: 9 - mute.upperBound)
         } else {
             h.run([a, b], from: 0, seconds: 9)

@@ -314,7 +314,7 @@ import Testing
         try talk(2)
         #expect(nearsPacketsOnTheLink() > 50, "near is relayed while it may talk")
         // The moderator, on node A (the home), hard-mutes near, who is on node B: a hard mute alone is a new state.
-        try a.room.hardMute(by: "M", target: "near", audio: true, video: nil, now: a.now, into: a.batch)
+        try a.room.moderation.hardMute(by: "M", target: "near", audio: true, video: nil, now: a.now, into: a.batch)
         let muted = a.room.home.moderationState
         #expect(muted.hardMuted["near"] == .init(audio: true, video: false))
         #expect(b.room.home.applyModeration(muted, now: b.now, into: b.batch))
@@ -322,7 +322,7 @@ import Testing
         // B changes its own copy (someone leaves, taking a pin along): the home's next state still applies.
         _ = try b.join("passer", audioSlots: 0)
         try b.room.remove("passer", now: b.now, into: b.batch)
-        try a.room.pin(by: "M", ["far"], now: a.now, into: a.batch)
+        try a.room.moderation.pin(by: "M", ["far"], now: a.now, into: a.batch)
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.pinned == ["far"] && b.room.snapshot().participants.first { $0.id == "near" }?.hardMutedAudio == true)
         let before = nearsPacketsOnTheLink()
@@ -438,7 +438,7 @@ import Testing
         let h = try RoomHarness(configuration: Self.configuration(k: 2))
         _ = try h.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
         var room = try TurnTaking(h, count: 4, turn: { $0 == 2 ? 0.0 ..< 6.0 : Double($0) ..< Double($0) + 0.8 })
-        try h.room.hardMute(by: "M", target: "p2", audio: true, video: nil, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "p2", audio: true, video: nil, now: h.now, into: h.batch)
         let peer = try h.relay(to: "node-b")
         var relayedMuted = false
         room.run(seconds: 6) { _ in relayedMuted = relayedMuted || (h.room.relays.carried(to: "node-b") ?? []).contains { $0.participant == "p2" } }

@@ -78,7 +78,7 @@ import Testing
         #expect(a.room.relays.origin(of: "dan") == nil && a.room.relays.origin(of: "eve") == "node-b")
         // An admission refused (the room locked) leaves another node's participant where it was.
         _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
-        try a.room.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
         #expect(throws: RoomError.self) { try a.room.admit("eve", now: a.now) }
         #expect(a.room.relays.origin(of: "eve") == "node-b")
     }
@@ -91,9 +91,9 @@ import Testing
         _ = try a.join("M", role: .moderator, publishAudio: false, audioSlots: 0)
         _ = try b.join("dan", publishAudio: false, audioSlots: 0)
         try nodes.step()
-        try a.room.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
-        try a.room.moderate(.pin(["dan"]), by: "M", now: a.now, into: a.batch)
-        try a.room.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.pin(["dan"]), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
         a.room.detachConnection(nodes.ab.connection, reason: nil)
         #expect(!a.room.contains(participant: "dan"))
         _ = try a.relay(to: "node-b")
@@ -121,10 +121,10 @@ import Testing
         try nodes.step()
         _ = b.room.drainEvents()
         // Commands issued at B go to the home, which decides them with B's participants by id.
-        try a.room.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
-        try a.room.moderate(.roomHardMute(audio: true), by: "M", now: a.now, into: a.batch)
-        try a.room.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
-        try a.room.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.roomHardMute(audio: true), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.lock(true), by: "M", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
         // Dan joined at B after the home's state: B does not know him yet when it applies it.
         _ = try b.join("late", role: .moderator, publishAudio: false, audioSlots: 0)
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
@@ -137,26 +137,26 @@ import Testing
         #expect(roles == ["dan": .moderator, "M": .participant, "late": .moderator], "\(roles)")
         // The floor: B says which command moved it ("late" is known at the home once B said who is there).
         try nodes.step()
-        try a.room.moderate(.floor(.invite, target: "late"), by: "dan", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.floor(.invite, target: "late"), by: "dan", now: a.now, into: a.batch)
         _ = b.room.drainEvents()
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.drainEvents().contains(.floor(action: .invite, by: "dan", target: "late", raisedHands: [], approvedHands: [])))
         // A later state that moves the floor without a floor command (the invited one left) repeats no floor event.
-        try a.room.moderate(.hardMute(target: "late", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.hardMute(target: "late", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
         a.room.relays.remoteLeft(["late"], from: "node-b")  // the home saw "late" go first
         _ = b.room.drainEvents()
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(!b.room.drainEvents().contains { if case .floor = $0 { true } else { false } })
         // A participant the home's state does not list (the home let it go first) keeps its hard mute here.
-        try a.room.moderate(.lock(false), by: "dan", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.lock(false), by: "dan", now: a.now, into: a.batch)
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         _ = try b.join("new", publishAudio: false, audioSlots: 0)
         try nodes.step()
-        try a.room.moderate(.hardMute(target: "new", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.hardMute(target: "new", audio: true, video: nil), by: "dan", now: a.now, into: a.batch)
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         a.room.relays.remoteLeft(["new"], from: "node-b")
         _ = b.room.drainEvents()
-        try a.room.moderate(.roomHardMute(audio: false), by: "dan", now: a.now, into: a.batch)
+        try a.room.moderation.moderate(.roomHardMute(audio: false), by: "dan", now: a.now, into: a.batch)
         #expect(b.room.home.applyModeration(a.room.home.moderationState, now: b.now, into: b.batch))
         #expect(b.room.snapshot().participants.first { $0.id == "new" }?.hardMutedAudio == true)
         #expect(!b.room.drainEvents().contains { if case .participantHardMute = $0 { true } else { false } })

@@ -114,7 +114,7 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, screenSlots: 1)) { quiet.frame(at: $0, speaking: 0..<0) }
         h.run([mod, s, b], from: 0, seconds: 2)
         #expect(screenMaps(h, "B").last?.participant == "S")
-        try h.room.hardMute(by: "M", target: "S", audio: nil, video: true, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "S", audio: nil, video: true, now: h.now, into: h.batch)
         h.flush()
         h.clearReceived()
         h.run([mod, s, b], from: 2, seconds: 3)

@@ -107,7 +107,7 @@ import Testing
         let a = SimulatedParticipant(try h.join("A")) { s.frame(at: $0, speaking: 0..<1000) }
         h.run([m, a], from: 0, seconds: 3)
         #expect(h.dominantSpeakers.last?.1 == "A")
-        try h.room.hardMute(by: "M", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
         h.flush()
         // 40,000 packets (13 minutes of 20 ms audio) that her client keeps sending while muted.
         let frame = OpusFrameEncoder().encode(s.frame(at: 1, speaking: 0..<1000))
@@ -117,7 +117,7 @@ import Testing
             a.member.audio.timestamp &+= 960
         }
         #expect(h.room.counters.drops[.hardMuted] >= 40_000)
-        try h.room.hardMute(by: "M", target: "A", audio: false, video: nil, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "A", audio: false, video: nil, now: h.now, into: h.batch)
         h.flush()
         h.clearEvents()
         let resume = h.now - h.scenarioOrigin
@@ -163,7 +163,7 @@ import Testing
 
     @Test func videoMutingASourceThatWaitsForItsKeyframeStopsTheSlotItWasTaking() throws {
         let (h, m, a, b, c) = try videoSwitchWaitingOnB()
-        try h.room.hardMute(by: "M", target: "B", audio: nil, video: true, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "B", audio: nil, video: true, now: h.now, into: h.batch)
         h.flush()
         h.clearReceived()
         h.run([m, a, b, c], from: 6, seconds: 1)

@@ -119,9 +119,9 @@ import Testing
         #expect(h.dominantSpeakers.last?.1 == "A")
 
         #expect(throws: RoomError(.hardMuteAudioUnauthorized, .unauthorized, "B is not a moderator")) {
-            try h.room.hardMute(by: "B", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
+            try h.room.moderation.hardMute(by: "B", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
         }
-        try h.room.hardMute(by: "M", target: "A", audio: true, video: true, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "A", audio: true, video: true, now: h.now, into: h.batch)
         h.flush()
         #expect(h.dominantSpeakers.last?.1 == nil, "A leaves candidacy at once")
         h.clearReceived()
@@ -133,7 +133,7 @@ import Testing
         #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0)).isEmpty)
         #expect(h.room.counters.drops[.hardMuted] > 200)
 
-        try h.room.hardMute(by: "M", target: "A", audio: false, video: false, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "A", audio: false, video: false, now: h.now, into: h.batch)
         h.flush()
         h.clearReceived()
         h.run([m, a, b], from: 6, seconds: 3)
@@ -175,7 +175,7 @@ import Testing
         let a = SimulatedParticipant(try h.join("A", levelExtension: false), levelExtension: false) { sa.frame(at: $0, speaking: 0..<20) }
         let b = SimulatedParticipant(try h.join("B")) { quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
-        try h.room.hardMute(by: "M", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
+        try h.room.moderation.hardMute(by: "M", target: "A", audio: true, video: nil, now: h.now, into: h.batch)
         h.flush()
         h.clearReceived()
         h.run([a, b], from: 2, seconds: 2)

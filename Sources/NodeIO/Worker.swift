@@ -300,7 +300,7 @@ public final class Worker: @unchecked Sendable {
                 for p in tcpPorts { t.add(p.snapshot) }
                 m.tcp = t
             }
-            for r in core.rooms.values { r.pathCounts(into: &m.paths) }
+            for r in core.rooms.values { r.sessions.pathCounts(into: &m.paths) }
             return m
         }
     }

@@ -46,7 +46,7 @@ extension WorkerCore {
                          outbound: SRTPKeyingMaterial) throws {
         guard let end = relayEnds[id] else { throw NoSuchRelay(connection: id) }
         schedule.touch(end.room)
-        try end.room.setSRTP(connection: id, inbound: inbound, outbound: outbound)
+        try end.room.sessions.setSRTP(connection: id, inbound: inbound, outbound: outbound)
         end.destination = destination
     }
 
@@ -54,7 +54,7 @@ extension WorkerCore {
     public func closeRelay(_ id: ConnectionID, reason: String, now: MonoTime) {
         guard let end = relayEnds.removeValue(forKey: id) else { return }
         schedule.touch(end.room)
-        end.room.detachConnection(id, reason: reason, now: now, into: batch)
+        end.room.sessions.detach(id, reason: reason, now: now, into: batch)
     }
 
     /// Whether the end is open (a room destroyed closes its ends).

@@ -94,7 +94,7 @@ extension WorkerCore {
         switch s.direction {
         case .publish:
             let r = try OfferAnswer.answerPublish(offer, local: local, screenShareMids: screenShareMids)
-            try s.room.attachPublisher(s.participant, connection: t.id, tracks: r.tracks, now: now)
+            try s.room.sessions.attachPublisher(s.participant, connection: t.id, tracks: r.tracks, now: now)
             return r.answer.text
         case .subscribe:
             var ssrcs = s.slotSSRCs
@@ -105,7 +105,7 @@ extension WorkerCore {
                 ssrcs[mid] = ssrc
                 return ssrc
             }
-            try s.room.attachSubscriber(s.participant, connection: t.id, slots: r.slots, now: now, into: batch)
+            try s.room.sessions.attachSubscriber(s.participant, connection: t.id, slots: r.slots, now: now, into: batch)
             s.slotSSRCs = [:]
             for slot in r.slots {
                 s.slotSSRCs[slot.mid] = slot.ssrc
@@ -132,7 +132,7 @@ extension WorkerCore {
                 guard let t = transports[conn] else { continue }
                 if let s = t.session {
                     schedule.touch(s.room)
-                    s.room.setPath(connection: conn, s.remote.path(from: address))
+                    s.room.sessions.setPath(connection: conn, s.remote.path(from: address))
                 }
                 advance(t, .nominated, now: now)
             case .keys(let conn, let keys):
@@ -142,10 +142,10 @@ extension WorkerCore {
                 // The path as it stands when the transport connects (the nominated pair, else the one the
                 // client's checks last came from): `connected` reports it; a nomination later corrects it.
                 if let agent = edge.router.agent(conn), let a = agent.currentAddress {
-                    s.room.setPath(connection: conn, s.remote.path(from: a))
+                    s.room.sessions.setPath(connection: conn, s.remote.path(from: a))
                 }
                 do {
-                    try s.room.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
+                    try s.room.sessions.setSRTP(connection: conn, inbound: keys.inbound, outbound: keys.outbound)
                     advance(t, .keyed, now: now)
                 } catch {
                     transportCounters.srtpSetupFailures &+= 1
@@ -156,7 +156,7 @@ extension WorkerCore {
                 let quiet = ms % 1000 == 0 ? "\(ms / 1000)" : "\(Double(ms) / 1000)"
                 guard let room = transports[conn]?.session?.room else { continue }
                 schedule.touch(room)
-                room.connectionLost(conn, reason: "no ICE check for \(quiet) s")
+                room.sessions.lost(conn, reason: "no ICE check for \(quiet) s")
             case .state(let conn, .failed):
                 guard let t = transports[conn] else { continue }
                 transportCounters.consentExpiries &+= 1
@@ -183,7 +183,7 @@ extension WorkerCore {
         case .settled: handshaking.remove(t.id)
         case .close(let reason):
             forget(t, notify: notify)
-            t.session?.room.detachConnection(t.id, reason: reason, now: now, into: batch)
+            t.session?.room.sessions.detach(t.id, reason: reason, now: now, into: batch)
         }
     }
 
@@ -216,7 +216,7 @@ extension WorkerCore {
     /// transport another worker hosts writes through the hand-off to that worker.
     func route(_ t: ClientTransport) {
         guard let s = t.session else { return }
-        t.media = s.room.connection(t.id)
+        t.media = s.room.sessions.connection(t.id)
         if let host = t.host { t.media?.egress = handoff(.send, to: host) }
     }
 }

@@ -181,7 +181,7 @@ public final class WorkerCore {
     public func denyAwaited(room name: String, by: String, _ ids: [String]?, now: MonoTime) throws -> (denied: [String], closed: Int) {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
         let waiting = ids ?? room.awaitedParticipants.map(\.id)
-        let conns = waiting.flatMap { room.connections(of: $0) }
+        let conns = waiting.flatMap { room.sessions.connections(of: $0) }
         let denied = try room.moderation.deny(by: by, ids, now: now, into: batch)
         for c in conns { if let t = transports[c] { forget(t, notify: true) } }
         return (denied, conns.count)
@@ -190,7 +190,7 @@ public final class WorkerCore {
     /// Removes a participant and closes its transports; returns how many were closed.
     public func removeParticipant(room name: String, _ id: String, by: String?, now: MonoTime) throws -> Int {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }
-        let conns = room.connections(of: id)
+        let conns = room.sessions.connections(of: id)
         try room.remove(id, by: by, now: now, into: batch)
         for c in conns { if let t = transports[c] { forget(t, notify: true) } }
         return conns.count

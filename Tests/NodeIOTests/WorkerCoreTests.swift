@@ -196,7 +196,7 @@ import WebRTCEdge
         // took a live one's id and the tables overwrote it. Start the counter just before the end of its range
         // so the next two ids wrap onto A's and B's.
         let (net, a, b) = try call()
-        let live = net.core.room("r")!.allConnections
+        let live = net.core.room("r")!.sessions.all
         #expect(Set(live).count == 2)
         net.core.connectionIDs.next = UInt64.max - 1022  // the same residue as worker 0's ids, so the wrap hits them
         try net.room.admit("C", now: net.now)

@@ -61,7 +61,7 @@ final class WireClient {
                     c.received.append(d)
                 }
             case .keys(let conn, let k):
-                try room.setSRTP(connection: conn, inbound: k.inbound, outbound: k.outbound)
+                try room.sessions.setSRTP(connection: conn, inbound: k.inbound, outbound: k.outbound)
             default:
                 break
             }
@@ -99,13 +99,13 @@ final class WireClient {
             let r = try OfferAnswer.answerPublish(c.offer(publish: true, ssrc: 0xA0D10), local: local)
             try edge.attach(conn, remote: r.remote)
             try room.admit(id, now: now)
-            try room.attachPublisher(id, connection: conn, tracks: r.tracks, now: now)
+            try room.sessions.attachPublisher(id, connection: conn, tracks: r.tracks, now: now)
             try c.accept(answer: r.answer.text)
         } else {
             let r = try OfferAnswer.answerSubscribe(c.offer(publish: false), local: local) { _, _, i in 0x5100 + UInt32(i) }
             try edge.attach(conn, remote: r.remote)
             try room.admit(id, now: now)
-            try room.attachSubscriber(id, connection: conn, slots: r.slots, now: now, into: batch)
+            try room.sessions.attachSubscriber(id, connection: conn, slots: r.slots, now: now, into: batch)
             try c.accept(answer: r.answer.text)
         }
         let tid = ICEControllingClient.randomTransactionID()

@@ -140,8 +140,8 @@ public final class FuzzEdge {
                 "the core holds \(core.connectionCount) transports, its router \(core.edge.router.count); it was given 4")
         promise(core.edge.pendingHandshakes <= core.connectionCount, "\(core.edge.pendingHandshakes) handshakes pending")
         let room = core.room("r")!
-        promise(room.participantCount == 2 && Set(room.allConnections) == Set(connections.filter { core.edge.router.agent($0) != nil }),
-                "the room routes \(room.allConnections), the core \(connections.filter { core.edge.router.agent($0) != nil })")
+        promise(room.participantCount == 2 && Set(room.sessions.all) == Set(connections.filter { core.edge.router.agent($0) != nil }),
+                "the room routes \(room.sessions.all), the core \(connections.filter { core.edge.router.agent($0) != nil })")
         let lifetime = MonoTime.Interval(nanoseconds: core.edge.consentTimeout.nanoseconds + 2_000_000_000)  // pruned at the next once-a-second tick
         for (i, c) in clients.enumerated() {
             guard let agent = core.edge.router.agent(connections[i]) else { continue }

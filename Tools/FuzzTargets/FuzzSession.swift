@@ -114,7 +114,7 @@ struct FuzzSession {
         case 1, 2: offer(who, publish: true, &r)
         case 3, 4: offer(who, publish: false, &r)
         case 5:
-            let before = room?.connections(of: who) ?? []
+            let before = room?.sessions.connections(of: who) ?? []
             if (try? net.core.removeParticipant(room: roomName, who, by: r.bool() ? by : nil, now: now)) != nil {
                 for c in before { promise(net.core.edge.router.agent(c) == nil, "\(who) was removed but its transport \(c) stays") }
                 promise(room?.contains(participant: who) == false, "\(who) is still in the room")
@@ -322,7 +322,7 @@ struct FuzzSession {
     mutating func stream(_ who: String, _ r: inout FuzzReader) {
         let pick = r.u8(), start = r.u16(), runs = 1 + Int(r.u8() & 0x7F)
         guard let s = sessions[Key(participant: who, publish: true)], s.client.connected,
-              let routes = room?.routes(of: s.connection), !routes.media.isEmpty else { return }
+              let routes = room?.sessions.routes(of: s.connection), !routes.media.isEmpty else { return }
         let (ssrc, kind) = routes.media[Int(pick) % routes.media.count]
         let key = StreamKey(connection: s.connection, ssrc: ssrc)
         var seq = streams[key] ?? (pick & 0x80 != 0 ? 65_500 : start)
@@ -339,7 +339,7 @@ struct FuzzSession {
             guard let d = s.client.protect(p) else { break }
             let before = room?.counters.drops
             net.send(d, from: s.client.address)
-            guard !tainted.contains(key), room?.routes(of: s.connection)?.evictions == 0, let before, let after = room?.counters.drops else { continue }
+            guard !tainted.contains(key), room?.sessions.routes(of: s.connection)?.evictions == 0, let before, let after = room?.counters.drops else { continue }
             let refused = refusals.filter { after[$0] > before[$0] }
             promise(refused.isEmpty, "\(who)'s packet \(seq &- 1) on routed SSRC \(ssrc) was refused: \(refused)")
         }

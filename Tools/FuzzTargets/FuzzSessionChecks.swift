@@ -78,9 +78,9 @@ extension FuzzSession {
     }
 
     func snapshot() -> Snapshot {
-        let conns = Self.ids.flatMap { room?.connections(of: $0) ?? [] }
+        let conns = Self.ids.flatMap { room?.sessions.connections(of: $0) ?? [] }
         return Snapshot(connections: net.core.connectionCount, routed: net.core.edge.router.count, pending: net.core.edge.pendingHandshakes,
-                        roomConnections: Dictionary(uniqueKeysWithValues: Self.ids.map { ($0, (room?.connections(of: $0) ?? []).map(\.raw).sorted()) }),
+                        roomConnections: Dictionary(uniqueKeysWithValues: Self.ids.map { ($0, (room?.sessions.connections(of: $0) ?? []).map(\.raw).sorted()) }),
                         ufrags: Dictionary(uniqueKeysWithValues: conns.map { ($0.raw, net.core.edge.router.agent($0)?.local.ufrag ?? "-") }),
                         room: room?.snapshot(), events: net.core.hasPendingEvents)
     }
@@ -93,10 +93,10 @@ extension FuzzSession {
         promise(net.core.edge.router.count == net.core.connectionCount,
                 "the router routes \(net.core.edge.router.count) connections, the core has \(net.core.connectionCount)")
         promise(net.core.edge.pendingHandshakes <= net.core.connectionCount, "prepared transports were left behind")
-        let routed = room?.allConnections ?? []
+        let routed = room?.sessions.all ?? []
         promise(routed.count == net.core.connectionCount && routed.allSatisfy { net.core.edge.router.agent($0) != nil },
                 "the room routes \(routed), the core holds \(net.core.connectionCount) transports")
-        for id in Self.ids { promise((room?.connections(of: id).count ?? 0) <= 2, "\(id) has more than two connections") }
+        for id in Self.ids { promise((room?.sessions.connections(of: id).count ?? 0) <= 2, "\(id) has more than two connections") }
         // Transports the core closed (handshake timeout, consent, DTLS failure, close_notify) leave the model.
         sessions = sessions.filter { net.core.edge.router.agent($0.value.connection) != nil }
         promise(net.misdirected == nil, net.misdirected ?? "")

@@ -142,7 +142,7 @@ extension RoomHarness {
             t.h264 = h264 ?? video.h264
             tracks.append(t)
         }
-        try room.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: now)
+        try room.sessions.attachPublisher(id, connection: m.publish.connection, tracks: tracks, now: now)
         var slots: [SlotDescription] = []
         for i in 0..<audioSlots {
             slots.append(SlotDescription(codec: .opus, mid: "a\(i)", ssrc: base + 0x100 + UInt32(i), payloadType: 109, audioLevelExtensionID: 3))
@@ -153,7 +153,7 @@ extension RoomHarness {
             d.formats = slotFormats
             slots.append(d)
         }
-        try room.attachSubscriber(id, connection: m.subscribe.connection, slots: slots, now: now, into: batch)
+        try room.sessions.attachSubscriber(id, connection: m.subscribe.connection, slots: slots, now: now, into: batch)
         flush()
         m.video = RTPStreamWriter(ssrc: base + 2, payloadType: video?.payloadType ?? 96, timestamp: 90_000)
         return m

@@ -101,8 +101,8 @@ public final class RoomHarness {
             tracks.append(screen)
         }
         if !tracks.isEmpty {
-            try room.attachPublisher(id, connection: pub.connection, tracks: tracks, now: now)
-            try room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
+            try room.sessions.attachPublisher(id, connection: pub.connection, tracks: tracks, now: now)
+            try room.sessions.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
         }
         var slots: [SlotDescription] = []
         for i in 0..<audioSlots {
@@ -120,8 +120,8 @@ public final class RoomHarness {
             d.source = .screen
             slots.append(d)
         }
-        try room.attachSubscriber(id, connection: sub.connection, slots: slots, now: now, into: batch)
-        if keySubscription { try room.setSRTP(connection: sub.connection, inbound: sub.nodeInbound, outbound: sub.nodeOutbound) }
+        try room.sessions.attachSubscriber(id, connection: sub.connection, slots: slots, now: now, into: batch)
+        if keySubscription { try room.sessions.setSRTP(connection: sub.connection, inbound: sub.nodeInbound, outbound: sub.nodeOutbound) }
         flush()
         return Member(id: id, publish: pub, subscribe: sub,
                       audio: RTPStreamWriter(ssrc: base + 1, payloadType: 111, audioLevelExtensionID: levelExtension ? 1 : nil),
@@ -139,7 +139,7 @@ public final class RoomHarness {
             t.simulcast = SimulcastLayer(index: i)
             tracks.append(t)
         }
-        try room.attachPublisher(m.id, connection: m.publish.connection, tracks: tracks, now: now)
+        try room.sessions.attachPublisher(m.id, connection: m.publish.connection, tracks: tracks, now: now)
     }
 
     /// A relay from this room to node `peer` (`RoomRelays.attach`), keyed: the returned client is the peer's end
@@ -147,14 +147,14 @@ public final class RoomHarness {
     public func relay(to peer: String) throws -> SimulatedClient {
         let c = newClient()
         try room.relays.attach(peer: peer, connection: c.connection, now: now, into: batch)
-        try room.setSRTP(connection: c.connection, inbound: c.nodeInbound, outbound: c.nodeOutbound)
+        try room.sessions.setSRTP(connection: c.connection, inbound: c.nodeInbound, outbound: c.nodeOutbound)
         flush()
         return c
     }
 
     /// The subscribing connection's DTLS handshake finished: the room gets its SRTP keys.
     public func keySubscription(of m: Member) throws {
-        try room.setSRTP(connection: m.subscribe.connection, inbound: m.subscribe.nodeInbound, outbound: m.subscribe.nodeOutbound)
+        try room.sessions.setSRTP(connection: m.subscribe.connection, inbound: m.subscribe.nodeInbound, outbound: m.subscribe.nodeOutbound)
         flush()
     }
 
@@ -190,9 +190,9 @@ public final class RoomHarness {
         var next = m
         if newConnection { next = Member(id: m.id, publish: m.publish, subscribe: newClient(), audio: m.audio, video: m.video, screen: m.screen,
                                                transportSequence: m.transportSequence, options: m.options) }
-        try room.attachSubscriber(m.id, connection: next.subscribe.connection, slots: slots, now: now, into: batch)
+        try room.sessions.attachSubscriber(m.id, connection: next.subscribe.connection, slots: slots, now: now, into: batch)
         if newConnection {
-            try room.setSRTP(connection: next.subscribe.connection, inbound: next.subscribe.nodeInbound, outbound: next.subscribe.nodeOutbound)
+            try room.sessions.setSRTP(connection: next.subscribe.connection, inbound: next.subscribe.nodeInbound, outbound: next.subscribe.nodeOutbound)
         }
         flush()
         return next
@@ -211,9 +211,9 @@ public final class RoomHarness {
         }
         var tracks = [TrackDescription(codec: .opus, ssrc: next.audio.ssrc, payloadType: 111, audioLevelExtensionID: next.audio.audioLevelExtensionID)]
         if video { tracks.append(TrackDescription(codec: .vp8, ssrc: next.video.ssrc, rtxSSRC: next.video.ssrc + 1, payloadType: 96)) }
-        try room.attachPublisher(m.id, connection: next.publish.connection, tracks: tracks, now: now)
+        try room.sessions.attachPublisher(m.id, connection: next.publish.connection, tracks: tracks, now: now)
         if newConnection {
-            try room.setSRTP(connection: next.publish.connection, inbound: next.publish.nodeInbound, outbound: next.publish.nodeOutbound)
+            try room.sessions.setSRTP(connection: next.publish.connection, inbound: next.publish.nodeInbound, outbound: next.publish.nodeOutbound)
         }
         flush()
         return next

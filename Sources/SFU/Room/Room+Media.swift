@@ -6,7 +6,7 @@ extension Room {
     /// in place in `buffer`. Anything wrong with it becomes a counted drop.
     public func receive(_ buffer: UnsafeMutableRawBufferPointer, length: Int, from id: ConnectionID,
                         now: MonoTime, arrival: MonoTime? = nil, into out: DatagramBatch) {
-        guard let conn = connections[id] else {
+        guard let conn = sessions.connection(id) else {
             effects.counters.packetsIn &+= 1
             effects.counters.bytesIn &+= UInt64(length)
             return effects.drop(.unknownConnection)

@@ -19,7 +19,8 @@ public final class Room {
     var participants: Roster
     /// Every published track by index: what a slot's send log names its packets' sources by.
     var tracks: [Int: PublishedTrack] = [:]
-    var connections: [ConnectionID: Connection] = [:]
+    /// Every transport the room routes, by id (`RoomSessions`).
+    public private(set) lazy var sessions = RoomSessions(room: self)
     /// Relays to the other nodes of the room, and those nodes' participants (`RoomRelays`).
     public private(set) lazy var relays = RoomRelays(room: self)
     private var nextNobodyIndexValue = 0
@@ -65,7 +66,7 @@ public final class Room {
             p.subscriber?.unbind()
         }
         relays.releaseAll()
-        for c in connections.values { c.release() }
+        sessions.releaseAll()
     }
 
     var rules: PublishingRules { moderation.state.rules(mode: configuration.mode) }
@@ -182,7 +183,7 @@ public final class Room {
     func leave(_ p: Participant, reason: String?) {
         unpublish(p)
         unsubscribe(p)
-        for c in connections.values where c.participant == p.index { connections.removeValue(forKey: c.id)?.release() }
+        sessions.releaseAll(of: p)
         participants.remove(p)
         relays.forget(p)
         election.leave(p.index)
@@ -203,31 +204,10 @@ public final class Room {
         recorder.end()
         liveStream.destroy()
         relays.releaseAll()
-        for c in connections.values { c.release() }
-        connections.removeAll()
+        sessions.releaseAll()
         election = TalkerElection(detector: configuration.detector, now: now)
         moderation.state.endMembership()
         effects.events.append(.roomDestroyed)
-    }
-
-    /// The connections the room routes for a participant (the node closes them when the room or it goes).
-    public func connections(of id: String) -> [ConnectionID] {
-        guard let p = participants.lookup(id) else { return [] }
-        return connections.values.filter { $0.participant == p.index }.map(\.id)
-    }
-
-    public var allConnections: [ConnectionID] { Array(connections.keys) }
-
-    /// The room's side of a transport, for a caller that routes many datagrams to it (see `Connection.attached`).
-    public func connection(_ id: ConnectionID) -> Connection? { connections[id] }
-
-    /// A connection of the room's own that is no participant's (a relay's, the live stream's) is routed like
-    /// a client's; `dropConnection` lets it go.
-    func adoptConnection(_ c: Connection) { connections[c.id] = c }
-
-    func dropConnection(_ c: Connection) {
-        if connections[c.id] === c { connections[c.id] = nil }
-        c.release()
     }
 
     /// The index of a holder that is nobody (a relay, the live stream): below every participant's, never in

@@ -10,7 +10,7 @@
 /// (a second request meanwhile is refused with the seeds' 5121 or 5123), and the node completes it.
 ///
 /// Owns the stream's state; the room owns membership and the connection table, which it lends through the
-/// few calls below (`Room.requireModerator`, `Room.adoptConnection`, `Room.dropConnection`).
+/// few calls below (`Room.requireModerator`, `RoomSessions.adopt`, `RoomSessions.drop`).
 public final class RoomLiveStream {
     public enum Phase: String, Sendable, Equatable { case starting, streaming, stopping }
 
@@ -66,7 +66,7 @@ public final class RoomLiveStream {
     /// `id` is not the start being processed.
     public func started(id: String, connection cid: ConnectionID, egress: any Egress, audioSlots: Int,
                         now: MonoTime, into out: DatagramBatch) -> [SlotDescription]? {
-        guard var s = status_, s.id == id, s.phase == .starting, room.connection(cid) == nil else { return nil }
+        guard var s = status_, s.id == id, s.phase == .starting, room.sessions.connection(cid) == nil else { return nil }
         let holder = Participant(id: "live:\(id)", index: room.nextNobodyIndex(), name: "live stream", role: .participant, talkerCount: nil)
         let conn = Connection(id: cid, participant: holder.index)
         conn.egress = egress
@@ -74,7 +74,7 @@ public final class RoomLiveStream {
         // only on a keyed connection.
         conn.outbound = try? SRTPSession(keys: SRTPKeyingMaterial(profile: .aesCM128HmacSHA1_80, masterKey: [UInt8](repeating: 7, count: 16),
                                                                  masterSalt: [UInt8](repeating: 7, count: 14)), direction: .outbound)
-        room.adoptConnection(conn)
+        room.sessions.adopt(conn)
         var slots = [SlotDescription(codec: .vp8, mid: "v0", ssrc: 0x4C49_5600, payloadType: Self.videoPayloadType)]
         for i in 0..<max(1, audioSlots) {
             slots.append(SlotDescription(codec: .opus, mid: "a\(i)", ssrc: 0x4C49_5610 + UInt32(i), payloadType: Self.audioPayloadType))
@@ -194,7 +194,7 @@ public final class RoomLiveStream {
     private func releaseConnection() {
         guard let c = conn else { return }
         c.subscriber?.unbind()
-        room.dropConnection(c)
+        room.sessions.drop(c)
     }
 
     /// The stream is over: its connection goes, and an announced stream is told off.

@@ -23,12 +23,12 @@ public final class RoomRelays {
         guard links.count < room.limits.relays else {
             throw RoomError(.limitReached, .conflict, "room \(room.name) relays to \(room.limits.relays) nodes, its limit", limit: "relays_per_room")
         }
-        guard room.connection(id) == nil else { throw RoomError(.invalidSetting, .conflict, "connection \(id) is in use") }
+        guard room.sessions.connection(id) == nil else { throw RoomError(.invalidSetting, .conflict, "connection \(id) is in use") }
         // The relay is no participant: an index below every participant's, never in the roster or a list.
         let index = room.nextNobodyIndex()
         let holder = Participant(id: "relay:\(peer)", index: index, name: peer, role: .participant, talkerCount: nil)
         let conn = Connection(id: id, participant: index)
-        room.adoptConnection(conn)
+        room.sessions.adopt(conn)
         let k = room.configuration.maxActiveTalkers
         links[peer] = RelayLink(peer: peer, connection: conn, holder: holder,
                                  videoCount: VideoCountPolicy(parameters: room.configuration.videoCount, initial: k), resendPolicy: room.limits.resendPolicy,

@@ -74,11 +74,6 @@ extension Room {
     public func snapshot() -> RoomSnapshot { RoomSnapshot(self) }
 
     public func stats() -> [ParticipantStats] { participants.inOrder.map(ParticipantStats.init) }
-
-    /// The room's client transports that nominated a pair, by path (`/metrics`).
-    public func pathCounts(into counts: inout [TransportPath: Int]) {
-        for c in connections.values where c.participant >= 0 { if let p = c.path { counts[p, default: 0] += 1 } }
-    }
 }
 
 extension RoomSnapshot {

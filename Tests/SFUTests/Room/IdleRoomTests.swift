@@ -63,7 +63,7 @@ import Testing
             h.run([a, b], from: 0, seconds: 2)
             #expect(!h.audio(to: b.member, from: a).isEmpty)
             room = h.room
-            connection = h.room.connection(b.member.subscribe.connection)
+            connection = h.room.sessions.connection(b.member.subscribe.connection)
         }
         #expect(room == nil && connection == nil, "nothing keeps the room or its parts alive")
     }

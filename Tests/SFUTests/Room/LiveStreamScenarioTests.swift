@@ -86,7 +86,7 @@ import Testing
         #expect(h.room.liveStream.stopped(id: "s") == ConnectionID(9_999))
         h.flush()
         #expect(h.events.contains { $0.1 == .streaming(on: false, id: "s", by: "M", reason: nil) })
-        #expect(h.room.streaming == nil && h.room.connection(ConnectionID(9_999)) == nil)
+        #expect(h.room.streaming == nil && h.room.sessions.connection(ConnectionID(9_999)) == nil)
         capture.packets.removeAll()
         Self.talk(h, &members, who: [0, 1], frames: 10, capture: capture)
         #expect(capture.packets.isEmpty, "nothing is written for a stopped stream")

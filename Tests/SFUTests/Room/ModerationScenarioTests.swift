@@ -171,7 +171,7 @@ import Testing
         let a = SimulatedParticipant(try h.join("A")) { s.frame(at: $0, speaking: 0..<30) }
         h.run([m, a], from: 0, seconds: 2)
         #expect(code { try h.room.remove("M", by: "A", now: h.now, into: h.batch) } == 5116)
-        #expect(Set(h.room.connections(of: "A")) == [a.member.publish.connection, a.member.subscribe.connection])
+        #expect(Set(h.room.sessions.connections(of: "A")) == [a.member.publish.connection, a.member.subscribe.connection])
         try h.room.remove("A", by: "M", now: h.now, into: h.batch)
         h.flush()
         #expect(h.events.contains { $0.1 == .participantState(participant: "A", state: .left, reason: "dropped by M") })

@@ -205,10 +205,10 @@ import Testing
         let b = try h.join("B", audioSlots: 1)
         try h.room.admit("A", now: h.now)
         let pub = SimulatedClient(connection: ConnectionID(900), seed: 900)
-        try h.room.attachPublisher("A", connection: pub.connection, tracks: [
+        try h.room.sessions.attachPublisher("A", connection: pub.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: nil, payloadType: 111, audioLevelExtensionID: 1, mid: "0", midExtensionID: 4),
         ], now: h.now)
-        try h.room.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
+        try h.room.sessions.setSRTP(connection: pub.connection, inbound: pub.nodeInbound, outbound: pub.nodeOutbound)
         func packet(ssrc: UInt32, seq: UInt16, mid: String?) -> [UInt8] {
             var exts: [(id: UInt8, value: [UInt8])] = [(1, [20])]
             if let mid { exts.append((4, Array(mid.utf8))) }

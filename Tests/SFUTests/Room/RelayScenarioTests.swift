@@ -288,7 +288,7 @@ import Testing
         let clash = RelayedStream(participant: "other", name: "other", kind: .audio, codec: .opus, ssrc: farSSRC, payloadType: 111)
         #expect(throws: RoomError.self) { try b.room.relays.receive([clash], from: "node-a", now: b.now, into: b.batch) }
         #expect(!b.room.contains(participant: "other"))
-        b.room.detachConnection(nodes.ba.connection, reason: nil, now: b.now, into: b.batch)
+        b.room.sessions.detach(nodes.ba.connection, reason: nil, now: b.now, into: b.batch)
         #expect(!b.room.contains(participant: "far") && b.room.contains(participant: "near"))
     }
 
@@ -456,8 +456,8 @@ import Testing
         #expect(throws: RoomError.self) { try h.room.relays.attach(peer: "node-b", connection: ConnectionID(999), now: h.now, into: h.batch) }
         #expect(throws: RoomError.self) { try h.room.relays.attach(peer: "", connection: ConnectionID(998), now: h.now, into: h.batch) }
         let conn = try #require(h.room.relays.links["node-b"]?.connection.id)
-        h.room.detachConnection(conn, reason: nil, now: h.now, into: h.batch)
-        #expect(h.room.relays.isEmpty && h.room.relays.carried(to: "node-b") == nil && h.room.connection(conn) == nil)
+        h.room.sessions.detach(conn, reason: nil, now: h.now, into: h.batch)
+        #expect(h.room.relays.isEmpty && h.room.relays.carried(to: "node-b") == nil && h.room.sessions.connection(conn) == nil)
         _ = try h.relay(to: "node-b")  // again, on a new connection
         #expect(h.room.relays.links.count == 1)
     }

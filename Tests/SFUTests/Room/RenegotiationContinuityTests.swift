@@ -23,7 +23,7 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 3)  // 150 packets: past the wrap
         #expect(h.room.counters.drops[.srtpAuthFailed] == 0)
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1, redPayloadType: 63),
         ], now: h.now)
         h.clearReceived()
@@ -49,7 +49,7 @@ import Testing
         var video = TrackDescription(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96,
                                    rtxPayloadType: 97, nack: true)
         video.remb = true
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1), video,
         ], now: h.now)
         h.clearReceived()
@@ -69,10 +69,10 @@ import Testing
         a.member.audio.sequenceNumber = 65_450
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
-        let conn = try #require(h.room.connection(a.member.publish.connection))
+        let conn = try #require(h.room.sessions.connection(a.member.publish.connection))
         #expect(conn.inboundSSRCs.ssrcs.isSuperset(of: [a.member.audio.ssrc, a.member.video.ssrc]))
         // The camera goes; the microphone changes its description.
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: nil),
         ], now: h.now)
         #expect(conn.inboundSSRCs.retired == [a.member.video.ssrc, a.member.video.ssrc + 1] && conn.publisher?.tracksBySSRC[a.member.video.ssrc] == nil,
@@ -96,11 +96,11 @@ import Testing
         h.run([a, b], from: 0, seconds: 2)
         let audio = TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1)
         let video = TrackDescription(codec: .vp8, ssrc: a.member.video.ssrc, rtxSSRC: a.member.video.ssrc + 1, payloadType: 96, rtxPayloadType: 97)
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [video], now: h.now)
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [video], now: h.now)
         let script = a.audioScript
         a.audioScript = { _ in nil }  // the microphone's transceiver is inactive: nothing sent
         h.run([a, b], from: 2, seconds: 1)
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [audio, video], now: h.now)
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [audio, video], now: h.now)
         a.audioScript = script
         h.clearReceived()
         h.run([a, b], from: 3, seconds: 2)
@@ -117,15 +117,15 @@ import Testing
         a.member.audio.sequenceNumber = 65_450
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
-        let conn = try #require(h.room.connection(a.member.publish.connection))
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [], now: h.now)
+        let conn = try #require(h.room.sessions.connection(a.member.publish.connection))
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [], now: h.now)
         #expect(conn.publisher?.tracksBySSRC.isEmpty ?? true, "nothing published while paused")
         let script = a.audioScript
         a.audioScript = { _ in nil }
         h.clearReceived()
         h.run([a, b], from: 2, seconds: 1)
         #expect(h.slotPackets(b.member, ssrcOffset: SlotSSRC.audio(0)).count < 5, "B hears nothing of a paused microphone")
-        try h.room.attachPublisher("A", connection: a.member.publish.connection, tracks: [
+        try h.room.sessions.attachPublisher("A", connection: a.member.publish.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: a.member.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1),
         ], now: h.now)
         a.audioScript = script
@@ -173,7 +173,7 @@ import Testing
         #expect(Set(before.compactMap { h.payloadSenders[Array($0.packet[$0.header.payloadRange])] }).count >= 2, "both were heard")
         let last = try #require(before.last?.header.sequenceNumber)
         let slotSSRC = b.member.audio.ssrc - 1 + SlotSSRC.audio(0)
-        try h.room.attachSubscriber("B", connection: b.member.subscribe.connection, slots: [
+        try h.room.sessions.attachSubscriber("B", connection: b.member.subscribe.connection, slots: [
             SlotDescription(codec: .opus, mid: "a0", ssrc: slotSSRC, payloadType: 110, audioLevelExtensionID: 3),
         ], now: h.now, into: h.batch)
         h.clearReceived()
@@ -203,7 +203,7 @@ import Testing
         let before = h.slotPackets(b.member, ssrcOffset: SlotSSRC.video(0))
         let last = try #require(before.last?.header)
         let base = b.member.audio.ssrc - 1
-        try h.room.attachSubscriber("B", connection: b.member.subscribe.connection, slots: [
+        try h.room.sessions.attachSubscriber("B", connection: b.member.subscribe.connection, slots: [
             SlotDescription(codec: .opus, mid: "a0", ssrc: base + SlotSSRC.audio(0), payloadType: 109, audioLevelExtensionID: 3),
             SlotDescription(codec: .vp8, mid: "v0", ssrc: base + SlotSSRC.video(0), payloadType: 98, absSendTimeExtensionID: 4,
                             rtxPayloadType: 99, rtxSSRC: base + 0x300),
@@ -243,7 +243,7 @@ import Testing
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             tracks.append(t)
         }
-        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
+        try h.room.sessions.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
         let mid: (id: UInt8, value: [UInt8]) = (4, Array("1".utf8))
         let h1: (id: UInt8, value: [UInt8]) = (10, Array("h".utf8))
         h.send(Self.packet(ssrc: 0x5001, seq: 1, ts: 0, pictureID: 1, [mid, h1]), from: p.publish)
@@ -257,7 +257,7 @@ import Testing
         #expect(layer.ssrc == 0x7001, "the layer follows its RID to the new SSRC")
         #expect(h.room.counters.drops[.unknownSSRC] == 0)
         #expect(h.room.counters.ssrcRebinds == 1)
-        let conn = try #require(h.room.connection(p.publish.connection))
+        let conn = try #require(h.room.sessions.connection(p.publish.connection))
         #expect(conn.inboundSSRCs.retired == [0x5001] && conn.publisher?.tracksBySSRC[0x5001] == nil, "the old SSRC no longer routes; its stream is retired")
         // A second move within a second is refused (a client changing SSRCs on every packet costs one a second).
         h.send(Self.packet(ssrc: 0x7002, seq: 5, ts: 12000, pictureID: 5, [mid, h1]), from: p.publish)
@@ -272,7 +272,7 @@ import Testing
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             again.append(t)
         }
-        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: again, now: h.now)
+        try h.room.sessions.attachPublisher("P", connection: p.publish.connection, tracks: again, now: h.now)
         let renewed = try #require(h.room.participants.lookup("P")?.videoTracks.last)
         #expect(renewed.ssrc == 0x7002, "the RID binding survives the renegotiation")
         h.send(Self.packet(ssrc: 0x7002, seq: 7, ts: 18000, pictureID: 7, []), from: p.publish)
@@ -283,7 +283,7 @@ import Testing
         let h = try RoomHarness()
         let p = try h.join("P")
         let b = try h.join("B", audioSlots: 1, videoSlots: 1)
-        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: [
+        try h.room.sessions.attachPublisher("P", connection: p.publish.connection, tracks: [
             TrackDescription(codec: .opus, ssrc: p.audio.ssrc, payloadType: 111, audioLevelExtensionID: 1),
             TrackDescription(codec: .vp8, ssrc: nil, payloadType: 96, mid: "1", midExtensionID: 4),
         ], now: h.now)

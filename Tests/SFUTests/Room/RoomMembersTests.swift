@@ -65,7 +65,7 @@ import Testing
         _ = try a.join("L", publishAudio: false, audioSlots: 1)
         try nodes.step()
         #expect(a.room.relays.origin(of: "dan") == "node-b" && a.room.relays.localIndex(of: "dan") == nil)
-        #expect(throws: RoomError.self) { try a.room.attachPublisher("dan", connection: ConnectionID(901), tracks: [], now: a.now) }
+        #expect(throws: RoomError.self) { try a.room.sessions.attachPublisher("dan", connection: ConnectionID(901), tracks: [], now: a.now) }
         try a.room.admit("dan", now: a.now)
         #expect(a.room.relays.origin(of: "dan") == nil && a.room.relays.localIndex(of: "dan") != nil)
         // B still has him and relays his audio: A binds nothing of it, and takes the rest of B's description.
@@ -94,7 +94,7 @@ import Testing
         try a.room.moderation.moderate(.hardMute(target: "dan", audio: true, video: nil), by: "M", now: a.now, into: a.batch)
         try a.room.moderation.moderate(.pin(["dan"]), by: "M", now: a.now, into: a.batch)
         try a.room.moderation.moderate(.role(target: "dan", .moderator), by: "M", now: a.now, into: a.batch)
-        a.room.detachConnection(nodes.ab.connection, reason: nil)
+        a.room.sessions.detach(nodes.ab.connection, reason: nil)
         #expect(!a.room.contains(participant: "dan"))
         _ = try a.relay(to: "node-b")
         a.room.relays.receiveMembers(b.room.relays.localMembers, from: "node-b")
@@ -102,7 +102,7 @@ import Testing
         #expect(state.hardMuted["dan"] == .init(audio: true, video: false) && state.pinned == ["dan"] && state.moderators?.contains("dan") == true,
                 "\(state)")
         // A real leave forgets it: dan back after leaving B is a new participant to the home.
-        a.room.detachConnection(nodes.ab.connection, reason: nil)
+        a.room.sessions.detach(nodes.ab.connection, reason: nil)
         a.room.relays.remoteLeft(["dan"], from: "node-b")
         a.room.relays.receiveMembers([RelayedMember(participant: "dan", name: "dan", role: .participant)], from: "node-b")
         #expect(a.room.home.moderationState.hardMuted["dan"] == nil)

@@ -81,10 +81,10 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
         let old = a.member
-        let held = try #require(h.room.connection(old.publish.connection), "the worker's table holds the room's side")
+        let held = try #require(h.room.sessions.connection(old.publish.connection), "the worker's table holds the room's side")
         a.member = try h.republish(old, video: false, newConnection: true)
         #expect(!held.attached, "the room let go of the replaced connection; whoever holds it must stop feeding it")
-        #expect(h.room.connections(of: "A").sorted { $0.raw < $1.raw } == [a.member.subscribe.connection, a.member.publish.connection].sorted { $0.raw < $1.raw })
+        #expect(h.room.sessions.connections(of: "A").sorted { $0.raw < $1.raw } == [a.member.subscribe.connection, a.member.publish.connection].sorted { $0.raw < $1.raw })
         h.clearReceived()
         var stale = old
         h.send(stale.audio.packet([0xF8, 0xFF, 0xFE], level: 20), from: old.publish)
@@ -253,7 +253,7 @@ import Testing
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
         h.run([b], from: 0, seconds: 0.2)
         for i in 0..<300 { h.send(receiverReport(from: 0x7000_0000 + UInt32(i), about: []), from: b.member.subscribe) }
-        let conn = try #require(h.room.connections[b.member.subscribe.connection])
+        let conn = try #require(h.room.sessions.connection(b.member.subscribe.connection))
         #expect(conn.inboundSSRCs.count <= h.room.limits.ssrcsPerConnection)
         #expect(h.room.counters.drops[.ssrcLimit] >= 300 - UInt64(h.room.limits.ssrcsPerConnection))
     }

@@ -244,7 +244,7 @@ import Testing
             t.simulcast = SimulcastLayer(index: i, rid: rid, ridExtensionID: 10, repairedRidExtensionID: 11)
             tracks.append(t)
         }
-        try h.room.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
+        try h.room.sessions.attachPublisher("P", connection: p.publish.connection, tracks: tracks, now: h.now)
         func packet(ssrc: UInt32, pt: UInt8, seq: UInt16, _ exts: [(id: UInt8, value: [UInt8])]) -> [UInt8] {
             var out = [UInt8](repeating: 0, count: 200)
             let payload: [UInt8] = [0x90, 0x80, 0x80, 0x01, 0x10, 0x00] + [UInt8](repeating: 7, count: 20)

@@ -111,8 +111,8 @@ import Testing
             SlotDescription(codec: .vp8, mid: "v0", ssrc: 0x100, payloadType: 98, rtxPayloadType: 99, rtxSSRC: 0x101),
             SlotDescription(codec: .vp8, mid: "v1", ssrc: 0x101, payloadType: 98),
         ]
-        #expect(throws: RoomError.self) { try h.room.attachSubscriber("B", connection: conn, slots: colliding, now: h.now, into: h.batch) }
+        #expect(throws: RoomError.self) { try h.room.sessions.attachSubscriber("B", connection: conn, slots: colliding, now: h.now, into: h.batch) }
         let twoByte = [SlotDescription(codec: .opus, mid: "a0", ssrc: 0x200, payloadType: 109, audioLevelExtensionID: 15)]
-        #expect(throws: RoomError.self) { try h.room.attachSubscriber("B", connection: conn, slots: twoByte, now: h.now, into: h.batch) }
+        #expect(throws: RoomError.self) { try h.room.sessions.attachSubscriber("B", connection: conn, slots: twoByte, now: h.now, into: h.batch) }
     }
 }

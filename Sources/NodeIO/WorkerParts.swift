@@ -137,3 +137,17 @@ final class PeerLinks: @unchecked Sendable {
         peers[h.worker].nudge()
     }
 }
+
+/// A room event with the wall-clock time the worker queued it (Unix milliseconds): the control plane
+/// encodes and fans events out later, off the media thread.
+public struct StampedEvent: Sendable {
+    public var room: String
+    public var event: RoomEvent
+    public var unixMilliseconds: Int64
+
+    public init(room: String, event: RoomEvent, unixMilliseconds: Int64) {
+        self.room = room
+        self.event = event
+        self.unixMilliseconds = unixMilliseconds
+    }
+}

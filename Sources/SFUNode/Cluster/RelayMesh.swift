@@ -398,17 +398,6 @@ actor RelayMesh {
         }
     }
 
-    // MARK: Keys
-
-    static func drawKey() -> [UInt8] {
-        var g = SystemRandomNumberGenerator()
-        return (0..<RelayMessage.keyAndSaltBytes).map { _ in UInt8.random(in: 0...255, using: &g) }
-    }
-
-    static func material(_ keyAndSalt: [UInt8]) -> SRTPKeyingMaterial {
-        SRTPKeyingMaterial(profile: .aeadAES128GCM, masterKey: Array(keyAndSalt[0..<16]), masterSalt: Array(keyAndSalt[16..<28]))
-    }
-
     /// Ends open now, for tests and metrics: (room, peer, keyed, the end's socket address).
     var openEnds: [(room: String, peer: String, keyed: Bool, address: TransportAddress?)] {
         ends.map { ($0.key.room, $0.key.peer, $0.value.keyed, $0.value.address) }.sorted { ($0.room, $0.peer) < ($1.room, $1.peer) }

@@ -176,7 +176,7 @@ public final class WorkerCore {
     /// Transports hosted here for rooms on other workers.
     public var hostedCount: Int { transports.values.count { $0.home != nil } }
 
-    /// Turns away participants awaited in a knock-enabled room (`Room.deny`) and closes their transports:
+    /// Turns away participants awaited in a knock-enabled room (`RoomModeration.deny`) and closes their transports:
     /// who went, and how many transports closed.
     public func denyAwaited(room name: String, by: String, _ ids: [String]?, now: MonoTime) throws -> (denied: [String], closed: Int) {
         guard let room = room(name) else { throw NoSuchRoom(room: name) }

@@ -23,6 +23,11 @@ public final class PostgresRegistry: Registry {
     /// Runs the connection pool until the task is cancelled.
     public func run() async { await client.run() }
 
+    /// How long a placement counts on its node before the node's heartbeats show it (seconds): a participant
+    /// placed joins within moments (its signaling server asked because it is joining); one that did not come
+    /// within this is taken not to come.
+    static let pendingGrace: Double = 15
+
     var timeoutSeconds: Double {
         Double(heartbeatTimeout.components.seconds) + Double(heartbeatTimeout.components.attoseconds) / 1e18
     }
@@ -66,12 +71,23 @@ public final class PostgresRegistry: Registry {
             var known = false
             for try await _ in rows { known = true }
             guard known else { return false }
-            // The node's rooms replace what it reported before: a room it no longer hosts loses the row.
-            try await c.query("DELETE FROM sfu_room_hosts WHERE node = \(node) AND NOT (room = ANY(\(rooms)))", logger: logger)
+            // The node's rooms replace what it reported before: a room it no longer hosts loses the row, unless a
+            // placement to it is still pending (its participant has not reached the node yet).
+            let grace = Self.pendingGrace
+            try await c.query("""
+                DELETE FROM sfu_room_hosts WHERE node = \(node) AND NOT (room = ANY(\(rooms)))
+                    AND NOT (pending > 0 AND pending_at > now() - make_interval(secs => \(grace)))
+                """, logger: logger)
+            try await c.query("UPDATE sfu_room_hosts SET participants = 0 WHERE node = \(node) AND NOT (room = ANY(\(rooms)))", logger: logger)
+            // A count that grew took in as many pending placements (the oldest are as good as any); pending
+            // placements older than the grace never came.
             try await c.query("""
                 INSERT INTO sfu_room_hosts (room, node, participants)
                 SELECT r, \(node), p FROM unnest(\(rooms)::text[], \(counts)::int8[]) AS t(r, p)
-                ON CONFLICT (room, node) DO UPDATE SET participants = EXCLUDED.participants
+                ON CONFLICT (room, node) DO UPDATE SET participants = EXCLUDED.participants,
+                    pending = CASE WHEN sfu_room_hosts.pending_at > now() - make_interval(secs => \(grace))
+                        THEN GREATEST(0, sfu_room_hosts.pending - GREATEST(0, EXCLUDED.participants - sfu_room_hosts.participants))
+                        ELSE 0 END
                 """, logger: logger)
             // A room this node is home of - or whose home failed and was reported, or was removed - that no node
             // hosts any more, placed over a minute ago (time enough for the placed participant to join), ends. A
@@ -189,8 +205,11 @@ public final class PostgresRegistry: Registry {
                 standing = PlacementRule.RoomStanding(home: home, epoch: epoch)
             }
             guard var standing else { throw RegistryError.noCapacity }  // RETURNING always gives the row
-            for try await (node, participants) in try await c.query("SELECT node, participants FROM sfu_room_hosts WHERE room = \(room)",
-                                                                      logger: logger).decode((String, Int64).self) {
+            let grace = Self.pendingGrace
+            for try await (node, participants) in try await c.query("""
+                SELECT node, participants + CASE WHEN pending_at > now() - make_interval(secs => \(grace)) THEN pending ELSE 0 END
+                FROM sfu_room_hosts WHERE room = \(room)
+                """, logger: logger).decode((String, Int64).self) {
                 standing.hosts[node] = Int(participants)
             }
             let nodes = try await Self.standings(c, timeout: timeout, logger: logger)
@@ -213,8 +232,10 @@ public final class PostgresRegistry: Registry {
             // rows), so the two never wait on each other in a cycle.
             try await c.query("UPDATE sfu_nodes SET joins_since_heartbeat = joins_since_heartbeat + 1 WHERE id = \(d.node)", logger: logger)
             try await c.query("""
-                INSERT INTO sfu_room_hosts (room, node, participants) VALUES (\(room), \(d.node), 1)
-                ON CONFLICT (room, node) DO UPDATE SET participants = sfu_room_hosts.participants + 1
+                INSERT INTO sfu_room_hosts (room, node, participants, pending, pending_at) VALUES (\(room), \(d.node), 0, 1, now())
+                ON CONFLICT (room, node) DO UPDATE SET pending = CASE
+                    WHEN sfu_room_hosts.pending_at > now() - make_interval(secs => \(grace)) THEN sfu_room_hosts.pending + 1 ELSE 1 END,
+                    pending_at = now()
                 """, logger: logger)
             let url = nodes.first { $0.id == d.node }?.controlURL ?? ""
             return Placement(room: room, node: d.node, controlURL: url, reason: d.reason, home: d.home, epoch: epoch)

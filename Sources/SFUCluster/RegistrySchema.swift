@@ -53,6 +53,13 @@ enum RegistrySchema {
                 epoch int8 NOT NULL, version int8 NOT NULL, state jsonb NOT NULL, saved_at timestamptz NOT NULL)
             """,
         ],
+        // 5: placements the node has not reported yet (`PostgresRegistry.pendingGrace`). A placement added one
+        // to the host's count, which the node's next heartbeat replaced with its own: a participant placed but
+        // not yet admitted when the heartbeat was taken was forgotten, and the next placements could fill the
+        // node past the room's limit. Placements are now counted apart until the node's count has grown by them.
+        [
+            "ALTER TABLE sfu_room_hosts ADD COLUMN pending int8 NOT NULL DEFAULT 0, ADD COLUMN pending_at timestamptz",
+        ],
     ]
 
     /// Runs inside a transaction (the registry's `prepare`).

@@ -176,6 +176,36 @@ import Testing
         }
     }
 
+    /// A participant placed on a node is not in the node's count until it joins there. A heartbeat taken
+    /// in between used to replace the placement with the node's count, and the next placements filled the
+    /// node past the room's limit (`sfu bench --nodes` once put 6 of 8 on nodes of capacity 5). A placement now
+    /// counts until the node's count grew by it, or the grace passed.
+    @Test func aPlacementNotYetJoinedStillCountsAfterTheNodesHeartbeat() async throws {
+        try await withRegistries { rs, url in
+            let r = rs[0]
+            let limits = PlacementRule.Limits(participantsPerRoomPerNode: 2)
+            try await register(r, ["a", "b"])
+            let home = try await r.place(room: "r", limits: limits).node
+            let other = home == "a" ? "b" : "a"
+            // The first has not reached the node when it reports: it still counts.
+            #expect(try await r.heartbeat(node: home, load: NodeLoad()))
+            #expect(try await r.place(room: "r", limits: limits).node == home)
+            // The first joined (the count grew by one); the second is still on its way: the home is full.
+            #expect(try await r.heartbeat(node: home, load: NodeLoad(rooms: 1, participants: 1, roomParticipants: ["r": 1])))
+            let third = try await r.place(room: "r", limits: limits)
+            #expect(third.node == other && third.reason == .spillToNewNode, "\(third)")
+            // The second joined: the home reports two, nothing is pending there, and it stays full.
+            #expect(try await r.heartbeat(node: home, load: NodeLoad(rooms: 1, participants: 2, roomParticipants: ["r": 2])))
+            #expect(try await r.place(room: "r", limits: limits).node == other)
+            // Two placed on the other node never came: past the grace they no longer count, and one who leaves
+            // the home makes room there again.
+            try PostgresServer.shared.get().psql(url, "UPDATE sfu_room_hosts SET pending_at = now() - interval '1 minute'")
+            #expect(try await r.heartbeat(node: home, load: NodeLoad(rooms: 1, participants: 1, roomParticipants: ["r": 1])))
+            #expect(try await r.place(room: "r", limits: limits).node == home)
+            #expect(try await r.place(room: "r", limits: limits).node == other, "the other node's placements that never came expired")
+        }
+    }
+
     @Test func aFullHomeSpillsToANodeOfTheRoomBeforeANewOne() async throws {
         try await withRegistries { rs, _ in
             let r = rs[0]
@@ -218,6 +248,7 @@ import Testing
             try server.psql(url, """
                 DROP TABLE sfu_room_moderation; DROP SEQUENCE sfu_epochs;
                 ALTER TABLE sfu_nodes DROP COLUMN failure_reported_at, DROP COLUMN failure_reported_by;
+                ALTER TABLE sfu_room_hosts DROP COLUMN pending, DROP COLUMN pending_at;
                 UPDATE sfu_schema SET version = 1;
                 INSERT INTO sfu_nodes (id, control_url, capacity, heartbeat_at, registered_at) VALUES ('a', 'http://a', 100, now(), now());
                 INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES ('old', NULL, 41, now())

@@ -1,5 +1,5 @@
 /// Shares one subscriber's downlink among the simulcast sources it is shown, without touching a slot (the
-/// room applies the choice with its hold times, `Room.reviewLayers`). Pure, so the rule has table tests:
+/// room applies the choice with its hold times, `Subscriber.reviewLayers`). Pure, so the rule has table tests:
 /// - every source starts at its lowest live layer (or keeps the layer it shows while that one is not measured
 ///   yet: there is no evidence it is too dear), and those floors are paid first;
 /// - then, in priority order (the room passes screen shares first, then cameras in the subscriber's talker

@@ -48,7 +48,7 @@ public final class PacketHistory {
 
 /// What a slot sent under each output sequence number, so a NACK can be answered from the source's
 /// `PacketHistory` with the same rewritten fields (or, for padding in place of a packet left out, with padding
-/// again: `Room.fillWithPadding`).
+/// again: `SlotSender.fillWithPadding`).
 public struct SlotSendLog: Sendable {
     public struct Record: Sendable, Equatable {
         public var outSequence: UInt16

@@ -148,7 +148,7 @@ public struct SlotRewriter: Sendable {
     ///
     /// A late packet cannot be closed up over: the output went past the place kept for it (it was missing, of
     /// a layer the slot could not know). Its fields are returned, for the caller to send padding under its
-    /// number (`Room.fillWithPadding`); nil otherwise, and for a late packet that cannot be placed.
+    /// number (`SlotSender.fillWithPadding`); nil otherwise, and for a late packet that cannot be placed.
     @discardableResult
     public mutating func skip(extendedSequence ext: Int64, timestamp: UInt32, closesPicture: Bool) -> Output? {
         guard started, !pendingSwitch, ext >= switchFloor else { return nil }

@@ -9,7 +9,7 @@ struct RoomRanking {
     var screenShares: [SlotPolicy.ScreenShare]
 
     /// Who talks, in what order: this node's own election, or the home's ranking a node of a room that spans
-    /// nodes follows (`Room.followRanking`).
+    /// nodes follows (`RoomHome.followRanking`).
     struct TalkerOrder {
         var recency: [Int]
         var speaking: Set<Int>

@@ -4,7 +4,7 @@ public struct RoomConfiguration: Sendable, Equatable {
 
     public var mode: Mode = .group
     /// Knock-enabled: a participant admitted without the moderator role waits until a moderator lets it in
-    /// (`Room.approve`) or turns it away (`Room.deny`); while it waits nothing of it is forwarded and it
+    /// (`RoomModeration.approve`) or turns it away (`RoomModeration.deny`); while it waits nothing of it is forwarded and it
     /// receives nothing (EnableX "Moderate Participants' entry").
     public var knock = false
     /// K: how many talkers each subscriber receives at most (1-12, EnableX's range for web clients).
@@ -45,7 +45,7 @@ public struct RoomConfiguration: Sendable, Equatable {
     /// What a shrinking downlink costs a subscriber first: simulcast layers, or videos (see `VideoDegradation`).
     public var videoDegradation: VideoDegradation = .layersFirst
     /// A simulcast layer above the lowest is sent with some VP8 temporal layers dropped only if this many
-    /// frames a second remain (`Room.ladder`).
+    /// frames a second remain (`Publisher.ladder`).
     public var minTemporalFrameRate = 15.0
 
     public static let maxActiveTalkersRange = 1...12

@@ -41,7 +41,7 @@ public struct RoomCounters: Sendable, Equatable {
     public var rtcpOut: UInt64 = 0
     public var keyframeRequestsSent: UInt64 = 0
     public var retransmissions: UInt64 = 0
-    /// Padding-only packets sent under the number of a late packet a slot leaves out (`Room.fillWithPadding`),
+    /// Padding-only packets sent under the number of a late packet a slot leaves out (`SlotSender.fillWithPadding`),
     /// first or again when NACKed.
     public var gapsFilled: UInt64 = 0
     /// Repairs (RTX) publishers sent for packets the node NACKed, and padding-only packets (their probes).

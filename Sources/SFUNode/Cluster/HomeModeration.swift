@@ -7,7 +7,7 @@ import Synchronization
 /// Moderation that outlives a room's home (issue 25; docs/cluster.md): for each room this node is the
 /// registry's home of, it saves the room's moderation (`ModerationState`, JSON) whenever its version moves,
 /// under the home's epoch; and when this node is a room's home at a newer epoch than the saved state's (it took
-/// the room over from a node that died), it applies the saved state to its room (`Room.takeOverModeration`):
+/// the room over from a node that died), it applies the saved state to its room (`RoomHome.takeOverModeration`):
 /// as the room is created here (`adopt`, from the control API, before anyone is admitted), else at the next
 /// pass. Its own loop, once a second, apart from the heartbeat: a slow registry or many rooms must not delay
 /// the heartbeat that keeps the node alive. It asks a room's worker for its state the way the control API does.

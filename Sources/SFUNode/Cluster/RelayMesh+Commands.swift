@@ -5,7 +5,7 @@ import SFUBase
 /// decides every one, wherever it was issued. A node that is not the home hands a command to the home on the
 /// pair's channel (`command`) and waits for the home's `result`, which carries the room's moderation after
 /// it; the node applies that state before it answers its caller, so the caller's next read here sees what
-/// it did. The home runs the command like its own API would (`Room.moderate`): the issuer and the target are
+/// it did. The home runs the command like its own API would (`RoomModeration.moderate`): the issuer and the target are
 /// in its room, because every node tells the others who is in the room (`streams` with `members`).
 extension RelayMesh: RoomsElsewhere {
     /// How long a node waits for the home's answer before it answers its caller 503 (6022).

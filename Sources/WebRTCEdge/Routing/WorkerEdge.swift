@@ -6,7 +6,7 @@ import SFUBase
 public final class WorkerEdge {
     public enum Output: Equatable, Sendable {
         case send([UInt8], to: TransportAddress)
-        /// DTLS finished: install these keys on the connection (`Room.setSRTP`).
+        /// DTLS finished: install these keys on the connection (`RoomSessions.setSRTP`).
         case keys(ConnectionID, DTLSEndpoint.SRTPKeys)
         /// The datagram is RTP/RTCP of this connection: pass it to its room.
         case media(ConnectionID)

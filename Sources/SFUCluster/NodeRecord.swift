@@ -62,8 +62,10 @@ public struct NodeStanding: Sendable, Equatable {
     public var capacity: Int
     /// Participants at its last heartbeat.
     public var participants: Int
-    /// Participants placed on it since its last heartbeat: they may not have joined yet, and without them a
-    /// burst of placements between two heartbeats would all go to the same "least loaded" node.
+    /// Participants placed on it that its heartbeats do not show yet (on their way, for up to the registry's
+    /// grace): without them a burst of placements between two heartbeats would all go to the same "least
+    /// loaded" node, and a heartbeat taken before they joined would let the next placements fill it past its
+    /// capacity.
     public var joinsSinceHeartbeat: Int
     /// The IP address its relay sockets listen on (`cluster.relay_ip`): relay media from it comes from there.
     public var relayAddress: String

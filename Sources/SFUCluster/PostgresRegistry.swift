@@ -53,7 +53,7 @@ public final class PostgresRegistry: Registry {
             VALUES (\(node.id), \(node.controlURL), \(node.mediaAddress), \(node.relayAddress), \(node.region), \(node.capacity), 'serving', now(), now())
             ON CONFLICT (id) DO UPDATE SET control_url = EXCLUDED.control_url, media_address = EXCLUDED.media_address,
                 relay_address = EXCLUDED.relay_address, region = EXCLUDED.region, capacity = EXCLUDED.capacity,
-                state = 'serving', heartbeat_at = now(), registered_at = now(), joins_since_heartbeat = 0,
+                state = 'serving', heartbeat_at = now(), registered_at = now(),
                 failure_reported_at = NULL, failure_reported_by = NULL
             """, logger: logger)
     }
@@ -65,7 +65,7 @@ public final class PostgresRegistry: Registry {
             let rows = try await c.query("""
                 UPDATE sfu_nodes SET heartbeat_at = now(), rooms = \(load.rooms), participants = \(load.participants),
                     packets_in = \(load.packetsInPerSecond), packets_out = \(load.packetsOutPerSecond), cpu = \(load.cpu),
-                    joins_since_heartbeat = 0, failure_reported_at = NULL, failure_reported_by = NULL
+                    failure_reported_at = NULL, failure_reported_by = NULL
                 WHERE id = \(node) RETURNING id
                 """, logger: logger)
             var known = false
@@ -228,9 +228,8 @@ public final class PostgresRegistry: Registry {
                 guard let moved else { throw RegistryError.noCapacity }  // cannot happen under the row lock
                 epoch = moved
             }
-            // The node's row before its hosts row: the order a heartbeat takes them in (node, then its hosts
-            // rows), so the two never wait on each other in a cycle.
-            try await c.query("UPDATE sfu_nodes SET joins_since_heartbeat = joins_since_heartbeat + 1 WHERE id = \(d.node)", logger: logger)
+            // Pending on the node (and counted in its load) until its reports show it. Only the room's rows are
+            // written: a heartbeat takes its node's row, then its hosts rows, and never waits for a room's row.
             try await c.query("""
                 INSERT INTO sfu_room_hosts (room, node, participants, pending, pending_at) VALUES (\(room), \(d.node), 0, 1, now())
                 ON CONFLICT (room, node) DO UPDATE SET pending = CASE
@@ -265,7 +264,9 @@ public final class PostgresRegistry: Registry {
     static func standings(_ c: PostgresConnection, timeout: Double, logger: Logger) async throws -> [NodeStanding] {
         var out: [NodeStanding] = []
         let rows = try await c.query("""
-            SELECT id, control_url, state, heartbeat_at > now() - make_interval(secs => \(timeout)), capacity, participants, joins_since_heartbeat,
+            SELECT id, control_url, state, heartbeat_at > now() - make_interval(secs => \(timeout)), capacity, participants,
+                (SELECT COALESCE(sum(h.pending), 0)::int8 FROM sfu_room_hosts h
+                 WHERE h.node = sfu_nodes.id AND h.pending_at > now() - make_interval(secs => \(pendingGrace))),
                 relay_address
             FROM sfu_nodes ORDER BY id
             """, logger: logger)

@@ -56,9 +56,11 @@ enum RegistrySchema {
         // 5: placements the node has not reported yet (`PostgresRegistry.pendingGrace`). A placement added one
         // to the host's count, which the node's next heartbeat replaced with its own: a participant placed but
         // not yet admitted when the heartbeat was taken was forgotten, and the next placements could fill the
-        // node past the room's limit. Placements are now counted apart until the node's count has grown by them.
+        // node past the room's limit or its capacity. Placements are now counted apart until the node's count has grown by them.
         [
             "ALTER TABLE sfu_room_hosts ADD COLUMN pending int8 NOT NULL DEFAULT 0, ADD COLUMN pending_at timestamptz",
+            // A node's own count of placements since its heartbeat had the same fault; its load now sums its rooms'.
+            "ALTER TABLE sfu_nodes DROP COLUMN joins_since_heartbeat",
         ],
     ]
 

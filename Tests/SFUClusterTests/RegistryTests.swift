@@ -206,6 +206,22 @@ import Testing
         }
     }
 
+    /// The same for a node's capacity: placements on their way count in its load across heartbeats.
+    @Test func placementsOnTheirWayCountAgainstTheNodesCapacityAcrossHeartbeats() async throws {
+        try await withRegistries { rs, _ in
+            let r = rs[0]
+            try await register(r, ["a"], capacity: 2)
+            for room in ["r1", "r2"] {
+                #expect(try await r.place(room: room, limits: Self.limits).node == "a")
+                #expect(try await r.heartbeat(node: "a", load: NodeLoad()), "taken before the participant joined")
+            }
+            await #expect(throws: RegistryError.noCapacity) { try await r.place(room: "r3", limits: Self.limits) }
+            // Both joined: the node's count shows them, and it is still full.
+            #expect(try await r.heartbeat(node: "a", load: NodeLoad(rooms: 2, participants: 2, roomParticipants: ["r1": 1, "r2": 1])))
+            await #expect(throws: RegistryError.noCapacity) { try await r.place(room: "r3", limits: Self.limits) }
+        }
+    }
+
     @Test func aFullHomeSpillsToANodeOfTheRoomBeforeANewOne() async throws {
         try await withRegistries { rs, _ in
             let r = rs[0]
@@ -249,6 +265,7 @@ import Testing
                 DROP TABLE sfu_room_moderation; DROP SEQUENCE sfu_epochs;
                 ALTER TABLE sfu_nodes DROP COLUMN failure_reported_at, DROP COLUMN failure_reported_by;
                 ALTER TABLE sfu_room_hosts DROP COLUMN pending, DROP COLUMN pending_at;
+                ALTER TABLE sfu_nodes ADD COLUMN joins_since_heartbeat int8 NOT NULL DEFAULT 0;
                 UPDATE sfu_schema SET version = 1;
                 INSERT INTO sfu_nodes (id, control_url, capacity, heartbeat_at, registered_at) VALUES ('a', 'http://a', 100, now(), now());
                 INSERT INTO sfu_rooms (room, home, epoch, placed_at) VALUES ('old', NULL, 41, now())

@@ -5,10 +5,14 @@
 /// `DatagramBatch`, events drained with `drainEvents()`, and `nextDeadline`, the time by which `tick` should
 /// run again. The room owns no socket, thread or clock; it is not thread-safe and lives on one worker.
 ///
-/// The room keeps membership, wiring and scheduling; the work is its parts': each participant's `Publisher`
-/// (ingress, its `PublishedTrack`s, feedback to it) and `Subscriber` (its `SlotSender`s, its estimate, layers,
-/// probes), the `TalkerElection`, and the pure `SlotPolicy` that says who each subscriber's slots show. They
-/// report into the room's `RoomEffects`: counts, events, and when they next need the room to tick.
+/// The room keeps membership, its track table, ticks, the packet path and when to rebuild the lists; the work
+/// is its parts': each participant's `Publisher` (ingress, its `PublishedTrack`s, feedback to it) and
+/// `Subscriber` (its `SlotSender`s, its estimate, layers, probes), the `TalkerElection`, and the pure
+/// `SlotPolicy` that says who each subscriber's slots show. Room-wide features are types of their own, each
+/// owning its state and reaching the room through a few calls: `sessions` (the connection table and the
+/// session calls), `moderation` (moderator commands, knock), `relays` (other nodes of the room), `home` (the
+/// ranking and moderation shared with the room's home), `recorder` and `liveStream`. All report into the
+/// room's `RoomEffects`: counts, events, and when they next need the room to tick.
 public final class Room {
     public let name: String
     public internal(set) var configuration: RoomConfiguration

@@ -66,12 +66,12 @@ public struct NodeStanding: Sendable, Equatable {
     /// grace): without them a burst of placements between two heartbeats would all go to the same "least
     /// loaded" node, and a heartbeat taken before they joined would let the next placements fill it past its
     /// capacity.
-    public var joinsSinceHeartbeat: Int
+    public var pendingPlacements: Int
     /// The IP address its relay sockets listen on (`cluster.relay_ip`): relay media from it comes from there.
     public var relayAddress: String
 
     public init(id: String, controlURL: String = "", state: NodeState = .serving, alive: Bool = true, capacity: Int, participants: Int = 0,
-                joinsSinceHeartbeat: Int = 0, relayAddress: String = "") {
+                pendingPlacements: Int = 0, relayAddress: String = "") {
         self.relayAddress = relayAddress
         self.id = id
         self.controlURL = controlURL
@@ -79,11 +79,11 @@ public struct NodeStanding: Sendable, Equatable {
         self.alive = alive
         self.capacity = capacity
         self.participants = participants
-        self.joinsSinceHeartbeat = joinsSinceHeartbeat
+        self.pendingPlacements = pendingPlacements
     }
 
     /// Participants it has or is about to have.
-    public var expected: Int { participants + joinsSinceHeartbeat }
+    public var expected: Int { participants + pendingPlacements }
     /// Load over capacity; above 1 when over.
     public var utilisation: Double { capacity > 0 ? Double(expected) / Double(capacity) : .infinity }
     public var hasRoom: Bool { expected < capacity }

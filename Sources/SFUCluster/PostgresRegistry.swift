@@ -273,7 +273,7 @@ public final class PostgresRegistry: Registry {
         for try await (id, url, state, alive, capacity, participants, joins, relay) in
             rows.decode((String, String, String, Bool, Int64, Int64, Int64, String).self) {
             out.append(NodeStanding(id: id, controlURL: url, state: NodeState(rawValue: state) ?? .draining, alive: alive,
-                                    capacity: Int(capacity), participants: Int(participants), joinsSinceHeartbeat: Int(joins), relayAddress: relay))
+                                    capacity: Int(capacity), participants: Int(participants), pendingPlacements: Int(joins), relayAddress: relay))
         }
         return out
     }

@@ -8,7 +8,7 @@ import Testing
     static let limits = PlacementRule.Limits(participantsPerRoomPerNode: 10)
 
     static func node(_ id: String, load: Int = 0, capacity: Int = 100, alive: Bool = true, draining: Bool = false, joins: Int = 0) -> NodeStanding {
-        NodeStanding(id: id, state: draining ? .draining : .serving, alive: alive, capacity: capacity, participants: load, joinsSinceHeartbeat: joins)
+        NodeStanding(id: id, state: draining ? .draining : .serving, alive: alive, capacity: capacity, participants: load, pendingPlacements: joins)
     }
 
     struct Case: CustomTestStringConvertible, Sendable {

@@ -65,9 +65,6 @@ public final class RoomHome {
         return r
     }
 
-    /// Follows the home's ranking (nil: this room ranks on its own again). A ranking older than the one
-    /// followed (lower epoch, or same epoch and a version not newer) is ignored; the lists follow at once, and
-    /// a new dominant speaker is reported as the home's.
     /// The relay from the room's home closed (the home's room ended, or the home died): this room ranks on
     /// its own again and takes the next home's ranking and moderation whatever their numbers (a room of the same
     /// name made again at the home numbers them from 1 again).
@@ -76,6 +73,9 @@ public final class RoomHome {
         applied = nil
     }
 
+    /// Follows the home's ranking (nil: this room ranks on its own again). A ranking older than the one
+    /// followed (lower epoch, or same epoch and a version not newer) is ignored; the lists follow at once, and
+    /// a new dominant speaker is reported as the home's.
     @discardableResult
     public func followRanking(_ r: SharedRanking?) -> Bool {
         if let r, let f = followed, (r.epoch, r.version) <= (f.epoch, f.version) { return false }
@@ -86,6 +86,7 @@ public final class RoomHome {
         room.listsChanged()
         return true
     }
+
     /// This room's moderation, participants by id, for the other nodes of the room.
     public var moderationState: ModerationState {
         let id = { (i: Int) in self.room.participants[i]?.id }

@@ -20,6 +20,7 @@ speech "$work/speech2.wav" "Hello, this is Bob. I have a question about the sche
 silence "$work/silence14.wav" 14
 silence "$work/silence.wav" 120
 sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/late.wav"
+sox $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/bob.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
 ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" > "$work/demo.log" 2>&1 &
@@ -35,7 +36,7 @@ if ! timeout 300 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/demo_test.
 fi
 echo "== screen share: one Chromium presents, two talk in turns; the share stays through the speaker change"
 if ! timeout 120 ip netns exec "$ns" "$venv/bin/python" Tests/Browser/screen_share_test.py \
-    --speech "$work/speech.wav" --late "$work/late.wav" --silence "$work/silence.wav"; then
+    --alice "$work/alice.wav" --bob "$work/bob.wav" --silence "$work/silence.wav"; then
   echo "!! screen share test failed; demo log:"; grep -v "room event" "$work/demo.log" | tail -40
   exit 1
 fi

@@ -3,36 +3,30 @@
 DevTools protocol with the helpers of demo_test.py.
 
 Run inside a private network namespace with `sfu demo` serving on 127.0.0.1:8000:
-    python3 screen_share_test.py --speech speech.wav --late late.wav --silence silence.wav
+    python3 screen_share_test.py --alice alice.wav --bob bob.wav --silence silence.wav
 Pat presents: the page's "Share screen" button calls getDisplayMedia, which Chromium's fake capture flags
 (--use-fake-device-for-media-stream with --use-fake-ui-for-media-stream, which demo_test.py's browsers already
 get) answer with an animated fake monitor: the page's real path, no replaced function. Alice and Bob talk in
-turns: Alice's microphone is the first seconds of the speech file, Bob's is silence and then speech. Every page
+turns that the test gives with each page's microphone switch (`demo.setMicrophone`): Alice first, then Bob. Every page
 receives one talker of each kind and its screen slot. Checked while the dominant speaker moves from Alice to
 Bob: the others' screen slots name Pat with source screen and decode the share at its captured size without a
-pause, while the camera and audio slots follow the talkers. Then Pat stops sharing and the slots empty, Pat
+pause, while the camera and audio slots follow the talkers (a camera that a viewer's number_of_videos does not
+yet take beside the share stays empty: ABWD gives the share the first video). Then Pat stops sharing and the slots empty, Pat
 shares again and they fill again, and a page without getDisplayMedia disables its button.
 """
-import argparse, json, os, shutil, sys, tempfile, time, wave
+import argparse, json, shutil, sys, tempfile, time
 
 sys.dont_write_bytecode = True  # importing demo_test must leave no __pycache__ in the source tree
 from demo_test import Browser, wait  # noqa: E402
 
-ALICE_TURN_SECONDS = 9  # Bob's file is 14 s of silence first: a gap, then his turn
+# How long a turn may take to show: the dominant speaker and the slots move within a few seconds of a turn.
+TURN_LIMIT_SECONDS = 20
+# How long each turn is held once seen: the share is sampled through both turns, 10 s or more in all.
+TURN_HOLD_SECONDS = 5
 SAMPLE_SECONDS = 0.5
 # A stall: a screen slot whose decoded frame count does not grow for this long. The page reads its stats once a
 # second, so a slot that decodes all the time shows a new count at about every second reading.
 STALL_SECONDS = 2.5
-
-
-def first_seconds(source, seconds, silence_after, path):
-    """Writes the first `seconds` of WAV `source` to `path`, then `silence_after` seconds of silence."""
-    with wave.open(source) as w:
-        params = w.getparams()
-        frames = w.readframes(int(seconds * w.getframerate()))
-    with wave.open(path, "wb") as out:
-        out.setparams(params)
-        out.writeframes(frames + b"\0" * (int(silence_after * params.framerate) * params.sampwidth * params.nchannels))
 
 
 def slot_of(browser, kind, who):
@@ -52,27 +46,27 @@ def longest_pause(samples):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--speech", required=True)
-    ap.add_argument("--late", required=True)
+    ap.add_argument("--alice", required=True, help="Alice's microphone: speech all through")
+    ap.add_argument("--bob", required=True, help="Bob's microphone: speech all through (off until his turn)")
     ap.add_argument("--silence", required=True)
     args = ap.parse_args()
     checks, r = {}, {}
     work = tempfile.mkdtemp()
-    alice_wav = os.path.join(work, "alice-turn.wav")
-    first_seconds(args.speech, ALICE_TURN_SECONDS, 60, alice_wav)
     pat = Browser("pat", 9311, args.silence, work)
-    alice = Browser("alice", 9312, alice_wav, work)
-    bob = Browser("bob", 9313, args.late, work)
+    alice = Browser("alice", 9312, args.alice, work)
+    bob = Browser("bob", 9313, args.bob, work)
     viewers = (alice, bob)
     try:
         joined = [b.join("screens", "participant") for b in (pat, alice, bob)]
         ids = {b.name: b.demo("participant") for b in (pat, alice, bob)}
         # One talker slot of each kind per page, so that the camera and audio slots must move between talkers.
+        # Bob's microphone stays off until his turn; Alice talks from the start.
+        microphones = {"bob off": bob.eval("demo.setMicrophone(false)")}
         one_talker = [b.eval("demo.setTalkers(1)") or {} for b in (pat, alice, bob)]
         screen_slots = [b.demo("screenSlot") or {} for b in (pat, alice, bob)]
         r["ids"], r["one_talker"], r["screen_slots"] = ids, one_talker, screen_slots
         checks["three pages join with one talker slot of each kind and a screen slot each"] = (
-            all(joined) and all(t.get("change") == "renegotiated" for t in one_talker)
+            all(joined) and microphones["bob off"] is True and all(t.get("change") == "renegotiated" for t in one_talker)
             and all(s.get("mid") is not None for s in screen_slots))
 
         # Pat shares a screen with the page's button: a second video on the same publishing connection.
@@ -96,34 +90,59 @@ def main():
             and roster.get(ids["pat"], {}).get("screen") is True and (pat.demo("screenSlot") or {}).get("participant") is None)
 
         # Through Alice's turn and Bob's: the camera and audio slots follow the talkers, the screen slots keep
-        # Pat's share and keep decoding.
-        samples, alice_seen, bob_seen = [], {}, {}
+        # Pat's share and keep decoding. The test gives the turns (each page's own microphone switch), so a
+        # turn cannot be over before the share is up, however long a loaded machine takes to get there.
+        samples = []
         started = time.monotonic()
-        while time.monotonic() - started < 35:
-            now = time.monotonic() - started
-            samples.append((now, [v.demo("screenSlot") or {} for v in viewers]))
-            # Alice's turn, as Pat and Bob see it; then Bob's, as Pat and Alice see it.
-            if not alice_seen and pat.demo("dominant") == ids["alice"] and bob.demo("dominant") == ids["alice"] \
-                    and slot_of(pat, "video", ids["alice"]) and slot_of(pat, "audio", ids["alice"]) and slot_of(bob, "video", ids["alice"]):
-                alice_seen = {"at": round(now, 1), "pat_slots": pat.demo("slots"), "bob_slots": bob.demo("slots")}
-            if alice_seen and pat.demo("dominant") == ids["bob"] and alice.demo("dominant") == ids["bob"] \
-                    and slot_of(pat, "video", ids["bob"]) and slot_of(pat, "audio", ids["bob"]) and slot_of(alice, "video", ids["bob"]):
-                bob_seen.setdefault("at", round(now, 1))
-                bob_seen.update({"pat_slots": pat.demo("slots"), "alice_slots": alice.demo("slots")})
-                if now - bob_seen["at"] >= 3:
-                    break
-            time.sleep(SAMPLE_SECONDS)
+
+        def camera(watcher, who):
+            """How `watcher`'s talker camera slot stands for talker `who`: "shown" when it shows them; "held back"
+            when it shows nobody and the page's number_of_videos (ABWD; 1 before the node's first alert) leaves
+            room for the share alone - the node gives the share the one video an estimate still climbing after
+            the share began allows, and the camera follows once the estimate takes two; else None."""
+            if slot_of(watcher, "video", who):
+                return "shown"
+            kinds, slots = watcher.demo("kinds") or {}, watcher.demo("slots") or {}
+            empty = all(slots.get(m) is None for m, k in kinds.items() if k == "video")
+            return "held back" if empty and (watcher.demo("numberOfVideos") or 1) < 2 else None
+
+        def turn(talker, watchers, hold, limit):
+            """Samples the screen slots until both `watchers` name `talker` dominant speaker, the first gives it
+            its audio slot and each its camera slot (or holds the camera back for the share, see `camera`), for
+            `hold` seconds; what was seen, or the last look when it never was."""
+            who, seen, last, since = ids[talker.name], {}, {}, time.monotonic()
+            while time.monotonic() - since < limit:
+                now = time.monotonic() - started
+                samples.append((now, [v.demo("screenSlot") or {} for v in viewers]))
+                last = {w.name: {"dominant": w.demo("dominant"), "slots": w.demo("slots"), "camera": camera(w, who),
+                                 "number_of_videos": w.demo("numberOfVideos")} for w in watchers}
+                if all(last[w.name]["dominant"] == who and last[w.name]["camera"] for w in watchers) \
+                        and slot_of(watchers[0], "audio", who):
+                    seen.setdefault("at", round(now, 1))
+                    seen.update({w.name: last[w.name] for w in watchers})
+                    if now - seen["at"] >= hold:
+                        return seen
+                time.sleep(SAMPLE_SECONDS)
+            return {"not_seen": last} if not seen else seen
+
+        alice_seen = turn(alice, (pat, bob), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS)
+        alice_seen = {} if "not_seen" in alice_seen else alice_seen
+        microphones["alice off, bob on"] = [alice.eval("demo.setMicrophone(false)"), bob.eval("demo.setMicrophone(true)")]
+        bob_seen = turn(bob, (pat, alice), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS) if alice_seen else {}
+        turn_record = {"alice": alice_seen, "bob": bob_seen}
+        bob_seen = {} if "not_seen" in bob_seen else bob_seen
         kept = all(s.get("participant") == ids["pat"] and s.get("source") == "screen" and s.get("frameWidth") == share.get("width")
                    for _, views in samples for s in views)
         def change(field):  # per viewer, from the first sample to the last
             return [(samples[-1][1][i].get(field) or 0) - (samples[0][1][i].get(field) or 0) for i in range(len(viewers))]
         pauses = [round(longest_pause([(t, views[i].get("frames", 0)) for t, views in samples]), 1) for i in range(len(viewers))]
         decoded, restarts = change("frames"), [k + p for k, p in zip(change("keyFrames"), change("pictureLossRequests"))]
-        r["turns"] = {"alice": alice_seen, "bob": bob_seen, "samples": len(samples), "seconds": round(samples[-1][0] - samples[0][0], 1),
+        r["turns"] = {**turn_record, "microphones": microphones, "samples": len(samples), "seconds": round(samples[-1][0] - samples[0][0], 1),
                       "frames_decoded": decoded, "longest_pause": pauses, "key_frames_and_plis": restarts,
                       "freezes": change("freezes"), "freeze_seconds": [round(f, 3) for f in change("freezeSeconds")],
                       "camera_frames_at_pat": pat.demo("videoFrames")}
-        checks["the camera and audio slots follow the talkers from Alice to Bob"] = bool(alice_seen) and bool(bob_seen)
+        checks["the camera and audio slots follow the talkers from Alice to Bob"] = (
+            bool(alice_seen) and bool(bob_seen) and microphones["alice off, bob on"] == [True, True])
         checks["the screen slots show Pat's share, source screen, at its width, all through the speaker change"] = (
             bool(alice_seen) and bool(bob_seen) and len(samples) > 10 and kept)
         # Frames keep decoding, and the decoders never had to start again: a share the node held back, cut or

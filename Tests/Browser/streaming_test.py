@@ -11,11 +11,10 @@ the stream is up within 15 s of the start; the picture follows the active talker
 once Bob does); the encoder killed mid-stream comes back (a `streaming` event gives the reason) and the stream
 with it; stop ends it, a second start works again, and every start and stop reaches the page's event stream.
 """
-import argparse, json, os, signal, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, os, signal, subprocess, sys, tempfile, time, urllib.request, wave
 
 sys.dont_write_bytecode = True  # importing demo_test must leave no __pycache__ in the source tree
 from demo_test import Browser, report, wait, NODE  # noqa: E402
-from screen_share_test import first_seconds  # noqa: E402
 
 RTMP = "rtmp://127.0.0.1:1935/live/standup"
 
@@ -42,6 +41,16 @@ def stream_up():
     except subprocess.TimeoutExpired:
         return False
     return r.returncode == 0 and sorted(s["codec_name"] for s in json.loads(r.stdout).get("streams", [])) == ["aac", "h264"]
+
+
+def first_seconds(source, seconds, silence_after, path):
+    """Writes the first `seconds` of WAV `source` to `path`, then `silence_after` seconds of silence."""
+    with wave.open(source) as w:
+        params = w.getparams()
+        frames = w.readframes(int(seconds * w.getframerate()))
+    with wave.open(path, "wb") as out:
+        out.setparams(params)
+        out.writeframes(frames + b"\0" * (int(silence_after * params.framerate) * params.sampwidth * params.nchannels))
 
 
 def delayed(source, delay, path):

@@ -212,6 +212,14 @@ demo.setTalkers = async (count) => {
   return { result: 0, change };
 };
 
+// The page's own microphone switch (not a moderator's hard mute, which the node enforces): a disabled track keeps
+// its sender and sends silence, so the node hears this participant stop talking. Returns whether there was one.
+demo.setMicrophone = (on) => {
+  const stream = $("#local").srcObject;
+  for (const track of stream ? stream.getAudioTracks() : []) track.enabled = Boolean(on);
+  return Boolean(stream && stream.getAudioTracks().length);
+};
+
 demo.restartIce = async (kind) => {
   const change = await restartIce(kind);
   $("#last-result").textContent = `ICE restarted on the ${kind} connection (${change})`;

@@ -167,7 +167,7 @@ struct FuzzSession {
             }
         case 4:
             let count = f & 8 != 0 ? Int(f >> 4) : nil
-            if (try? room.setTalkerCount(who, count, now: now, into: batch)) != nil { talkerCounts[who] = count }
+            if (try? room.downlinks.setTalkerCount(who, count, now: now, into: batch)) != nil { talkerCounts[who] = count }
         default: try? room.setVideoMuted(who, f & 8 != 0, now: now, into: batch)
         }
     }

@@ -27,12 +27,12 @@ extension Room {
         guard conn.attached else { return effects.drop(.unknownConnection) }
         if isRTCP(UnsafeRawBufferPointer(rebasing: buffer[0..<length])) {
             let rules = rules
-            let estimated = conn.receiveRTCP(buffer, length: length, limits: limits, tracks: tracks, mayForward: { kind in
+            let estimated = conn.receiveRTCP(buffer, length: length, limits: limits, tracks: tracks.byIndex, mayForward: { kind in
                 // A relay's sender reports are of remote participants' streams: only slots showing them get them.
                 conn.participant < 0 || self.participants[conn.participant].map { rules.refusal($0, kind) == nil } ?? false
             }, now: now, into: out, effects: effects)
             // A relay's estimate (its peer's reports) moves no video count: the relay carries what the plan says.
-            if estimated, let s = conn.subscriber, s.participant.index >= 0 { onEstimate(s, now: now, into: out) }
+            if estimated, let s = conn.subscriber, s.participant.index >= 0 { downlinks.estimated(s, now: now, into: out) }
             return
         }
         // A client's publishing transport, or a relay carrying remote participants' streams (by SSRC).
@@ -52,34 +52,5 @@ extension Room {
         if let db = arrived.levelMismatchDb { effects.events.append(.levelMismatch(participant: owner.id, meanDifferenceDb: db)) }
         if arrived.becameLive { refreshAllSubscribers(now: now, into: out) }  // before its first packet: slots wait for its key frame
         a.track.forward(packet, now: now, into: out)
-    }
-
-    // MARK: Estimates
-
-    /// A new downlink estimate for a subscriber: the video count may change (and be reported), then its layers
-    /// and caps are reviewed.
-    func onEstimate(_ s: Subscriber, now: MonoTime, into out: DatagramBatch) {
-        if let e = s.estimator.estimate { s.estimateFloor.note(Double(e), now: now) }
-        let costs = videoCosts.measure(participants.all.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
-        if let alert = s.updateVideoCount(costs: costs, configuration: configuration, now: now) {
-            effects.events.append(.bandwidthAlert(participant: s.participant.id, bandwidthKbps: alert.bandwidthKbps,
-                                                  streamBandwidthKbps: alert.streamBandwidthKbps, numberOfVideos: alert.numberOfVideos))
-            refreshSubscriber(s.participant, now: now, into: out)
-        }
-        // The slot map reports a layer that moved.
-        if s.reviewLayers(configuration: configuration, now: now, into: out) { refreshSubscriber(s.participant, now: now, into: out) }
-        s.reviewLayerCaps(audioReserveKbps: configuration.audioReserveKbps, now: now, into: out)
-    }
-
-    /// When the subscriber would take more videos if its estimate allowed, what all it could show would take
-    /// (its probe target); nil when it has all it can use.
-    func bandwidthForMoreVideos(_ p: Participant, _ s: Subscriber, now: MonoTime) -> Double? {
-        let rules = rules
-        let others = participants.all.lazy.filter { $0.index != p.index && rules.videoAllowed($0) }
-        let cameras = others.count { ($0.publisher?.videoLive() ?? false) && !$0.videoMuted }
-        let screens = others.count { $0.publisher?.videoLive(.screen) ?? false }
-        let costs = videoCosts.measure(participants.all.lazy.compactMap(\.publisher), fallbackKbps: configuration.streamBandwidthKbps, now: now)
-        return s.bandwidthForMoreVideos(cameras: cameras, screens: screens, streamKbps: costs.perVideo(configuration.videoDegradation),
-                                        audioReserveKbps: configuration.audioReserveKbps)
     }
 }

@@ -5,13 +5,14 @@
 /// `DatagramBatch`, events drained with `drainEvents()`, and `nextDeadline`, the time by which `tick` should
 /// run again. The room owns no socket, thread or clock; it is not thread-safe and lives on one worker.
 ///
-/// The room keeps membership, its track table, ticks, the packet path and when to rebuild the lists; the work
+/// The room keeps membership, ticks, the packet path and when to rebuild the lists; the work
 /// is its parts': each participant's `Publisher` (ingress, its `PublishedTrack`s, feedback to it) and
 /// `Subscriber` (its `SlotSender`s, its estimate, layers, probes), the `TalkerElection`, and the pure
 /// `SlotPolicy` that says who each subscriber's slots show. Room-wide features are types of their own, each
 /// owning its state and reaching the room through a few calls: `sessions` (the connection table and the
 /// session calls), `moderation` (moderator commands, knock), `relays` (other nodes of the room), `home` (the
-/// ranking and moderation shared with the room's home), `recorder` and `liveStream`. All report into the
+/// ranking and moderation shared with the room's home), `recorder`, `liveStream`, `tracks` (the track table)
+/// and `downlinks` (what each subscriber asks for and its estimate allows). All report into the
 /// room's `RoomEffects`: counts, events, and when they next need the room to tick.
 public final class Room {
     public let name: String
@@ -21,14 +22,13 @@ public final class Room {
     public var counters: RoomCounters { effects.counters }
 
     var participants: Roster
-    /// Every published track by index: what a slot's send log names its packets' sources by.
-    var tracks: [Int: PublishedTrack] = [:]
+    /// Every published track by index, and binding a publisher's tracks into the table (`RoomTracks`).
+    private(set) lazy var tracks = RoomTracks(room: self)
     /// Every transport the room routes, by id (`RoomSessions`).
     public private(set) lazy var sessions = RoomSessions(room: self)
     /// Relays to the other nodes of the room, and those nodes' participants (`RoomRelays`).
     public private(set) lazy var relays = RoomRelays(room: self)
     private var nextNobodyIndexValue = 0
-    var nextTrackIndex = 0
 
     var election: TalkerElection
     /// What the room follows of its home, or shares as the home, in a room that spans nodes (`RoomHome`).
@@ -43,8 +43,8 @@ public final class Room {
     /// The room's live stream (`RoomLiveStream`), and the one under way if any.
     public private(set) lazy var liveStream = RoomLiveStream(room: self)
     public var streaming: RoomLiveStream.Status? { liveStream.status }
-    /// What one video costs in the room, measured (ABWD's stream bandwidth).
-    var videoCosts = VideoCosts()
+    /// What each subscriber is sent, as it asks and as its downlink allows (`RoomDownlinks`).
+    public private(set) lazy var downlinks = RoomDownlinks(room: self)
 
     /// The SSRC the node uses as sender of its own RTCP (PLI, RR, REMB, NACK) towards publishers.
     static let nodeSSRC: UInt32 = 0x5346_5530  // "SFU0"
@@ -122,7 +122,7 @@ public final class Room {
             }
             if let s = p.subscriber {
                 for slot in s.audioSlots { slot.sendDueSilence(now: now, into: out) }
-                s.runProbes(audioReserveKbps: configuration.audioReserveKbps, moreVideos: { bandwidthForMoreVideos(p, s, now: now) },
+                s.runProbes(audioReserveKbps: configuration.audioReserveKbps, moreVideos: { downlinks.bandwidthForMoreVideos(p, s, now: now) },
                             now: now, into: out)
             }
         }
@@ -185,7 +185,7 @@ public final class Room {
     /// A participant goes (removed, or its relay closed): its media stops, its connections are let go, pins and
     /// floor places referring to it are cleared, and it is reported `left`. The caller rebuilds the lists.
     func leave(_ p: Participant, reason: String?) {
-        unpublish(p)
+        tracks.unpublish(p)
         unsubscribe(p)
         sessions.releaseAll(of: p)
         participants.remove(p)
@@ -235,17 +235,9 @@ public final class Room {
         let levelChanged = c.levelSource != configuration.levelSource
         configuration = c
         election.detector.configuration = c.detector
-        if levelChanged { for t in tracks.values where t.kind == .audio { t.meter.setSource(c.levelSource) } }
+        if levelChanged { tracks.setLevelSource(c.levelSource) }
         for p in participants.all { updateCandidacy(p) }
         refreshAllSubscribers(now: now, into: out)
-    }
-
-    /// The subscriber's own talker count (at most the room's max_active_talkers).
-    public func setTalkerCount(_ id: String, _ count: Int?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try ownParticipant(id)
-        if let t = count { try Roster.checkTalkerCount(t) }
-        p.talkerCount = count
-        refreshSubscriber(p, now: now, into: out)
     }
 
     /// The client reports its camera on or off (soft mute, from signaling).
@@ -253,20 +245,5 @@ public final class Room {
         let p = try ownParticipant(id)
         p.videoMuted = muted
         refreshAllSubscribers(now: now, into: out)
-    }
-
-    /// The subscriber renders its video slot `mid` at most this large (nil: no limit): a simulcast source is
-    /// then sent the smallest layer that covers it, or a lower one if the estimate says so.
-    public func setRenderLimit(_ id: String, mid: String, _ limit: RenderLimit?, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
-        let p = try ownParticipant(id)
-        guard let s = p.subscriber, let slot = s.videoSlots.first(where: { $0.description.mid == mid }) else {
-            throw RoomError(.invalidSetting, .notFound, "participant \(id) has no video slot \(mid)")
-        }
-        if let w = limit?.maxWidth, !(1...16_384).contains(w) { throw RoomError(.invalidSetting, .invalid, "max_width must be 1-16384") }
-        if let h = limit?.maxHeight, !(1...16_384).contains(h) { throw RoomError(.invalidSetting, .invalid, "max_height must be 1-16384") }
-        slot.renderLimit = limit?.maxWidth == nil && limit?.maxHeight == nil ? nil : limit
-        // The subscriber asked: no hold times for this move.
-        slot.climb.reset()
-        if s.reviewLayers(configuration: configuration, now: now, into: out) { refreshSubscriber(p, now: now, into: out) }
     }
 }

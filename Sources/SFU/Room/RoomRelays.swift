@@ -123,7 +123,7 @@ public final class RoomRelays {
                 return made
             }()
             let described = (link.remoteTracks[id] ?? [:]).sorted { $0.key < $1.key }.map(\.value)
-            room.bind(publisher, to: described)
+            room.tracks.bind(publisher, to: described)
             link.connection.remotePublishers = link.connection.remotePublishers.filter { $0.value !== publisher }
             for ssrc in publisher.tracksBySSRC.keys { link.connection.remotePublishers[ssrc] = publisher }
             if publisher.audio != nil { room.election.detector.addSpeaker(p.index, now: now) }

@@ -30,7 +30,7 @@ public final class RoomSessions {
             p.publisher = publisher
             conn.publisher = publisher
         }
-        room.bind(publisher, to: published)
+        room.tracks.bind(publisher, to: published)
         room.recorder.recordNewTracks()
         if publisher.audio != nil { room.election.detector.addSpeaker(p.index, now: now) } else { room.stopSpeaking(p) }
         room.updateCandidacy(p)
@@ -97,7 +97,7 @@ public final class RoomSessions {
         if c.participant < 0 { return room.relays.detach(c) }
         guard let p = room.participants[c.participant] else { return c.release() }
         p.retiredDrops.add(c.drops)
-        if p.publisher?.connection === c { room.unpublish(p) }
+        if p.publisher?.connection === c { room.tracks.unpublish(p) }
         if p.subscriber?.connection === c { room.unsubscribe(p) }
         c.release()
         if let reason { room.effects.events.append(.participantState(participant: p.id, state: .disconnected, reason: reason)) }

@@ -112,7 +112,7 @@ public enum ControlAPI {
             try await node.withRoom(try room(context)) { room, core, now in
                 // A body that changes nothing still names a participant, who must be in the room.
                 guard room.contains(participant: p) else { throw RoomError(.undefinedClientIDs, .notFound, "unknown participant \(p)") }
-                if b.changesTalkerCount { try room.setTalkerCount(p, b.talkerCount, now: now, into: core.batch) }
+                if b.changesTalkerCount { try room.downlinks.setTalkerCount(p, b.talkerCount, now: now, into: core.batch) }
                 if let muted = b.videoMuted { try room.setVideoMuted(p, muted, now: now, into: core.batch) }
             }
             return ok(Done())
@@ -173,7 +173,7 @@ public enum ControlAPI {
             let p = try participant(context)
             let mid = try Identifier.check(context.parameters.require("mid"), field: "mid")
             try await node.withRoom(try room(context)) { room, core, now in
-                try room.setRenderLimit(p, mid: mid, b.limit, now: now, into: core.batch)
+                try room.downlinks.setRenderLimit(p, mid: mid, b.limit, now: now, into: core.batch)
             }
             return ok(Done())
         }

@@ -90,9 +90,9 @@ import Testing
         let b = SimulatedParticipant(try h.join("B")) { sb.frame(at: $0, speaking: 0.5..<9) }
         let s = try h.join("S", publishAudio: false, audioSlots: 2)
         h.run([a, b], from: 0, seconds: 5)
-        try h.room.setTalkerCount("S", 1, now: h.now, into: h.batch)
+        try h.room.downlinks.setTalkerCount("S", 1, now: h.now, into: h.batch)
         h.run([a, b], from: 5, seconds: 0.2)
-        try h.room.setTalkerCount("S", 2, now: h.now, into: h.batch)
+        try h.room.downlinks.setTalkerCount("S", 2, now: h.now, into: h.batch)
         h.run([a, b], from: 5.2, seconds: 1)
         let payloads = h.rtp(to: s.subscribe.connection).map { Array($0.packet[$0.header.payloadRange]) }
             .filter { h.payloadSenders[$0] != nil }

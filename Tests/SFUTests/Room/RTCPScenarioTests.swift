@@ -151,7 +151,7 @@ import Testing
         }
         #expect(alerts.count == alertsBefore + 1)
         #expect(alerts.last.map { $0.0 == 100 && $0.2 == 0 } == true)
-        let measured = h.room.videoCosts.measure(h.room.participants.all.compactMap(\.publisher), fallbackKbps: 300, now: h.now)
+        let measured = h.room.downlinks.videoCosts.measure(h.room.participants.all.compactMap(\.publisher), fallbackKbps: 300, now: h.now)
             .perVideo(h.room.configuration.videoDegradation)
         #expect(measured != 300 && alerts.last?.1 == measured, "stream_bandwidth is what A's video measures (\(measured) kbps), not the configured 300")
         #expect(h.talkerEvents(for: "B").last?.1.first?.video == false, "audio-only now")

@@ -413,7 +413,7 @@ import Testing
         let nodes = try RelayedRooms(configuration: Self.configuration(k: 2))
         let b = nodes.b
         _ = try b.join("local", audioSlots: 0)
-        let own = b.room.tracks.count
+        let own = b.room.tracks.byIndex.count
         let fine = RelayedStream(participant: "newcomer", name: "n", kind: .audio, codec: .opus, ssrc: 0x1000_0000, payloadType: 111)
         let opusAsVideo = RelayedStream(participant: "x", name: "x", kind: .video, codec: .opus, ssrc: 0x1000_0001, payloadType: 111)
         let notTheirs = RelayedStream(participant: "local", name: "l", kind: .audio, codec: .opus, ssrc: 0x1000_0004, payloadType: 111)
@@ -423,15 +423,15 @@ import Testing
                                    rtxSSRC: 0x1000_0003, rtxPayloadType: 97)
         let screen = RelayedStream(participant: "newcomer", name: "n", kind: .video, codec: .vp8, ssrc: 0x1000_0003, payloadType: 96, source: .screen)
         #expect(throws: RoomError.self) { try b.room.relays.receive([fine, camera, screen], from: "node-a", now: b.now, into: b.batch) }
-        #expect(!b.room.contains(participant: "newcomer") && b.room.tracks.count == own, "nothing of the description was bound")
+        #expect(!b.room.contains(participant: "newcomer") && b.room.tracks.byIndex.count == own, "nothing of the description was bound")
         // A stream of one of this node's own participants (one that moved here, which its old node still
         // describes) is skipped; the rest binds.
         try b.room.relays.receive([fine, notTheirs], from: "node-a", now: b.now, into: b.batch)
-        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1 && b.room.relays.origin(of: "local") == nil)
+        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.byIndex.count == own + 1 && b.room.relays.origin(of: "local") == nil)
         // A remote participant removed here is bound again when the peer describes it again.
         try b.room.remove("newcomer", now: b.now, into: b.batch)
         try b.room.relays.receive([fine], from: "node-a", now: b.now, into: b.batch)
-        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.count == own + 1)
+        #expect(b.room.contains(participant: "newcomer") && b.room.tracks.byIndex.count == own + 1)
     }
 
     @Test func aHardMutedTalkerIsNeverRelayed() throws {

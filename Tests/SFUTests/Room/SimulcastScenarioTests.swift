@@ -391,17 +391,17 @@ import Testing
     @Test func aRenderLimitCapsTheLayerAtTheSmallestThatCoversIt() throws {
         var c = try call()
         run(&c, ms: 3000, lowBps: 5_000_000, highBps: 5_000_000, keyframesFirst: true)
-        try c.h.room.setRenderLimit("high", mid: "v0", RenderLimit(maxWidth: 600, maxHeight: 340), now: c.h.now, into: c.h.batch)
+        try c.h.room.downlinks.setRenderLimit("high", mid: "v0", RenderLimit(maxWidth: 600, maxHeight: 340), now: c.h.now, into: c.h.batch)
         c.h.clearReceived()
         c.rtcpRead = 0
         run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
         #expect(shown(c, c.high).layers.last == 1, "640x360 is the smallest layer covering 600x340")
         #expect(shown(c, c.low).layers.allSatisfy { $0 == 2 }, "another subscriber's hint changes nothing for it")
-        try c.h.room.setRenderLimit("high", mid: "v0", nil, now: c.h.now, into: c.h.batch)
+        try c.h.room.downlinks.setRenderLimit("high", mid: "v0", nil, now: c.h.now, into: c.h.batch)
         c.h.clearReceived()
         c.rtcpRead = 0
         run(&c, ms: 2000, lowBps: 5_000_000, highBps: 5_000_000)
         #expect(shown(c, c.high).layers.last == 2, "without the hint, the highest again")
-        #expect(throws: RoomError.self) { try c.h.room.setRenderLimit("high", mid: "a0", RenderLimit(maxWidth: 10, maxHeight: nil), now: c.h.now, into: c.h.batch) }
+        #expect(throws: RoomError.self) { try c.h.room.downlinks.setRenderLimit("high", mid: "a0", RenderLimit(maxWidth: 10, maxHeight: nil), now: c.h.now, into: c.h.batch) }
     }
 }

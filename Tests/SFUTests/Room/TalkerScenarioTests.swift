@@ -139,8 +139,8 @@ import Testing
         for i in 0..<5 {
             people.append(SimulatedParticipant(try h.join("P\(i)", audioSlots: 4)) { speech.frame(at: $0, speaking: 0..<20) })
         }
-        try h.room.setTalkerCount("P0", 2, now: h.now, into: h.batch)
-        #expect(throws: RoomError.self) { try h.room.setTalkerCount("P0", 0, now: h.now, into: h.batch) }
+        try h.room.downlinks.setTalkerCount("P0", 2, now: h.now, into: h.batch)
+        #expect(throws: RoomError.self) { try h.room.downlinks.setTalkerCount("P0", 0, now: h.now, into: h.batch) }
         h.run(people, from: 0, seconds: 3)
         #expect(h.talkerEvents(for: "P0").last?.1.count == 2)
         #expect(h.talkerEvents(for: "P0").last?.2.filter { $0.participant != nil }.count == 2, "only two slots fed")

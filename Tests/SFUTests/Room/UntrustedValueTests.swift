@@ -90,7 +90,7 @@ import Testing
         }
         let b = SimulatedParticipant(try h.join("B", audioSlots: 1, videoSlots: 1, options: .init(repair: true))) { quiet.frame(at: $0, speaking: 0..<0) }
         h.run([a, b], from: 0, seconds: 2)
-        let track = try #require(h.room.tracks.values.first { $0.ssrc == a.member.video.ssrc })
+        let track = try #require(h.room.tracks.byIndex.values.first { $0.ssrc == a.member.video.ssrc })
         let highest = try #require(track.unwrapper.highest)
         var rtx = RTPStreamWriter(ssrc: a.member.video.ssrc + 1, payloadType: 97)
         let ahead = UInt16(truncatingIfNeeded: highest + 32_000)

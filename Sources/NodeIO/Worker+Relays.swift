@@ -3,7 +3,7 @@ import Foundation
 import SFU
 import WebRTCEdge
 
-/// The worker's relay ends (issue 25; `WorkerCore+Relays`): each has a UDP socket of its own that only
+/// The worker's relay ends (issue 25; `WorkerRelays`): each has a UDP socket of its own that only
 /// receives (what the peer relays, and its feedback on what this node relays); everything the end sends
 /// leaves from the worker's media socket with the rest of the batch. Sockets are opened and closed on the
 /// worker thread, by commands.
@@ -13,7 +13,7 @@ extension Worker {
     public func openRelay(room: String, peer: String, bind: TransportAddress) async throws -> (id: ConnectionID, address: TransportAddress) {
         try await perform { [self] core, now in
             let socket = try UDPSocket(bind: bind)
-            let id = try core.openRelay(room: room, peer: peer, now: now)
+            let id = try core.relays.open(room: room, peer: peer, now: now)
             closeRelaySockets(core)  // the end it replaced, if any
             relaySockets.append((id, socket))
             return (id, socket.local)
@@ -23,13 +23,13 @@ extension Worker {
     /// The peer's end is open: where to send, and the keys both ways.
     public func keyRelay(_ id: ConnectionID, destination: TransportAddress, inbound: SRTPKeyingMaterial,
                          outbound: SRTPKeyingMaterial) async throws {
-        try await perform { core, _ in try core.keyRelay(id, destination: destination, inbound: inbound, outbound: outbound) }
+        try await perform { core, _ in try core.relays.key(id, destination: destination, inbound: inbound, outbound: outbound) }
     }
 
     /// Closes the end and its socket.
     public func closeRelay(_ id: ConnectionID, reason: String) async throws {
         try await perform { [self] core, now in
-            core.closeRelay(id, reason: reason, now: now)
+            core.relays.close(id, reason: reason, now: now)
             closeRelaySockets(core)
         }
     }
@@ -41,7 +41,7 @@ extension Worker {
 
     /// Sockets of ends the core closed (a room destroyed, an end closed) are closed too.
     func closeRelaySockets(_ core: WorkerCore) {
-        relaySockets.removeAll { !core.hasRelay($0.id) }
+        relaySockets.removeAll { !core.relays.contains($0.id) }
     }
 
     /// Reads what waits on the relay sockets the last wait found readable, each up to its share of `budget`
@@ -60,7 +60,7 @@ extension Worker {
                 let now = MonoClock.now()
                 for i in 0..<n {
                     if rx.isTruncated(i) { oversizedDrops &+= 1; continue }
-                    core.receiveRelay(rx.buffer(i), length: rx.length(i), on: id, now: now, arrival: rx.arrival(i))
+                    core.relays.receive(rx.buffer(i), length: rx.length(i), on: id, now: now, arrival: rx.arrival(i))
                     if needsFlush(core) { flush(core) }  // a relayed packet fans out to the room's subscribers
                 }
                 flush(core)

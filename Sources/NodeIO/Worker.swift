@@ -216,7 +216,7 @@ public final class Worker: @unchecked Sendable {
             m.eventsLost = lost
             m.relayEnds = relaySockets.count
             m.relayDatagramsIn = relayDatagramsReceived
-            m.relayDrops = core.relayDrops
+            m.relayDrops = core.relays.drops
             if !tcpPorts.isEmpty {
                 var t = TCPCounters()
                 for p in tcpPorts { t.add(p.snapshot) }

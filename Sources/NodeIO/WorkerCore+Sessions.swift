@@ -59,7 +59,7 @@ extension WorkerCore {
                             "\(limits.pendingHandshakes) handshakes are under way on this worker; retry when some finish",
                             limit: "pending_handshakes")
         }
-        let id = connectionIDs.allocate { [transports, relayEnds] in transports[$0] != nil || relayEnds[$0] != nil }
+        let id = allocateConnectionID()
         let host = direction == .subscribe ? placeSubscriber(in: room) : nil
         let local = host.map { LocalTransport(ice: .random(), fingerprint: edge.certificate.fingerprint, candidates: peerCandidates[$0]) }
             ?? edge.prepare(id)

@@ -30,13 +30,10 @@ public final class WorkerCore {
     /// Every client transport this worker holds: its sessions' (wherever their ICE and DTLS run) and those it
     /// hosts for other workers' rooms.
     var transports: [ConnectionID: ClientTransport] = [:]
-    /// This worker's ends of relays to other nodes (`WorkerCore+Relays`).
-    var relayEnds: [ConnectionID: RelayEnd] = [:]
-    /// Rooms' live streams on this worker, and where each of their slots' datagrams go (`WorkerCore+LiveStreams`).
-    var liveStreams: [ConnectionID: LiveStreamEnd] = [:]
-    var liveStreamRoutes: [ConnectionID: TransportAddress] = [:]
-    /// Datagrams on a relay socket that were not RTP or RTCP, or whose end had closed.
-    public internal(set) var relayDrops: UInt64 = 0
+    /// This worker's ends of relays to other nodes (`WorkerRelays`).
+    public private(set) lazy var relays = WorkerRelays(core: self)
+    /// Rooms' live streams on this worker, and where each of their slots' datagrams go (`WorkerLiveStreams`).
+    public private(set) lazy var liveStreams = WorkerLiveStreams(core: self)
     var sessions: [SessionKey: ConnectionID] = [:]
     /// Transports still handshaking: what the handshake deadline watches.
     var handshaking: Set<ConnectionID> = []
@@ -134,8 +131,14 @@ public final class WorkerCore {
     public func destination(of connection: ConnectionID) -> TransportAddress? {
         // Clients' datagrams, nearly all of them, find theirs in one lookup; a relay end's after the edge's miss.
         if let d = edge.destination(of: connection) { return d }
-        if !liveStreamRoutes.isEmpty, let d = liveStreamRoutes[connection] { return d }
-        return relayEnds.isEmpty ? nil : relayEnds[connection]?.destination
+        return liveStreams.destination(of: connection) ?? relays.destination(of: connection)
+    }
+
+    /// A connection id no client transport, relay end or live stream route holds (`ConnectionIDs`).
+    func allocateConnectionID() -> ConnectionID {
+        var ids = connectionIDs
+        defer { connectionIDs = ids }
+        return ids.allocate { transports[$0] != nil || relays.contains($0) || liveStreams.contains($0) }
     }
 
     // MARK: Rooms
@@ -160,8 +163,8 @@ public final class WorkerCore {
         room.destroy(now: now)
         outbox.retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
-        closeRelays(of: room)
-        closeLiveStreams(of: room)
+        relays.closeAll(of: room)
+        liveStreams.closeAll(of: room)
         for t in transports.values where t.session?.room === room { forget(t, notify: true) }
     }
 

@@ -40,7 +40,7 @@ extension WorkerCore {
             case 0:
                 outbox.stage = 1
                 outbox.position = 0
-                if !liveStreams.isEmpty { flushLiveStreams() }
+                if !liveStreams.isEmpty { liveStreams.flush(into: batch) }
                 if batch.count > 0 { return .media(batch) }
             case 1:
                 while outbox.position < handoffs.count {

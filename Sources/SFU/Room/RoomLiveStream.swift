@@ -4,7 +4,7 @@
 /// talker, and audio slots for the top talkers - are planned like a browser's from the room's ranking (so hard
 /// mute, the floor and pins hold), each slot one continuous stream across talker switches, which is what an
 /// encoder reading a fixed SDP needs. Its connection writes into an egress of the shell's, unprotected: the
-/// shell sends each slot's packets to the encoder's port for it (`WorkerCore+LiveStreams`).
+/// shell sends each slot's packets to the encoder's port for it (`WorkerLiveStreams`).
 ///
 /// Start and stop take two steps, as recording does: the request moves the stream to `starting` or `stopping`
 /// (a second request meanwhile is refused with the seeds' 5121 or 5123), and the node completes it.

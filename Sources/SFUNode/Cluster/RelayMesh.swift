@@ -264,7 +264,7 @@ actor RelayMesh {
         do {
             state = try await worker.perform { core, _ in
                 // An end the worker no longer has (its room was destroyed and made again meanwhile) is closed below.
-                guard core.hasRelay(id), let r = core.rooms[room], let all = r.relays.carried(to: peer) else { return nil }
+                guard core.relays.contains(id), let r = core.rooms[room], let all = r.relays.carried(to: peer) else { return nil }
                 let streams = Array(all.prefix(RelayMessage.maxStreams))  // what one description may hold
                 let members = Array(r.relays.localMembers.prefix(RelayMessage.maxListed))
                 var generations: [String: Int] = [:]

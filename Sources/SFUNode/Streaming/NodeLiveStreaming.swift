@@ -4,7 +4,7 @@ import SFU
 import WebRTCEdge
 
 /// Live streaming over RTMP (EnableX startStreaming / stopStreaming): the room's side is `RoomLiveStream` (its
-/// slots follow the active talkers), the worker's is `WorkerCore+LiveStreams` (each slot's packets to the
+/// slots follow the active talkers), the worker's is `WorkerLiveStreams` (each slot's packets to the
 /// encoder's port), the encoder is a supervised FFmpeg (`LiveEncoder`).
 extension Node {
     /// What the seeds' `rtmpDetails` carry: the RTMP URL (with its stream key) and, optionally, a view URL.
@@ -77,7 +77,7 @@ extension Node {
             }
             encoders.withLock { $0[id] = encoder }
             _ = try await withCore(of: room) { core, now in
-                try core.openLiveStream(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
+                try core.liveStreams.open(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
             }
             try encoder.start()
             _ = try await withRoom(room) { r, _, _ in r.liveStream.confirmed(id: id) }
@@ -105,7 +105,7 @@ extension Node {
         _ = streamPorts.withLock { $0.removeValue(forKey: id) }
         // Only this stream's connection: a late cleanup of an old stream must not end the current one.
         _ = try? await withCore(of: room) { core, _ in
-            if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason) { core.closeLiveStream(c) }
+            if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason) { core.liveStreams.close(c) }
         }
     }
 

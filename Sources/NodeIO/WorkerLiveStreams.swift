@@ -21,46 +21,60 @@ final class LiveStreamEnd: Egress {
     }
 }
 
-extension WorkerCore {
+/// The rooms' live streams on this worker (`LiveStreamEnd`), and where each of their slots' datagrams go (one
+/// connection id per slot and direction, each an address on the encoder's loopback ports). Owns the ends and
+/// the routes; the stream's phase is its room's (`RoomLiveStream`), the encoder process the node's.
+public final class WorkerLiveStreams {
+    unowned let core: WorkerCore
+    private var ends: [ConnectionID: LiveStreamEnd] = [:]
+    private var routes: [ConnectionID: TransportAddress] = [:]
+
+    init(core: WorkerCore) { self.core = core }
+
+    var isEmpty: Bool { ends.isEmpty }
+
+    /// Whether `id` is one of theirs: an end or a slot's route.
+    func contains(_ id: ConnectionID) -> Bool { ends[id] != nil || routes[id] != nil }
+
     /// Starts `room`'s live stream `stream`: its slots (a video slot, then `audioSlots` audio slots) are sent to
     /// `host` at `ports` (one per slot, in that order; each slot's RTCP to its port + 1). Returns the slots'
     /// descriptions, for the encoder's SDP.
-    public func openLiveStream(room name: String, stream: String, host: TransportAddress, ports: [UInt16], audioSlots: Int,
-                               now: MonoTime) throws -> [SlotDescription] {
-        guard let room = room(name) else { throw NoSuchRoom(room: name) }
+    public func open(room name: String, stream: String, host: TransportAddress, ports: [UInt16], audioSlots: Int,
+                     now: MonoTime) throws -> [SlotDescription] {
+        guard let room = core.room(name) else { throw NoSuchRoom(room: name) }
         guard ports.count == audioSlots + 1 else { throw RoomError(.invalidSetting, .invalid, "one port per slot") }
-        let id = connectionIDs.allocate { [transports, relayEnds, liveStreams] in transports[$0] != nil || relayEnds[$0] != nil || liveStreams[$0] != nil }
+        let id = core.allocateConnectionID()
         let end = LiveStreamEnd(id: id, room: room)
-        guard let slots = room.liveStream.started(id: stream, connection: id, egress: end, audioSlots: audioSlots, now: now, into: batch) else {
+        guard let slots = room.liveStream.started(id: stream, connection: id, egress: end, audioSlots: audioSlots, now: now, into: core.batch) else {
             throw RoomError(.invalidStreamingConfiguration, .conflict, "room \(name) is not starting live stream \(stream)")
         }
+        ends[id] = end
         for (slot, port) in zip(slots, ports) {
-            let ids = (0..<2).map { _ in
-                connectionIDs.allocate { [transports, relayEnds, liveStreams, liveStreamRoutes] in
-                    transports[$0] != nil || relayEnds[$0] != nil || liveStreams[$0] != nil || liveStreamRoutes[$0] != nil
-                }
-            }
-            end.routes[slot.ssrc] = (ids[0], ids[1])
-            end.destinations[ids[0]] = TransportAddress(ip: host.ip, port: port)
-            end.destinations[ids[1]] = TransportAddress(ip: host.ip, port: port &+ 1)
-            liveStreamRoutes[ids[0]] = end.destinations[ids[0]]
-            liveStreamRoutes[ids[1]] = end.destinations[ids[1]]
+            let rtp = core.allocateConnectionID()
+            end.destinations[rtp] = TransportAddress(ip: host.ip, port: port)
+            routes[rtp] = end.destinations[rtp]
+            let rtcp = core.allocateConnectionID()
+            end.destinations[rtcp] = TransportAddress(ip: host.ip, port: port &+ 1)
+            routes[rtcp] = end.destinations[rtcp]
+            end.routes[slot.ssrc] = (rtp, rtcp)
         }
-        liveStreams[id] = end
         return slots
     }
 
     /// Stops sending a live stream (its room already let go of it, or is told to here).
-    public func closeLiveStream(_ id: ConnectionID) {
-        guard let end = liveStreams.removeValue(forKey: id) else { return }
-        for d in end.destinations.keys { liveStreamRoutes[d] = nil }
+    public func close(_ id: ConnectionID) {
+        guard let end = ends.removeValue(forKey: id) else { return }
+        for d in end.destinations.keys { routes[d] = nil }
     }
 
-    /// Moves what the live streams' rooms wrote into the worker's batch, each datagram to its slot's port.
-    func flushLiveStreams() {
+    /// Where a slot's datagrams go (its route), nil for any other id.
+    func destination(of id: ConnectionID) -> TransportAddress? { routes.isEmpty ? nil : routes[id] }
+
+    /// Moves what the live streams' rooms wrote into `batch`, each datagram to its slot's port.
+    func flush(into batch: DatagramBatch) {
         // An end its room let go of by itself (a stale step abandoned) goes.
-        for (id, end) in liveStreams where end.room.liveStream.connection != id { closeLiveStream(id) }
-        for end in liveStreams.values where end.batch.count > 0 {
+        for (id, end) in ends where end.room.liveStream.connection != id { close(id) }
+        for end in ends.values where end.batch.count > 0 {
             for i in 0..<end.batch.count {
                 let d = end.batch.datagram(at: i)
                 guard d.count >= 8, let buf = batch.nextBuffer() else {
@@ -82,7 +96,7 @@ extension WorkerCore {
     }
 
     /// Live streams of a destroyed room go with it.
-    func closeLiveStreams(of room: Room) {
-        for (id, end) in liveStreams where end.room === room { closeLiveStream(id) }
+    func closeAll(of room: Room) {
+        for (id, end) in ends where end.room === room { close(id) }
     }
 }

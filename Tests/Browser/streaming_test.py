@@ -58,6 +58,27 @@ def delayed(source, delay, path):
     subprocess.run(["sox", source, path, "pad", str(delay), "0"], check=True)
 
 
+def tail(path, lines=15):
+    try:
+        return open(path, errors="replace").read().splitlines()[-lines:]
+    except OSError as e:
+        return [f"({path}: {e})"]
+
+
+def encoder_log(pids):
+    """The last lines FFmpeg wrote (the node keeps them beside the encoder's SDP, `LiveEncoder`)."""
+    out = []
+    for pid in pids:
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError as e:
+            out.append(f"(encoder {pid}: {e})")
+            continue
+        sdp = next((a.decode() for a in args if a.endswith(b".sdp")), None)
+        out += tail(sdp + ".log") if sdp else [f"(encoder {pid}: no SDP in its arguments)"]
+    return out
+
+
 def encoder_pids():
     """The node's FFmpeg encoders (their SDP files are named sfu-live-...)."""
     out = subprocess.run(["pgrep", "-f", "^/usr/bin/ffmpeg .*sfu-live-"], capture_output=True, text=True).stdout.split()
@@ -144,6 +165,10 @@ rtmp {{ server {{ listen 127.0.0.1:1935; application live {{ live on; record off
             checks["the stream comes back after the encoder is killed"] = bool(back)
             new = encoder_pids()
             checks["a new encoder process runs"] = len(new) == 1 and new != pid
+            if not back:
+                print("the stream did not come back; the restarted encoder's log and the RTMP server's:")
+                for line in encoder_log(new) + tail(os.path.join(work, "nginx-error.log")):
+                    print("   ", line)
         state = api("GET", "/v1/rooms/live")[1].get("streaming") or {}
         checks["the room's state says streaming"] = state.get("state") == "streaming"
         status, stopped = api("POST", "/v1/rooms/live/streaming/stop", {"by": me})

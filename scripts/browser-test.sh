@@ -20,7 +20,8 @@ speech "$work/speech2.wav" "Hello, this is Bob. I have a question about the sche
 silence "$work/silence14.wav" 14
 silence "$work/silence.wav" 120
 sox "$work/silence14.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/late.wav"
-sox $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/bob.wav"
+silence "$work/silence5.wav" 5  # Bob's page switches his microphone off once joined: nothing said before
+sox "$work/silence5.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/bob.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
 ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" > "$work/demo.log" 2>&1 &

@@ -97,20 +97,23 @@ def main():
 
         def camera(watcher, who):
             """How `watcher`'s talker camera slot stands for talker `who`: "shown" when it shows them; "held back"
-            when it shows nobody and the page's number_of_videos (ABWD; 1 before the node's first alert) leaves
-            room for the share alone - the node gives the share the one video an estimate still climbing after
-            the share began allows, and the camera follows once the estimate takes two; else None."""
+            when it shows no camera while its screen slot shows Pat's share and its number_of_videos (ABWD; 1
+            before the node's first alert) is below 2 - the node gives the share the one video an estimate still
+            climbing after the share began allows, and the camera follows once the estimate takes two. Pat, who
+            is not shown his own share, must show the camera. Else None."""
             if slot_of(watcher, "video", who):
                 return "shown"
             kinds, slots = watcher.demo("kinds") or {}, watcher.demo("slots") or {}
-            empty = all(slots.get(m) is None for m, k in kinds.items() if k == "video")
-            return "held back" if empty and (watcher.demo("numberOfVideos") or 1) < 2 else None
+            cameras = [m for m, k in kinds.items() if k == "video"]
+            shares = (watcher.demo("screenSlot") or {}).get("participant") == ids["pat"]
+            empty = bool(cameras) and all(slots.get(m) is None for m in cameras)
+            return "held back" if empty and shares and (watcher.demo("numberOfVideos") or 1) < 2 else None
 
         def turn(talker, watchers, hold, limit):
             """Samples the screen slots until both `watchers` name `talker` dominant speaker, the first gives it
-            its audio slot and each its camera slot (or holds the camera back for the share, see `camera`), for
-            `hold` seconds; what was seen, or the last look when it never was."""
-            who, seen, last, since = ids[talker.name], {}, {}, time.monotonic()
+            its audio slot and each its camera slot (or holds the camera back for the share, see `camera`), without
+            a break for `hold` seconds; what was seen, or the last look when that never happened."""
+            who, since, last, seen = ids[talker.name], time.monotonic(), {}, {}
             while time.monotonic() - since < limit:
                 now = time.monotonic() - started
                 samples.append((now, [v.demo("screenSlot") or {} for v in viewers]))
@@ -122,22 +125,23 @@ def main():
                     seen.update({w.name: last[w.name] for w in watchers})
                     if now - seen["at"] >= hold:
                         return seen
+                else:
+                    seen = {}  # the hold starts again
                 time.sleep(SAMPLE_SECONDS)
-            return {"not_seen": last} if not seen else seen
+            return {"not_seen": last}
 
-        alice_seen = turn(alice, (pat, bob), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS)
-        alice_seen = {} if "not_seen" in alice_seen else alice_seen
+        turns = {"alice": turn(alice, (pat, bob), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS)}
+        alice_seen = {} if "not_seen" in turns["alice"] else turns["alice"]
         microphones["alice off, bob on"] = [alice.eval("demo.setMicrophone(false)"), bob.eval("demo.setMicrophone(true)")]
-        bob_seen = turn(bob, (pat, alice), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS) if alice_seen else {}
-        turn_record = {"alice": alice_seen, "bob": bob_seen}
-        bob_seen = {} if "not_seen" in bob_seen else bob_seen
+        turns["bob"] = turn(bob, (pat, alice), TURN_HOLD_SECONDS, TURN_LIMIT_SECONDS) if alice_seen else {}
+        bob_seen = {} if "not_seen" in turns["bob"] else turns["bob"]
         kept = all(s.get("participant") == ids["pat"] and s.get("source") == "screen" and s.get("frameWidth") == share.get("width")
                    for _, views in samples for s in views)
         def change(field):  # per viewer, from the first sample to the last
             return [(samples[-1][1][i].get(field) or 0) - (samples[0][1][i].get(field) or 0) for i in range(len(viewers))]
         pauses = [round(longest_pause([(t, views[i].get("frames", 0)) for t, views in samples]), 1) for i in range(len(viewers))]
         decoded, restarts = change("frames"), [k + p for k, p in zip(change("keyFrames"), change("pictureLossRequests"))]
-        r["turns"] = {**turn_record, "microphones": microphones, "samples": len(samples), "seconds": round(samples[-1][0] - samples[0][0], 1),
+        r["turns"] = {**turns, "microphones": microphones, "samples": len(samples), "seconds": round(samples[-1][0] - samples[0][0], 1),
                       "frames_decoded": decoded, "longest_pause": pauses, "key_frames_and_plis": restarts,
                       "freezes": change("freezes"), "freeze_seconds": [round(f, 3) for f in change("freezeSeconds")],
                       "camera_frames_at_pat": pat.demo("videoFrames")}

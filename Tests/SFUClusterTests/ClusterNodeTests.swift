@@ -89,7 +89,7 @@ import WebRTCEdge
         let (nodes, members, tasks) = (cluster.nodes, cluster.members, cluster.tasks)
         let viaA = try await Self.call(nodes[0], members[0], .post, "/v1/placements", ["room": "r"])
         let viaB = try await Self.call(nodes[1], members[1], .post, "/v1/placements", ["room": "r"])
-        let home = try #require(viaA.json["node"] as? String)
+        let home = try #require(viaA.json["node"] as? String, "the placement via a answered \(viaA.status): \(viaA.json)")
         #expect(viaA.json["reason"] as? String == "new_room" && viaB.json["reason"] as? String == "home")
         #expect(viaB.json["node"] as? String == home && viaB.json["control_url"] as? String == "http://\(home).example:8080",
                 "either node sends the room's participants to its home")

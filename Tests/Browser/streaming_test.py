@@ -166,8 +166,9 @@ rtmp {{ server {{ listen 127.0.0.1:1935; application live {{ live on; record off
             new = encoder_pids()
             checks["a new encoder process runs"] = len(new) == 1 and new != pid
             if not back:
-                print("the stream did not come back; the restarted encoder's log and the RTMP server's:")
-                for line in encoder_log(new) + tail(os.path.join(work, "nginx-error.log")):
+                print("the stream did not come back; the restarted encoder's log, the RTMP server's and the node's live stream lines:")
+                node = [l for l in tail(os.path.join(work, "demo.log"), 400) if "live stream" in l]
+                for line in encoder_log(new) + tail(os.path.join(work, "nginx-error.log")) + node[-10:]:
                     print("   ", line)
         state = api("GET", "/v1/rooms/live")[1].get("streaming") or {}
         checks["the room's state says streaming"] = state.get("state") == "streaming"

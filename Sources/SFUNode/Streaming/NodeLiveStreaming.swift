@@ -71,9 +71,13 @@ extension Node {
                     logger.error("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
                     Task { await self.endStream(room: room, id: id, reason: "encoder gave up: \(why)") }
                 })
-            encoder.onStarted = { [weak self] in
+            encoder.onNeedsKeyframe = { [weak self] in
                 guard let self else { return }
                 Task { _ = try? await self.withRoom(room) { r, core, now in r.liveStream.needsKeyframe(id: id, now: now, into: core.batch) } }
+            }
+            encoder.onPictureUp = { [weak self] seconds, asks in
+                self?.logger.info("live stream encoder shows pictures", metadata: [
+                    "room": "\(room)", "stream": "\(id)", "after_seconds": "\((seconds * 10).rounded() / 10)", "keyframe_asks": "\(asks)"])
             }
             encoders.withLock { $0[id] = encoder }
             _ = try await withCore(of: room) { core, now in
@@ -127,7 +131,8 @@ extension Node {
         let graph = "[0:v:0]scale=1280:720:force_original_aspect_ratio=decrease,pad=1280:720:(ow-iw)/2:(oh-ih)/2,fps=30,format=yuv420p[v];" + mix
         // rtmps: the server's certificate is checked against the system's CAs.
         let tls = url.lowercased().hasPrefix("rtmps:") ? ["-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt"] : []
-        return ["-hide_banner", "-nostdin", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp",
+        // Progress reports on standard output, twice a second: `LiveEncoder` asks for key frames until pictures come.
+        return ["-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.5", "-protocol_whitelist", "file,udp,rtp",
                 // Probing stops after 1.5 s (the SDP names every codec; a picture's size comes with its first key frame).
                 "-fflags", "+genpts", "-analyzeduration", "1500000", "-probesize", "2000000", "-i", sdp, "-filter_complex", graph, "-map", "[v]", "-map", "[a]",
                 "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "60", "-b:v", "2500k", "-maxrate", "2500k",

@@ -78,8 +78,12 @@ import WebRTCEdge
             c.members.append(m)
             c.tasks.append(Task { await m.runUntilCancelled() })
         }
+        // Both alive in the registry, and each node knows it is registered: a node answers 6019 until its own
+        // registration returns, which on a loaded machine comes a moment after its row is visible to the others.
         let members = c.members
-        try await Self.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        try await Self.eventually {
+            try await members[0].registry.nodes().filter(\.alive).count == 2 && members.allSatisfy { !$0.isFenced }
+        }
         return c
     }
 

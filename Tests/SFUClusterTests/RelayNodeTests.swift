@@ -69,8 +69,11 @@ import WebRTCEdge
             c.tasks.append(Task { await member.runUntilCancelled() })
             c.tasks.append(Task { try? await app.run() })
         }
+        // Alive in the registry and serving by their own account (`ClusterNodeTests.twoNodes`).
         let members = c.members
-        try await ClusterNodeTests.eventually { try await members[0].registry.nodes().filter(\.alive).count == 2 }
+        try await ClusterNodeTests.eventually {
+            try await members[0].registry.nodes().filter(\.alive).count == 2 && members.allSatisfy { !$0.isFenced }
+        }
         return c
     }
 

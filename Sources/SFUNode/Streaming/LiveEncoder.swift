@@ -32,6 +32,7 @@ final class LiveEncoder: @unchecked Sendable {
         var timer: DispatchSourceTimer?
     }
     private let state = Mutex(State())
+    private let watchQueue = DispatchQueue(label: "sfu-live-watch")
     /// How often the watch is asked (`EncoderPictureWatch`'s intervals are multiples of it or longer).
     static let watchTick = 0.1
     static let backoff: [Double] = [1, 2, 4, 8, 16]
@@ -71,6 +72,12 @@ final class LiveEncoder: @unchecked Sendable {
         p.standardError = log ?? FileHandle.nullDevice
         // Its progress reports: read to their end by a thread of their own (the pipe closes when FFmpeg exits).
         let progress = Pipe()
+        // Close-on-exec, so that another stream's FFmpeg launched at the same moment does not inherit them (its
+        // copy of the write end would keep this reader waiting until that one exits); FFmpeg gets its own by
+        // dup2, which clears the flag.
+        for fd in [progress.fileHandleForReading.fileDescriptor, progress.fileHandleForWriting.fileDescriptor, log?.fileDescriptor].compactMap({ $0 }) {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
         p.standardOutput = progress
         p.standardInput = FileHandle.nullDevice
         p.terminationHandler = { [weak self] proc in
@@ -85,9 +92,10 @@ final class LiveEncoder: @unchecked Sendable {
             $0.watch = EncoderPictureWatch(startedAt: Self.uptime)
         }
         try p.run()
-        // A stop that came while it was being launched: it goes at once.
+        // A stop that came while it was being launched: it goes at once. One that already exited (its handler
+        // may have run before this) is not recorded as running.
         let stopped = state.withLock { s -> Bool in
-            s.process = p
+            if p.isRunning { s.process = p }
             return s.stopped
         }
         if stopped { p.terminate() }
@@ -124,7 +132,7 @@ final class LiveEncoder: @unchecked Sendable {
     private func startWatching() {
         let timer: DispatchSourceTimer? = state.withLock { s in
             guard s.timer == nil, !s.stopped else { return nil }
-            let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "sfu-live-watch"))
+            let t = DispatchSource.makeTimerSource(queue: watchQueue)
             s.timer = t
             return t
         }
@@ -181,6 +189,8 @@ final class LiveEncoder: @unchecked Sendable {
             s.timer = nil
             return s.process
         }
+        // A tick that decided to ask before the stop finishes before this returns: no ask comes after it.
+        watchQueue.sync {}
         if let p, p.isRunning {
             p.terminate()
             let deadline = Date().addingTimeInterval(5)

@@ -79,14 +79,17 @@ import Testing
     /// A stand-in for FFmpeg: a shell script that reports no picture until the test lets it (a file appears),
     /// then frames, as `-progress pipe:1` does.
     static func standIn(gate: String) throws -> String {
-        let path = NSTemporaryDirectory() + "sfu-test-ffmpeg-\(UUID().uuidString).sh"
-        let script = """
-            #!/bin/sh
+        try script("""
             while [ ! -e '\(gate)' ]; do echo 'progress=continue'; sleep 0.05; done
             n=1
             while true; do echo "frame=$n"; echo 'progress=continue'; n=$((n+3)); sleep 0.05; done
-            """
-        try script.write(toFile: path, atomically: true, encoding: .utf8)
+            """)
+    }
+
+    /// A shell script at a fresh temporary path, executable.
+    static func script(_ body: String) throws -> String {
+        let path = NSTemporaryDirectory() + "sfu-test-ffmpeg-\(UUID().uuidString).sh"
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o700)
         return path
     }
@@ -116,5 +119,27 @@ import Testing
         try await Task.sleep(for: .milliseconds(1500))
         #expect(asks.load(ordering: .relaxed) == atStop, "no asks once stopped")
         #expect(up.withLock { $0 }.count == 1)
+    }
+
+    /// An FFmpeg that fails: the restart's reason carries its status and last error line, read from its log
+    /// (its standard error, which still reaches the log with the node's descriptors close-on-exec), with the
+    /// RTMP URL's stream key hidden.
+    @Test(.timeLimit(.minutes(1))) func anEncoderThatFailsRestartsWithItsLastErrorAndTheStreamKeyHidden() async throws {
+        let exe = try Self.script("""
+            echo 'rtmp://127.0.0.1/live/secret-key: Connection refused' >&2
+            echo 'Error opening output files: Connection refused' >&2
+            exit 3
+            """)
+        defer { try? FileManager.default.removeItem(atPath: exe) }
+        let reasons = Mutex<[String]>([])
+        let encoder = try LiveEncoder(id: "live-test", sdp: "v=0\r\n", sdpPath: NSTemporaryDirectory() + "sfu-live-test-\(UUID().uuidString).sdp",
+                                      arguments: [], url: "rtmp://127.0.0.1/live/secret-key", executable: exe,
+                                      onRestart: { why in reasons.withLock { $0.append(why) } }, onGiveUp: { _ in })
+        try encoder.start()
+        while reasons.withLock({ $0 }).isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        encoder.stop()
+        let why = reasons.withLock { $0 }.first ?? ""
+        #expect(why == "ffmpeg exited with status 3: rtmp://127.0.0.1/...: Connection refused | Error opening output files: Connection refused")
+        #expect(!why.contains("secret-key"))
     }
 }

@@ -36,7 +36,7 @@ enum SlotPolicy {
     /// The plan for `s`. Screen slots show screen shares (`screenShares`) and take their share of the
     /// subscriber's number_of_videos first; camera slots show the talkers' cameras with what is left. A talker
     /// who only just started takes no camera slot from someone still showing: the burst may be a "yeah" (no
-    /// video switch for bursts under 600 ms, media-core.md).
+    /// video switch for bursts under 600 ms, media-core.md); one whose camera is already showing keeps it.
     static func plan(for s: Subscriber, talkers prepared: TalkerListBuilder.Prepared, maxActiveTalkers k: Int,
                      screenShares shares: [ScreenShare], rule: ScreenShareRule) -> Plan {
         let c = prepared.candidates
@@ -51,7 +51,9 @@ enum SlotPolicy {
         let audio = Array(list.filter { c[$0.participant]!.hasAudio }.map(\.participant).prefix(s.audioSlots))
         var cameras = Array(list.filter(\.video).map(\.participant).prefix(s.cameraSlots))
         var showing = s.cameraAssignments.compactMap { $0 }.filter { c[$0]?.hasVideo == true && !cameras.contains($0) && $0 != s.index }
-        for i in cameras.indices where c[cameras[i]]?.young == true && !showing.isEmpty {
+        // One already showing takes nothing from anyone: swapping it out for its 600 ms would cost two video
+        // switches (and two key frames) for a pause in its own speech.
+        for i in cameras.indices where c[cameras[i]]?.young == true && !s.cameraAssignments.contains(cameras[i]) && !showing.isEmpty {
             cameras[i] = showing.removeFirst()
         }
         for i in list.indices { list[i].video = cameras.contains(list[i].participant) }

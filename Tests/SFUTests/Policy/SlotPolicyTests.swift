@@ -53,6 +53,8 @@ import Testing
               audio: [1, 2, 3, 6], cameras: [1, 2, 3, 6]),
         .init(name: "a young talker takes no camera from one still showing (who stays shown outside the list)",
               subscriber: subscriber(cameras: 3, videos: 3, showing: [1, 2, 4]), audio: [1, 2, 3], cameras: [1, 2, 4]),
+        .init(name: "a young talker whose camera is already showing keeps it (no switch out and back for a pause)",
+              subscriber: subscriber(cameras: 3, videos: 3, showing: [4, 3, 6]), audio: [1, 2, 3], cameras: [1, 2, 3]),
         .init(name: "a young talker takes an empty camera slot",
               subscriber: subscriber(cameras: 3, videos: 3, showing: [1, 2, nil]), audio: [1, 2, 3], cameras: [1, 2, 3]),
         .init(name: "screen shares take the videos first (always: the oldest share first)",

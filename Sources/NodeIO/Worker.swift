@@ -43,7 +43,8 @@ public final class Worker: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set while the thread waits in poll: a peer that handed it a batch then writes the wake descriptor.
     private let asleep = Atomic<Bool>(false)
-    private var thread: Thread?
+    /// Between `start` and the end of `stop`; read from any thread (the heartbeat's load, the metrics).
+    private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     /// Datagrams longer than the receive buffer (2048 bytes), dropped unread.
     public internal(set) var oversizedDrops: UInt64 = 0
@@ -122,21 +123,20 @@ public final class Worker: @unchecked Sendable {
             loopThread.withLock { $0 = pthread_self() }
             loop()
         }
-        thread = t
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         t.start()
     }
 
     /// Stops the loop and waits for it to end.
     public func stop() {
-        guard thread != nil else { return }
-        stopping.store(true, ordering: .releasing)
+        guard running.load(ordering: .acquiring), !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sfu_wake_signal(wakeFD)
         finished.wait()
-        thread = nil
+        running.store(false, ordering: .releasing)
     }
 
     /// Whether the thread runs (between `start` and `stop`).
-    public var isRunning: Bool { thread != nil }
+    public var isRunning: Bool { running.load(ordering: .acquiring) }
 
     /// Whether the caller runs on this worker's thread (where commands and the media path run).
     public var isWorkerThread: Bool {

@@ -24,6 +24,11 @@ struct RegistryBenchCommand: AsyncParsableCommand {
     @Option(help: "Participants placed per room.") var participants = 10
     @Option(help: "Heartbeats go on at least this many seconds.") var seconds = 5.0
 
+    mutating func validate() throws {
+        try OptionRanges.require("--seconds", seconds, in: 0...86_400)
+    }
+
+
     func run() async throws {
         let url = try registry ?? PostgresServer.shared.get().database()
         var plan = RegistryBench.Plan()

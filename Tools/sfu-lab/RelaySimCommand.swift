@@ -27,6 +27,12 @@ struct RelaySimCommand: ParsableCommand {
     @Option(help: "Room sizes (publishers, split over the two nodes), comma-separated.") var publishers = "10,50,100,200"
     @Option(help: "max_active_talkers.") var maxActiveTalkers = 4
     @Option(help: "Virtual seconds per room size.") var seconds = 30.0
+
+    mutating func validate() throws {
+        try OptionRanges.require("--seconds", seconds, in: 5...86_400)
+        try OptionRanges.require("--max-active-talkers", maxActiveTalkers, in: 1...64)
+    }
+
     @Flag(help: "Node B ranks on its own instead of following node A's ranking.") var ownRanking = false
 
     func run() throws {

@@ -27,7 +27,14 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(help: "Garbage datagrams per second.") var garbage = 200
     @Option(help: "Allowed memory growth from the baseline (after the third cycle), MiB.") var allowedGrowthMib = 4
     @Option(help: "ICE consent lifetime of the node this command starts (vanished clients must expire within a cycle).") var consentSeconds = 3
+
     @Flag(help: "Do not renegotiate, restart ICE, replace or vanish clients while they talk.") var noSessionChanges = false
+
+    mutating func validate() throws {
+        try OptionRanges.require("--talk-seconds", talkSeconds, in: 0.1...3_600)
+        try OptionRanges.require("--cycles", cycles, in: 1...100_000)
+        try OptionRanges.require("--garbage", garbage, in: 0...1_000_000)
+    }
 
     func run() async throws {
         var plan = Soak.Plan()

@@ -84,7 +84,7 @@ extension Publisher {
             let t = route.track
             guard t.reception.arrivedSinceReport, let highest = t.unwrapper.highest, let loss = t.reception.nextReport(highest: highest) else { continue }
             // DLSR in 1/65536 s (RFC 3550 section 6.4.1), clamped to its 32 bits (about 18 hours).
-            let dlsr = t.lastSRArrival.map { UInt32(min(0xFFFF_FFFF, (now - $0).nanoseconds / 15_259)) } ?? 0
+            let dlsr = t.lastSRArrival.map { UInt32(clamping: max(0, (now - $0).nanoseconds / 15_259)) } ?? 0
             blocks.append(ReportBlock(ssrc: ssrc, fractionLost: loss.fractionLost, cumulativeLost: loss.cumulativeLost,
                                       extendedHighestSequence: UInt32(truncatingIfNeeded: highest),
                                       jitter: UInt32(t.reception.jitter), lastSenderReport: t.lastSR == nil ? 0 : t.lastSRMiddle,

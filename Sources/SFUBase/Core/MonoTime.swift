@@ -12,7 +12,8 @@ public struct MonoTime: Comparable, Hashable, Sendable, CustomStringConvertible 
     public static let never = MonoTime(nanoseconds: .max)
 
     @inlinable public static func milliseconds(_ ms: Int64) -> MonoTime { MonoTime(nanoseconds: ms * 1_000_000) }
-    @inlinable public static func seconds(_ s: Double) -> MonoTime { MonoTime(nanoseconds: Int64(s * 1e9)) }
+    /// Saturating (NaN is zero): a time from a configured or computed figure never traps.
+    @inlinable public static func seconds(_ s: Double) -> MonoTime { MonoTime(nanoseconds: Int64(Int(saturating: s * 1e9))) }
 
     @inlinable public var milliseconds: Int64 { nanoseconds / 1_000_000 }
     @inlinable public var seconds: Double { Double(nanoseconds) / 1e9 }
@@ -30,7 +31,8 @@ public struct MonoTime: Comparable, Hashable, Sendable, CustomStringConvertible 
         public var nanoseconds: Int64
         @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
         @inlinable public static func milliseconds(_ ms: Int64) -> Interval { Interval(nanoseconds: ms * 1_000_000) }
-        @inlinable public static func seconds(_ s: Double) -> Interval { Interval(nanoseconds: Int64(s * 1e9)) }
+        /// Saturating (NaN is zero), as `MonoTime.seconds`.
+        @inlinable public static func seconds(_ s: Double) -> Interval { Interval(nanoseconds: Int64(Int(saturating: s * 1e9))) }
         @inlinable public var milliseconds: Int64 { nanoseconds / 1_000_000 }
         @inlinable public var seconds: Double { Double(nanoseconds) / 1e9 }
         @inlinable public static func < (a: Interval, b: Interval) -> Bool { a.nanoseconds < b.nanoseconds }

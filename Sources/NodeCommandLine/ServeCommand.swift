@@ -25,7 +25,9 @@ public struct ServeCommand: AsyncParsableCommand {
         for w in node.workers { logger.info("media worker listening", metadata: ["worker": "\(w.index)", "udp": "\(w.socket.local)"]) }
         logger.info("DTLS identity", metadata: ["fingerprint": "\(node.certificate.fingerprint)"])
         let srtp = SRTPBackend.current
-        let cost = "\(Int(srtp.protectNanoseconds)) ns per 1200-byte GCM protect"
+        // NaN when no AES-GCM session could be made (libsrtp without GCM, or not initialised): said, not trapped on.
+        let cost = srtp.protectNanoseconds.isFinite ? "\(Int(saturating: srtp.protectNanoseconds)) ns per 1200-byte GCM protect"
+            : "not measured: libsrtp could not make an AES-GCM session"
         logger.info("SRTP", metadata: ["backend": "\(srtp.name)", "version": "\(srtp.version)", "cost": "\(cost)"])
         if srtp.isSlow {
             logger.warning("libsrtp runs on NSS, 3-5x slower per packet than on OpenSSL: build with scripts/run.sh (scripts/build-libsrtp.sh)",
@@ -34,20 +36,27 @@ public struct ServeCommand: AsyncParsableCommand {
         // With `cluster.registry` set, the node registers and heartbeats (docs/cluster.md); without, it is on its own.
         let cluster = settings.clusterRegistry.isEmpty ? nil : try ClusterMembership(node: node, logger: logger)
         let app = ControlAPI.application(node: node, cluster: cluster, logger: logger)
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: NodeService(node: node))]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
         // Dual stack: the same API on the other family's address too.
         for address in node.configuration.apiListenAlso {
             services.append(.init(service: ControlAPI.application(node: node, cluster: cluster, logger: logger, address: address)))
         }
         if let cluster { services.insert(.init(service: cluster), at: 0) }
-        let group = ServiceGroup(configuration: .init(
-            services: services,
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        ))
+        // Last, so it is the first to shut down (services stop in reverse order): the node leaves its cluster and
+        // stops while the API servers still carry the events; then they close, then the registry's connections.
+        services.append(.init(service: NodeService(node: node, cluster: cluster)))
+        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A stop that hangs (a peer that never closes, a disk that never answers) is cut short: the process exits.
+        configuration.maximumGracefulShutdownDuration = Self.stopLimit
+        configuration.maximumCancellationDuration = .seconds(2)
+        let group = ServiceGroup(configuration: configuration)
         try await group.run()
         logger.info("stopped")
     }
+
+    /// How long a graceful stop may take before the rest is cancelled (a stop normally takes well under 2 s:
+    /// Benchmarks/README.md, "Stopping a node").
+    static let stopLimit: Duration = .seconds(10)
 
     /// Text (key=value metadata) or JSON lines on standard error, at the configured level.
     public static func bootstrapLogging(_ settings: NodeConfiguration) -> Logger {

@@ -123,7 +123,7 @@ public final class PostgresRegistry: Registry {
                 var failure = NodeFailure(node: id, rooms: [:], homeOf: [])
                 for try await (room, participants) in try await c.query(
                     "DELETE FROM sfu_room_hosts WHERE node = \(id) RETURNING room, participants", logger: logger
-                ).decode((String, Int64).self) { failure.rooms[room] = Int(participants) }
+                ).decode((String, Int64).self) { failure.rooms[room] = Int(clamping: participants) }
                 for try await room in try await c.query("SELECT room FROM sfu_rooms WHERE home = \(id) ORDER BY room", logger: logger)
                     .decode(String.self) { failure.homeOf.append(room) }
                 failures.append(failure)
@@ -134,6 +134,25 @@ public final class PostgresRegistry: Registry {
                 DELETE FROM sfu_room_hosts WHERE node IN (SELECT id FROM sfu_nodes WHERE failure_reported_at IS NOT NULL)
                 """, logger: logger)
             return failures
+        }
+    }
+
+    public func leave(node: String) async throws -> NodeFailure {
+        try await transaction { c in
+            // Its row first, then its hosts rows: the order every other writer takes them in. A heartbeat older
+            // than any timeout makes it dead on every reader's terms at once; the mark says it was reported.
+            try await c.query("""
+                UPDATE sfu_nodes SET state = 'draining', heartbeat_at = '-infinity',
+                    failure_reported_at = now(), failure_reported_by = \(node)
+                WHERE id = \(node)
+                """, logger: logger)
+            var left = NodeFailure(node: node, rooms: [:], homeOf: [])
+            for try await (room, participants) in try await c.query(
+                "DELETE FROM sfu_room_hosts WHERE node = \(node) RETURNING room, participants", logger: logger
+            ).decode((String, Int64).self) { left.rooms[room] = Int(clamping: participants) }
+            for try await room in try await c.query("SELECT room FROM sfu_rooms WHERE home = \(node) ORDER BY room", logger: logger)
+                .decode(String.self) { left.homeOf.append(room) }
+            return left
         }
     }
 

@@ -29,6 +29,11 @@ public protocol Registry: Sendable {
     /// the same moment), with the rooms it hosted - whose participants there must rejoin elsewhere - and their
     /// rows gone, so placements no longer count it. A node that heartbeats again can fail and be reported again.
     func reportFailures(by node: String) async throws -> [NodeFailure]
+    /// A node that stops on purpose (SIGTERM) says goodbye: from now it is no live node for anyone (placements,
+    /// spans, the peers' relays) and its failure counts as reported - by itself, so no other node reports it
+    /// again when its heartbeat ages - with the rooms it hosted, whose rows go, and those it was home of (each
+    /// takes a new home at its next placement). Registering again (a restart) makes it a node like any other.
+    func leave(node: String) async throws -> NodeFailure
     /// The rooms `node` hosts, each with its home, epoch and the other live nodes hosting it (their relay
     /// addresses): what a node needs to know which of its rooms it is home of, and whom to relay to.
     func spans(of node: String) async throws -> [RoomSpan]

@@ -157,6 +157,17 @@ public final class Node: Sendable {
         events.finish()
     }
 
+    /// `stop` on a thread of its own: it waits for workers, files and encoders, which must not hold one of the
+    /// few threads Swift concurrency runs every task on.
+    public func stopped() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            Thread { [self] in
+                stop()
+                c.resume()
+            }.start()
+        }
+    }
+
     private func pumpEvents() {
         var (drained, lost) = drainEvents()
         // Rooms whose relays have something to say go to the relays, not to the event stream.

@@ -1,17 +1,30 @@
 extension Node {
-    /// Rooms with their participants, and the datagram counters, for the cluster's heartbeat: each worker
-    /// answers on its own thread (a command like any other), so nothing reads a room from outside.
-    func loadSnapshot() async -> (rooms: [String: Int], datagramsIn: UInt64, datagramsOut: UInt64) {
-        var rooms: [String: Int] = [:]
-        var datagramsIn: UInt64 = 0, datagramsOut: UInt64 = 0
-        for w in workers where w.isRunning {
-            guard let (r, i, o) = try? await w.perform({ core, _ in
-                (core.rooms.mapValues(\.participantCount), w.socket.datagramsReceived, w.socket.datagramsSent)
-            }) else { continue }
-            rooms.merge(r) { a, _ in a }
-            datagramsIn &+= i
-            datagramsOut &+= o
+    /// One worker's part of the cluster's heartbeat: its rooms with their participants, and its datagram counters.
+    struct WorkerLoad: Sendable {
+        var rooms: [String: Int]
+        var datagrams: LoadRates.Counts
+    }
+
+    /// Each running worker's load, asked on its own thread (a command like any other, so nothing reads a room
+    /// from outside), all at once and each given `within` to answer: a worker that is busy, stopping or stuck
+    /// is missing from the answer rather than holding the heartbeat (a heartbeat late by more than the timeout
+    /// makes the node dead to the cluster).
+    func workerLoads(within: Duration) async -> [Int: WorkerLoad] {
+        await withTaskGroup(of: (Int, WorkerLoad?).self) { group in
+            for w in workers where w.isRunning {
+                group.addTask {
+                    let load = try? await ClusterMembership.deadline(within) {
+                        try await w.perform { core, _ in
+                            WorkerLoad(rooms: core.rooms.mapValues(\.participantCount),
+                                       datagrams: .init(datagramsIn: w.socket.datagramsReceived, datagramsOut: w.socket.datagramsSent))
+                        }
+                    }
+                    return (w.index, load)
+                }
+            }
+            var loads: [Int: WorkerLoad] = [:]
+            for await (i, load) in group { if let load { loads[i] = load } }
+            return loads
         }
-        return (rooms, datagramsIn, datagramsOut)
     }
 }

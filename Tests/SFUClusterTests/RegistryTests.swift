@@ -300,6 +300,27 @@ import Testing
         }
     }
 
+    @Test func aNodeThatLeavesIsGoneAtOnceReportedByItselfAndBackWhenItRegistersAgain() async throws {
+        try await withRegistries(2) { rs, _ in
+            try await register(rs[0], ["a"])
+            for room in ["r1", "r2"] { _ = try await rs[0].place(room: room, limits: Self.limits) }
+            try await register(rs[0], ["b"])
+            _ = try await rs[0].place(room: "r3", limits: Self.limits)  // on a or b
+            #expect(try await rs[0].heartbeat(node: "a", load: NodeLoad(rooms: 2, participants: 4, roomParticipants: ["r1": 3, "r2": 1])))
+            let left = try await rs[0].leave(node: "a")
+            #expect(left.node == "a" && left.rooms["r1"] == 3 && left.rooms["r2"] == 1 && left.homeOf.starts(with: ["r1", "r2"]), "\(left)")
+            // Dead to everyone at once, its rooms no longer hosted there, and never reported by another node.
+            #expect(try await rs[1].nodes().first { $0.id == "a" }?.alive == false)
+            #expect(try await rs[1].spans(of: "a").isEmpty)
+            #expect(try await rs[1].reportFailures(by: "b").isEmpty, "it said goodbye: nobody reports it dead")
+            let moved = try await rs[1].place(room: "r1", limits: Self.limits)
+            #expect(moved.node == "b" && moved.reason == .homeTakenOver, "\(moved)")
+            // A restart registers it again: alive, placeable, and reported like any node when it dies later.
+            try await register(rs[0], ["a"])
+            #expect(try await rs[1].nodes().first { $0.id == "a" }?.alive == true)
+        }
+    }
+
     @Test func heartbeatsEndingRoomsAndPlacementsRevivingThemNeverDeadlock() async throws {
         // A heartbeat ends rooms its node is home of that nobody hosts; a placement of such a room at the same
         // moment locked the room, then wanted the node's row the heartbeat held while it waited for the room.

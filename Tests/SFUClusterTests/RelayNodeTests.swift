@@ -327,6 +327,32 @@ import WebRTCEdge
         #expect(ends.isEmpty)
     }
 
+    /// A node stopped as SIGTERM stops it (`NodeService`: leave the cluster, then stop): its own event stream says
+    /// `node_lost` (`node_stopped`) of the room before it ends, the registry no longer counts it alive, and the
+    /// other node's room loses its remote participants at once through the relay's `bye`.
+    @Test func aNodeThatLeavesSaysNodeLostOfItsRoomsAndTheOtherNodeLetsItsParticipantsGo() async throws {
+        var cluster = try await Self.twoNodes()
+        defer { cluster.stop() }
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        let (room, _, bob) = try await Self.sharedRoom(cluster, home: "b")
+        let events = a.events.subscribe(room: room, since: nil)
+        await cluster.members[0].leave()
+        await a.stopped()
+        cluster.tasks[0].cancel()
+        cluster.tasks[1].cancel()
+        cluster.nodes.removeFirst()
+        var said: [[String: Any]] = []
+        for await m in events.messages { said.append(Self.parse(m.text)) }
+        let lost = said.first { $0["type"] as? String == "node_lost" }
+        #expect(lost?["node"] as? String == "a" && lost?["reason"] as? String == "node_stopped" && lost?["home"] as? Bool == false
+                && lost?["participants"] as? Int == 1, "\(said)")
+        #expect(said.firstIndex { $0["type"] as? String == "node_lost" } ?? .max < said.firstIndex { $0["type"] as? String == "room_destroyed" } ?? -1,
+                "node_lost comes before the room ends")
+        #expect(try await cluster.members[1].registry.nodes().first { $0.id == "a" }?.alive == false)
+        try await Self.run([bob]) { try await b.withRoom(room) { r, _, _ in !r.contains(participant: "alice") } }
+        #expect(await cluster.members[1].relays.openEnds.isEmpty)
+    }
+
     /// Alice leaves the room on a: b's room lets her remote participant go too, while the relay goes on.
     @Test func aParticipantWhoLeavesHerNodeLeavesTheOtherNodesRoom() async throws {
         let cluster = try await Self.twoNodes()

@@ -28,8 +28,21 @@ public final class ClusterMembership: Service, Sendable {
     struct Standing {
         var lastHeartbeat: ContinuousClock.Instant?
         var lastError: String?
-        var previous: (at: ContinuousClock.Instant, datagramsIn: UInt64, datagramsOut: UInt64, cpu: Double)?
+        var previous: LoadRates.Reading?
+        /// Each worker's rooms as it last answered: a worker that misses a heartbeat's time still counts its rooms.
+        var roomsByWorker: [Int: [String: Int]] = [:]
+        /// Since when every heartbeat got through (nil while they fail): failures are reported only after a
+        /// whole timeout of it (`mayReportFailures`).
+        var reachableSince: ContinuousClock.Instant?
+        /// Set by `leave`: no heartbeat starts from then (one would make the node alive again).
+        var leaving = false
+        /// A heartbeat is in flight (`leave` waits for it to end).
+        var beating = false
     }
+
+    /// How often this node asks the registry for nodes that died, apart from its heartbeat: a failure is
+    /// reported at most this long after the dead node's heartbeat aged past the timeout.
+    static let failureCheckInterval: Duration = .milliseconds(500)
 
     public init(node: Node, logger: Logger) throws {
         let c = node.configuration
@@ -66,48 +79,81 @@ public final class ClusterMembership: Service, Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.registry.run() }
             group.addTask { await self.beat() }
+            group.addTask { await self.watchFailures() }
             group.addTask { await self.homeModeration.run(fenced: { self.isFenced }) }
             group.addTask { await self.relays.run(fenced: { self.isFenced }) }
         }
     }
 
     /// Registers (preparing the schema first), then heartbeats each second; registers again when the
-    /// registry forgot the node, and keeps trying while the registry does not answer.
+    /// registry forgot the node, and keeps trying while the registry does not answer. Ends when the node leaves.
     func beat() async {
         var registered = false
         while !Task.isCancelled {
-            do {
-                if !registered {
-                    try await registry.prepare()
-                    try await registry.register(record)
-                    if node.isDraining { try await registry.setState(node: record.id, .draining) }
-                    registered = true
-                    logger.info("registered in the cluster", metadata: ["node": "\(record.id)", "control_url": "\(record.controlURL)"])
-                    succeeded()
-                } else if try await registry.heartbeat(node: record.id, load: await load()) {
-                    succeeded()
-                    // Apart from the heartbeat: its failing says nothing about this node's standing (no fencing,
-                    // no "unreachable" log); the next heartbeat asks again.
-                    do { try await reportFailures() } catch is CancellationError { return } catch {
-                        logger.warning("could not ask the registry for failed nodes", metadata: ["error": "\(error)"])
-                    }
-
-                } else {
-                    registered = false
-                    logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])
-                    continue
-                }
-            } catch is CancellationError {
-                return
-            } catch {
-                // Logged once per outage (the first failure after a success, or at start), not every second.
-                let first = state.withLock { s in
-                    defer { s.lastError = "\(error)" }
-                    return s.lastError == nil
-                }
-                if first { logger.error("registry unreachable: this node places nobody until it answers", metadata: ["error": "\(error)"]) }
+            let starts = state.withLock { s -> Bool in
+                guard !s.leaving else { return false }
+                s.beating = true
+                return true
             }
-            try? await Task.sleep(for: .seconds(1))
+            guard starts else { return }
+            let again = await beatOnce(registered: &registered)
+            state.withLock { $0.beating = false }
+            if !again { try? await Task.sleep(for: .seconds(1)) }
+        }
+    }
+
+    /// One registration or heartbeat; true when the next should follow at once (the registry forgot the node).
+    private func beatOnce(registered: inout Bool) async -> Bool {
+        do {
+            if !registered {
+                try await registry.prepare()
+                try await registry.register(record)
+                if node.isDraining { try await registry.setState(node: record.id, .draining) }
+                registered = true
+                logger.info("registered in the cluster", metadata: ["node": "\(record.id)", "control_url": "\(record.controlURL)"])
+                succeeded()
+            } else if try await registry.heartbeat(node: record.id, load: await load()) {
+                succeeded()
+            } else {
+                registered = false
+                logger.warning("the registry no longer knows this node: registering again", metadata: ["node": "\(record.id)"])
+                return true
+            }
+        } catch is CancellationError {
+            return false
+        } catch {
+            // Logged once per outage (the first failure after a success, or at start), not every second.
+            let first = state.withLock { s in
+                defer { s.lastError = "\(error)"; s.reachableSince = nil }
+                return s.lastError == nil
+            }
+            if first { logger.error("registry unreachable: this node places nobody until it answers", metadata: ["error": "\(error)"]) }
+        }
+        return false
+    }
+
+    /// Whether this node may report other nodes dead now: it is not leaving, and its own heartbeats got through
+    /// for a whole timeout. After an outage of the registry every node's last heartbeat is old; the first node
+    /// back would otherwise report every other one dead (a `node_lost` for every room of the cluster) before
+    /// they had the chance to heartbeat again.
+    var mayReportFailures: Bool {
+        state.withLock { s in
+            guard !s.leaving, let since = s.reachableSince else { return false }
+            return ContinuousClock.now - since >= timeout
+        }
+    }
+
+    /// Asks the registry for dead nodes every `failureCheckInterval` (apart from the heartbeat, so a failure is
+    /// reported within that of the dead node's timeout, not within the next heartbeat of a survivor).
+    func watchFailures() async {
+        while !Task.isCancelled {
+            if mayReportFailures {
+                // Its failing says nothing about this node's standing (no fencing, no "unreachable" log).
+                do { try await reportFailures() } catch is CancellationError { return } catch {
+                    logger.warning("could not ask the registry for failed nodes", metadata: ["error": "\(error)"])
+                }
+            }
+            try? await Task.sleep(for: Self.failureCheckInterval)
         }
     }
 
@@ -122,7 +168,8 @@ public final class ClusterMembership: Service, Sendable {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let homeOf = Set(failure.homeOf)
             for room in Set(failure.rooms.keys).union(homeOf).sorted() {
-                node.events.publish(.nodeLost(node: failure.node, participants: failure.rooms[room] ?? 0, home: homeOf.contains(room)),
+                node.events.publish(.nodeLost(node: failure.node, participants: failure.rooms[room] ?? 0, home: homeOf.contains(room),
+                                              reason: .heartbeatTimeout),
                                     room: room, now: now)
             }
         }
@@ -133,29 +180,73 @@ public final class ClusterMembership: Service, Sendable {
             let was = s.lastError != nil
             s.lastHeartbeat = .now
             s.lastError = nil
+            if s.reachableSince == nil { s.reachableSince = .now }
             return was
         }
         if recovered { logger.notice("registry reachable again") }
     }
 
-    /// What the heartbeat reports: rooms and participants per room (asked of each worker on its thread),
-    /// datagram rates and cores used since the last heartbeat.
-    func load() async -> NodeLoad {
-        let snapshot = await node.loadSnapshot()
-        let now = ContinuousClock.now
-        let cpu = Self.processCPUSeconds()
-        var l = NodeLoad(rooms: snapshot.rooms.count, participants: snapshot.rooms.values.reduce(0, +), roomParticipants: snapshot.rooms)
-        state.withLock { s in
-            if let p = s.previous {
-                let seconds = max(1e-3, Double((now - p.at).components.attoseconds) / 1e18 + Double((now - p.at).components.seconds))
-                l.packetsInPerSecond = Int(Double(snapshot.datagramsIn &- p.datagramsIn) / seconds)
-                l.packetsOutPerSecond = Int(Double(snapshot.datagramsOut &- p.datagramsOut) / seconds)
-                l.cpu = (cpu - p.cpu) / seconds
-            }
-            s.previous = (now, snapshot.datagramsIn, snapshot.datagramsOut, cpu)
+    /// The goodbye of a node that stops (SIGTERM), before its rooms end: no heartbeat from now; the registry
+    /// takes the node out of the cluster at once (`Registry.leave`: no placement comes here, peers stop relaying,
+    /// nobody reports it dead later); each room it hosts gets a `node_lost` (`node_stopped`) on this node's own
+    /// event stream, so a signaling server has its clients here rejoin elsewhere; every relay is closed with a
+    /// `bye` and every channel to a peer node with a normal close. The registry is given `within` to answer (a
+    /// node must stop even when its registry is gone): unanswered, the peers find the node dead by its heartbeat.
+    public func leave(within: Duration = .seconds(1)) async {
+        state.withLock { $0.leaving = true }
+        let started = ContinuousClock.now
+        while state.withLock({ $0.beating }), ContinuousClock.now - started < within { try? await Task.sleep(for: .milliseconds(10)) }
+        let local = await node.workerLoads(within: Self.workerAnswerLimit).values
+            .reduce(into: [String: Int]()) { all, w in all.merge(w.rooms) { a, _ in a } }
+        var homeOf: Set<String> = []
+        do {
+            let left = try await Self.deadline(within) { [registry, record] in try await registry.leave(node: record.id) }
+            homeOf = Set(left.homeOf)
+            logger.notice("left the cluster", metadata: ["node": "\(record.id)", "rooms": "\(local.count)", "home_of": "\(homeOf.count)"])
+        } catch {
+            logger.error("could not leave the cluster: the other nodes find this node dead by its heartbeat", metadata: ["error": "\(error)"])
         }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for room in local.keys.sorted() {
+            node.events.publish(.nodeLost(node: record.id, participants: local[room] ?? 0, home: homeOf.contains(room), reason: .nodeStopped),
+                                room: room, now: now)
+        }
+        await relays.shutdown(within: within)
+    }
+
+    /// `body`'s result, or `CancellationError` once `limit` passed (the body is cancelled).
+    static func deadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask { try? await Task.sleep(for: limit); return nil }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw CancellationError() }
+            return value
+        }
+    }
+
+    /// What the heartbeat reports: rooms and participants per room (asked of each worker on its thread, the last
+    /// answer of one that did not answer in time), datagram rates and cores used since the last heartbeat
+    /// (`LoadRates`).
+    func load() async -> NodeLoad {
+        let loads = await node.workerLoads(within: Self.workerAnswerLimit)
+        let reading = LoadRates.Reading(at: ProcessInfo.processInfo.systemUptime, workers: loads.mapValues(\.datagrams),
+                                        cpuSeconds: Self.processCPUSeconds())
+        let (rates, rooms) = state.withLock { s in
+            defer { s.previous = reading }
+            for (i, l) in loads { s.roomsByWorker[i] = l.rooms }
+            let rooms = s.roomsByWorker.values.reduce(into: [String: Int]()) { all, r in all.merge(r) { a, _ in a } }
+            return (s.previous.map { LoadRates(from: $0, to: reading) } ?? LoadRates(), rooms)
+        }
+        var l = NodeLoad(rooms: rooms.count, participants: rooms.values.reduce(0, +), roomParticipants: rooms)
+        l.packetsInPerSecond = rates.packetsInPerSecond
+        l.packetsOutPerSecond = rates.packetsOutPerSecond
+        l.cpu = rates.cpu
         return l
     }
+
+    /// How long the heartbeat waits for a worker's answer (`Node.workerLoads`).
+    static let workerAnswerLimit: Duration = .milliseconds(250)
 
     static func processCPUSeconds() -> Double {
         var t = timespec()

@@ -16,6 +16,8 @@ final class RelayChannel: Sendable {
     private let continuation: AsyncStream<String>.Continuation
     /// Bytes queued and not yet written.
     private let queued = Atomic<Int>(0)
+    /// The writer ended: everything queued before `close` was written and the WebSocket closed (or failed).
+    private let writerEnded = Atomic<Bool>(false)
     static let outboxCapacity = 4096
     static let outboxBytes = 8 << 20
 
@@ -38,6 +40,9 @@ final class RelayChannel: Sendable {
     func written(_ bytes: Int) { queued.subtract(bytes, ordering: .relaxed) }
 
     func close() { continuation.finish() }
+
+    /// Whether the writer has ended (after `close`: what was queued is out).
+    var isWritten: Bool { writerEnded.load(ordering: .acquiring) }
 
     /// Runs one channel over an open WebSocket until either side closes it: the hello exchange, then messages
     /// to `mesh` in order and the queue out. `expected`: the peer this node dialled (nil on the accepting side).
@@ -65,6 +70,7 @@ final class RelayChannel: Sendable {
         // The queue out runs beside; closing the WebSocket when it ends (the mesh closed the channel) also ends
         // the reading here.
         let writer = Task {
+            defer { channel.writerEnded.store(true, ordering: .releasing) }
             for await text in channel.outgoing {
                 try await outbound.write(.text(text))
                 channel.written(text.utf8.count)

@@ -90,6 +90,8 @@ actor RelayMesh {
     var nextRequest: UInt64 = 1
     /// Messages refused since start.
     private(set) var refusedMessages = 0
+    /// Set by `shutdown`: the node stops; nothing opens or is taken any more.
+    private var closed = false
 
     init(nodeID: String, node: Node, registry: any Registry, bind: TransportAddress, apiKey: String?, logger: Logger) {
         self.nodeID = nodeID
@@ -109,7 +111,7 @@ actor RelayMesh {
                     logger.warning("could not read the rooms shared with other nodes", metadata: ["error": "\(error)"])
                 }
             }
-            await step()
+            if !closed { await step() }
             pass += 1
             try? await Task.sleep(for: .milliseconds(250))
         }
@@ -161,6 +163,18 @@ actor RelayMesh {
         }
         await updateHomes()
         for key in ends.keys.sorted() { await push(key) }
+    }
+
+    /// The node stops: every relay closed with a `bye` (the peer drops what it relayed at once, not when the
+    /// registry or a ping says so), every channel closed after what it queued, waited for up to `within`.
+    func shutdown(within: Duration) async {
+        closed = true
+        for key in ends.keys.sorted() { await close(key, reason: "this node stops", tellPeer: true) }
+        let all = Array(channels.values)
+        channels.removeAll()
+        for c in all { c.close() }
+        let started = ContinuousClock.now
+        while all.contains(where: { !$0.isWritten }), ContinuousClock.now - started < within { try? await Task.sleep(for: .milliseconds(10)) }
     }
 
     /// The ranking of a room this node became home of is its own again.
@@ -314,6 +328,7 @@ actor RelayMesh {
     /// A channel whose hello named `peer`: taken when the registry knows `peer` as a live node (else refused,
     /// and the dialler tries again), replacing an older channel with it.
     func attach(_ channel: RelayChannel) async -> Bool {
+        guard !closed else { return false }
         if peers[channel.peer] == nil { try? await readRegistry() }
         guard peers[channel.peer] != nil else {
             logger.warning("relay channel refused: no live node of that id in the registry", metadata: ["peer": "\(channel.peer)"])

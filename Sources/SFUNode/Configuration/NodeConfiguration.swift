@@ -90,7 +90,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// to; empty: the IP address of `media.listen`.
     public var clusterRelayIP = ""
     /// A node whose last heartbeat is older than this (on the registry's clock) is dead.
-    public var clusterHeartbeatTimeoutSeconds = 5
+    /// 3 s: a dead node's participants have media again within 5 s with a signaling server that rejoins them on
+    /// `node_lost` (Benchmarks/README.md); a node whose heartbeats stall for over 2 s is taken for dead.
+    public var clusterHeartbeatTimeoutSeconds = 3
 
     public init() {}
 
@@ -177,7 +179,7 @@ public struct NodeConfiguration: Sendable, Equatable {
         .string("cluster.relay_ip", \.clusterRelayIP,
                 "IP address of the sockets other nodes relay media to (one port per relayed room); empty: the IP of media.listen"),
         .int("cluster.heartbeat_timeout_seconds", 2...600, \.clusterHeartbeatTimeoutSeconds,
-             "a node whose last heartbeat (each second) is older than this, on the registry's clock, is dead"),
+             "a node whose last heartbeat (each second) is older than this, on the registry's clock, is dead (reported within half a second)"),
         .int("limits.rooms", 1...1_000_000, \.maxRooms, "rooms the node holds at once"),
         .int("limits.participants_per_room", 2...100_000, \.workerLimits.room.participants, "participants admitted to one room at once"),
         .int("limits.slots_per_subscription", 1...256, \.workerLimits.room.slotsPerSubscription,

@@ -11,10 +11,19 @@ enum EventPayload: Encodable, Sendable {
     case eventsReset(reason: String, since: UInt64, nextSeq: UInt64)
     /// A refused events request (the API's error shape, as a message before the close).
     case error(result: Int, msg: String)
-    /// Cluster: `node` stopped heartbeating and is dead; it hosted `participants` of the message's room (at its
-    /// last heartbeat), whom the signaling server should have rejoin through a new placement. `home`: it was the
-    /// room's home (the next placement gives the room a new one). From the one live node that reported it.
-    case nodeLost(node: String, participants: Int, home: Bool)
+    /// Cluster: `node` is gone from the room: it hosted `participants` of the message's room, whom the signaling
+    /// server should have rejoin through a new placement. `home`: it was the room's home (the next placement gives
+    /// the room a new one). A node that died (`heartbeat_timeout`) is reported by the one live node that found
+    /// it; a node that stops on purpose (`node_stopped`) says it of itself, before its event stream ends.
+    case nodeLost(node: String, participants: Int, home: Bool, reason: NodeLossReason)
+
+    /// Why a `node_lost` was sent.
+    enum NodeLossReason: String, Sendable {
+        /// Its last heartbeat is older than `cluster.heartbeat_timeout_seconds`: it died, or lost the registry.
+        case heartbeatTimeout = "heartbeat_timeout"
+        /// It was told to stop (SIGTERM) and left the cluster: its rooms there end now.
+        case nodeStopped = "node_stopped"
+    }
 
     var type: String {
         switch self {
@@ -119,11 +128,11 @@ enum EventPayload: Encodable, Sendable {
         case .error(let result, let msg):
             try c.encode(result, forKey: .result)
             try c.encode(msg, forKey: .msg)
-        case .nodeLost(let node, let participants, let home):
+        case .nodeLost(let node, let participants, let home, let reason):
             try c.encode(node, forKey: .node)
             try c.encode(participants, forKey: .participants)
             try c.encode(home, forKey: .home)
-            try c.encode("heartbeat_timeout", forKey: .reason)
+            try c.encode(reason.rawValue, forKey: .reason)
         case .room(let event):
             switch event {
             case .activeTalkers(let subscriber, let talkers, let slots):

@@ -90,7 +90,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The load generator: simulated WebRTC clients on real UDP, the soak, (then the benchmarks).
-        .target(name: "LoadGen", dependencies: ["SFU", "WebRTCEdge", "NodeIO", "SFUSimulation", "SFUMedia", "SFUClient"], path: "Tools/LoadGen"),
+        .target(name: "LoadGen", dependencies: [
+            "SFU", "WebRTCEdge", "NodeIO", "SFUSimulation", "SFUMedia", "SFUClient", .product(name: "Logging", package: "swift-log"),
+        ], path: "Tools/LoadGen"),
         // Cluster tools: a private PostgreSQL server (tests, benchmarks) and the registry benchmark.
         .target(name: "ClusterLab", dependencies: [
             "SFUCluster",

@@ -58,9 +58,13 @@ public final class NodeProcess: @unchecked Sendable {
         return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("sfu").path
     }
 
+    /// How long a node may take to exit after SIGTERM before it counts as hung: its own limit on a graceful
+    /// stop (`ServeCommand.stopLimit`, then up to 2 s of cancellation) and a second.
+    public static let stopLimit = 13.0
+
     /// SIGTERM, then waits up to `timeout`; returns what went wrong, or nil when it exited with status 0.
-    public func stop(timeout: Double = 10) async -> String? {
-        kill(pid, SIGTERM)
+    public func stop(timeout: Double = stopLimit) async -> String? {
+        if process.isRunning { kill(pid, SIGTERM) }  // (an exited one's pid may be another process's by now)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         defer { try? FileManager.default.removeItem(atPath: recordings) }

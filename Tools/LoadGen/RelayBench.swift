@@ -6,12 +6,20 @@ import SFUMedia
 import WebRTCEdge
 
 /// Two nodes of one registry as processes (`sfu serve`) on loopback, a room spanning them, and WebRTC clients
-/// on real UDP: the latency a relay hop adds (a listener on the talker's node against one on the other node,
-/// measured side by side on the same packets' send stamps), then `kill -9` of the talker's node (the room's
-/// home) and how long until the registry names a new home and until the talker, rejoining on the survivor as a
-/// signaling server would have it do, is heard there again. Between the two, talkers on both nodes take turns:
-/// whether the nodes show the same talkers (the room state of each, sampled every 50 ms) and how long each
-/// node takes to list a new talker among the active talkers, on the talker's own node and on the other.
+/// on real UDP, in stages:
+/// 1. the latency a relay hop adds (a listener on the talker's node against one on the other node, measured
+///    side by side on the same packets' send stamps);
+/// 2. talkers on both nodes take turns: whether the nodes show the same talkers (the room state of each, sampled
+///    every 50 ms) and how long each node takes to list a new talker, on the talker's own node and on the other;
+/// 3. SIGTERM of node b (the relay channel's answerer) while it relays the room, as an operator's rolling restart
+///    does it: it must exit cleanly (status 0) within `NodeProcess`'s limit, say `node_lost` (`node_stopped`) of
+///    the room on its own event stream first, and come back under its id; its listener rejoins through a
+///    placement, as a signaling server told of that event would have it do;
+/// 4. `kill -9` of node a (the talker's node and the room's home) with the defaults (unless a heartbeat timeout
+///    is given): the survivor reports it (`node_lost`, `heartbeat_timeout`), and the talker rejoins through a
+///    placement when that event comes, as a signaling server would do it - heard again on the survivor, which
+///    already hosts the room; and a second room that only node a hosted, whose talker and listener rejoin on the
+///    survivor, new to that room.
 public enum RelayBench {
     public struct Result: CustomStringConvertible, Sendable {
         public var localMilliseconds: [Double] = []
@@ -19,12 +27,24 @@ public enum RelayBench {
         public var localReceived = 0
         public var remoteReceived = 0
         public var sent = 0
-        /// From the kill to the survivor's placement answering `home_taken_over`.
+        /// SIGTERM of node b while it relays the room: how long until it exited, and what went wrong (nil: it
+        /// exited with status 0).
+        public var stopSeconds: Double?
+        public var stopProblem: String?
+        /// Whether node b said `node_lost` (`node_stopped`) of the room before its event stream ended.
+        public var stopSaidNodeLost = false
+        /// From the SIGTERM to the first packet of the talker at b's listener, rejoined through a placement.
+        public var rejoinAfterStopSeconds: Double?
+        /// From the kill to the survivor's `node_lost` of the room, and to its placement answering `home_taken_over`.
+        public var nodeLostSeconds: Double?
         public var takeOverSeconds: Double?
-        /// From the kill to the first packet of the rejoined talker at the listener on the survivor.
+        /// From the kill to the first packet of the rejoined talker at the listener on the survivor (which hosted
+        /// the room), the talker rejoining when `node_lost` came.
         public var mediaBackSeconds: Double?
-        /// The heartbeat timeout the nodes ran with.
-        public var heartbeatTimeout = 0
+        /// The same for a room the survivor did not host: its talker and listener both rejoin there.
+        public var mediaBackNewNodeSeconds: Double?
+        /// The heartbeat timeout the nodes ran with (nil: the node's default).
+        public var heartbeatTimeout: Int?
         /// Talkers on both nodes taking turns: samples of both nodes' room state, and how many of them agreed
         /// (the same active talkers in the same order, and the same dominant speaker).
         public var rankingSamples = 0
@@ -62,9 +82,16 @@ public enum RelayBench {
                 lines.append("  a new talker listed as talking on its own node:  \(s(switchLocalSeconds)) (sampled every 0.05 s)")
                 lines.append("  a new talker listed as talking on the other node: \(s(switchRemoteSeconds))")
             }
-            lines.append("kill -9 of the talker's node (the room's home), heartbeat timeout \(heartbeatTimeout) s:")
-            lines.append("  home taken over after " + (takeOverSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
-            lines.append("  talker heard again on the survivor after " + (mediaBackSeconds.map { String(format: "%.2f s", $0) } ?? "(never)"))
+            func secs(_ v: Double?) -> String { v.map { String(format: "%.2f s", $0) } ?? "(never)" }
+            lines.append("SIGTERM of node b (the relay channel's answerer) while it relays the room:")
+            lines.append("  exited after \(secs(stopSeconds)), " + (stopProblem ?? "status 0") + "; node_lost (node_stopped) of the room: "
+                         + (stopSaidNodeLost ? "sent" : "NOT sent"))
+            lines.append("  b's listener, rejoined through a placement, hears the talker again after \(secs(rejoinAfterStopSeconds)) (from the SIGTERM)")
+            lines.append("kill -9 of the talker's node (the room's home), heartbeat timeout " + (heartbeatTimeout.map { "\($0) s" } ?? "the default") + ":")
+            lines.append("  the survivor's node_lost after \(secs(nodeLostSeconds)); home taken over after \(secs(takeOverSeconds))")
+            lines.append("  the talker, rejoining on node_lost, heard again on the survivor (which hosted the room) after \(secs(mediaBackSeconds))")
+            lines.append("  a room only the dead node hosted: its talker heard by its listener, both rejoined on the survivor, after "
+                         + secs(mediaBackNewNodeSeconds))
             return lines.joined(separator: "\n")
         }
     }
@@ -98,21 +125,15 @@ public enum RelayBench {
         public init() {}
     }
 
-    /// `registry`: a PostgreSQL URL the nodes share; `seconds`: how long the talker talks before the kill.
-    public static func run(registry: String, seconds: Double, heartbeatTimeout: Int = 2, placement: Placement = .init()) async throws -> Result {
+    /// `registry`: a PostgreSQL URL the nodes share; `seconds`: how long the talker talks in the latency stage;
+    /// `heartbeatTimeout`: the nodes' `cluster.heartbeat_timeout_seconds` (nil: their default).
+    public static func run(registry: String, seconds: Double, heartbeatTimeout: Int? = nil, placement: Placement = .init()) async throws -> Result {
         var result = Result()
         result.heartbeatTimeout = heartbeatTimeout
-        var nodes: [NodeProcess] = []
-        let key = placement.nodeHosts.allSatisfy { $0.hasPrefix("127.") } ? nil : "relay-bench-\(UInt64.random(in: 0...UInt64.max))"
-        for (i, id) in ["a", "b"].enumerated() {
-            let host = placement.nodeHosts[i]
-            nodes.append(try await NodeProcess(workers: 1, extra: [
-                "--set", "cluster.registry=\(registry)", "--set", "cluster.node_id=\(id)",
-                "--set", "cluster.heartbeat_timeout_seconds=\(heartbeatTimeout)",
-            ], extraForPort: { ["--set", "cluster.control_url=http://\(host):\($0)"] }, host: host, netns: placement.namespaces[i], key: key))
-        }
-        defer { for n in nodes where n.process.isRunning { kill(n.pid, SIGKILL) } }
-        let (a, b) = (nodes[0].api, nodes[1].api)
+        let bench = try RelayBenchSession(registry: registry, heartbeatTimeout: heartbeatTimeout, placement: placement)
+        defer { bench.finish() }
+        for i in 0..<2 { try await bench.start(i) }
+        let (a, b) = (bench.api(0), bench.api(1))
         // Both registered; a room whose home is a (rooms are placed until one lands there).
         for _ in 0..<100 {
             if case let (x?, y?) = (try? await a.call("GET", "healthz"), try? await b.call("GET", "healthz")),
@@ -124,115 +145,28 @@ public enum RelayBench {
             if try await a.place(room: "bench\(n)").node == "a" { room = "bench\(n)" }
         }
         guard !room.isEmpty else { throw LoadError("no room was placed on node a") }
-        for api in [a, b] {
-            try await api.require("POST", "v1/rooms", ["room": room, "max_active_talkers": 2, "level_source": "extension"])
-        }
-        let certificate = try DTLSCertificate(commonName: "relay-bench")
-        func join(_ api: ControlClient, _ who: String, publish: Bool) async throws -> LoadClient {
-            try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": who])
-            let socket = try UDPSocket(bind: TransportAddress("\(placement.clientHost):0")!)
-            if !publish { try? socket.enableReceiveTimestamps() }
-            let c = try LoadClient(certificate: certificate, profile: publish ? .publisher(audio: true) : .subscriber(audio: 2), socket: socket)
-            let r = try await api.require("POST", "v1/rooms/\(room)/participants/\(who)/\(publish ? "publish" : "subscribe")", ["sdp": c.offer()])
-            try c.start(answer: r.json["sdp"] as? String ?? "", now: MonoClock.now())
-            return c
-        }
-        let alice = try await join(a, "alice", publish: true)
-        let local = Listener(try await join(a, "local", publish: false))
-        let remote = Listener(try await join(b, "remote", publish: false))
-        let speech = OpusFrameEncoder().encodeAll(TestSignal.sine(frequency: 220, dbfs: -18, seconds: 1))
-        var talkers: [(LoadClient, UInt16)] = [(alice, 1)]
-        var frame = 0
-        var nextFrame = MonoClock.now()
-        func pump(for duration: Double, loudAfter: Double = 0, loud: ((UInt16, Double) -> Bool)? = nil, every: (Double, () async -> Void)? = nil,
-                  until done: () -> Bool = { false }) async throws {
-            let start = MonoClock.now()
-            var nextCall = 0.0
-            while MonoClock.now() - start < .seconds(duration), !done() {
-                let now = MonoClock.now()
-                for c in [local.client, remote.client] + talkers.map(\.0) { c.poll(now: now) }
-                if let (period, call) = every, (now - start).seconds >= nextCall {
-                    nextCall += period
-                    await call()
-                }
-                if now >= nextFrame {
-                    nextFrame = nextFrame + .milliseconds(20)
-                    let t = (now - start).seconds
-                    for (c, id) in talkers where c.state == .connected {
-                        let isLoud = loud.map { $0(id, t) } ?? (t >= loudAfter)
-                        c.sendAudio(BenchStamp.opus(speech[frame % speech.count], sentAt: UInt64(MonoClock.now().nanoseconds), publisher: id),
-                                    level: isLoud ? 18 : 127)
-                        if id == 1 { result.sent += 1 }
-                    }
-                    frame += 1
-                }
-                try await Task.sleep(for: .milliseconds(1))
-            }
-        }
+        for i in 0..<2 { try await bench.create(i, room: room) }
+        let alice = try await bench.join(0, room: room, "alice", publish: true)
+        let local = Listener(try await bench.join(0, room: room, "local", publish: false))
+        let remote = Listener(try await bench.join(1, room: room, "remote", publish: false))
+        bench.talkers = [(alice, 1)]
+        bench.listeners = [local, remote]
         // Connect and let the relay open (both nodes see the room shared at their next heartbeats), quiet for
         // a second, then talk: what both listeners receive from then on is measured.
-        try await pump(for: 10, until: { remote.received >= 25 })
+        try await bench.pump(for: 10, until: { remote.received >= 25 })
         guard remote.received >= 25 else { throw LoadError("nothing crossed the relay within 10 s") }
         local.latencies.removeAll()
         remote.latencies.removeAll()
-        (local.received, remote.received, result.sent) = (0, 0, 0)
-        try await pump(for: seconds, loudAfter: 0)
+        (local.received, remote.received, bench.sent) = (0, 0, 0)
+        try await bench.pump(for: seconds, loudAfter: 0)
         (result.localMilliseconds, result.remoteMilliseconds) = (local.latencies, remote.latencies)
-        (result.localReceived, result.remoteReceived) = (local.received, remote.received)
-        let sentWhileMeasured = result.sent
+        (result.localReceived, result.remoteReceived, result.sent) = (local.received, remote.received, bench.sent)
 
-        // Turns: Alice (node a, the home) and Carol (node b) talk 3 s each in turn, four times each; both nodes'
-        // room state is sampled every 50 ms.
-        let carol = try await join(b, "carol", publish: true)
-        talkers = [(alice, 1), (carol, 3)]
-        try await pump(for: 3, loud: { _, _ in false })  // Carol connects; everyone quiet
-        let turn = 3.0
-        result.turns = 8
-        var firstDominant: [Int: (a: Double?, b: Double?)] = [:]
-        let turnsStart = MonoClock.now()
-        func speaker(_ t: Double) -> UInt16 { Int(t / turn) % 2 == 0 ? 1 : 3 }
-        try await pump(for: turn * Double(result.turns), loud: { id, t in id == speaker(t) }, every: (0.05, {
-            let t = (MonoClock.now() - turnsStart).seconds
-            guard let x = try? await a.call("GET", "v1/rooms/\(room)"), let y = try? await b.call("GET", "v1/rooms/\(room)") else { return }
-            let talkersA = x.json["active_talkers"] as? [String] ?? [], talkersB = y.json["active_talkers"] as? [String] ?? []
-            let (domA, domB) = (x.json["dominant_speaker"] as? String, y.json["dominant_speaker"] as? String)
-            result.rankingSamples += 1
-            if talkersA == talkersB && domA == domB { result.rankingAgreed += 1 }
-            let i = Int(t / turn), name = speaker(t) == 1 ? "alice" : "carol", into = t - Double(i) * turn
-            var seen = firstDominant[i] ?? (nil, nil)
-            if seen.a == nil, talkersA.contains(name) { seen.a = into }
-            if seen.b == nil, talkersB.contains(name) { seen.b = into }
-            firstDominant[i] = seen
-        }))
-        // The first turn is Alice's from silence: a switch is a turn that takes over from the other talker.
-        for i in 1..<result.turns {
-            guard let seen = firstDominant[i] else { continue }
-            let (own, other) = i % 2 == 0 ? (seen.a, seen.b) : (seen.b, seen.a)
-            if let own { result.switchLocalSeconds.append(own) }
-            if let other { result.switchRemoteSeconds.append(other) }
-        }
-        result.turns -= 1
-        result.sent = sentWhileMeasured
-        talkers = [(alice, 1)]
-
-        // kill -9 of a, the talker's node and the room's home.
-        let killed = MonoClock.now()
-        kill(nodes[0].pid, SIGKILL)
-        talkers = []
-        while MonoClock.now() - killed < .seconds(Double(heartbeatTimeout) + 15) {
-            if let placed = try? await b.place(room: room, participant: "alice-2"), placed.reason == "home_taken_over" || placed.node == "b" {
-                result.takeOverSeconds = (MonoClock.now() - killed).seconds
-                break
-            }
-            try await pump(for: 0.05)
-        }
-        guard result.takeOverSeconds != nil else { return result }
-        // The talker rejoins on the survivor (a signaling server told of node_lost would have it do so).
-        let again = try await join(b, "alice-2", publish: true)
-        talkers = [(again, 2)]
-        try await pump(for: 10, until: { remote.firstFrom[2] != nil })
-        if let t = remote.firstFrom[2] { result.mediaBackSeconds = (t - killed).seconds }
-        _ = await nodes[1].stop()
+        try await takeTurns(bench, room: room, result: &result)
+        bench.talkers = [(alice, 1)]
+        try await stopAndRestart(bench, room: room, result: &result)
+        try await killHome(bench, room: room, result: &result)
+        _ = await bench.nodes[1].stop()
         return result
     }
 }

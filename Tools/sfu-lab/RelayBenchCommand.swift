@@ -7,26 +7,34 @@ import LoadGen
 struct RelayBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay-bench",
-        abstract: "Measure the latency a relay hop adds and the fail-over after kill -9 of a room's home, with two node processes.",
+        abstract: "Measure the latency a relay hop adds, a relaying node's SIGTERM and the fail-over after kill -9 of a room's home, with two node processes.",
         discussion: """
             Starts two nodes (`sfu serve`, beside this binary) sharing a registry (without --registry, a private \
             PostgreSQL server this command starts), a room spanning them, a talker and a listener on node a and \
             a listener on node b, on loopback with real ICE, DTLS and SRTP. Reports each listener's latency \
-            (send stamp to receipt) and their difference, then kills node a with SIGKILL and reports when node \
-            b's placement takes the room over and when the talker, rejoining on b, is heard there.
+            (send stamp to receipt) and their difference; talkers on both nodes take turns; node b is stopped \
+            with SIGTERM (it must exit with status 0 after saying node_lost of the room) and started again, its \
+            listener rejoining; then node a is killed with SIGKILL and the bench reports when node b says \
+            node_lost, takes the room over, and when the talker, rejoining on that event, is heard there - and \
+            the same for a room only node a hosted. Exits non-zero when a stage fails.
             """
     )
 
     @Option(help: "A registry URL (postgres://...); default: a private server this command starts.") var registry: String?
     @Option(help: "Seconds of talk measured before the kill.") var seconds = 10.0
-    @Option(help: "The nodes' cluster.heartbeat_timeout_seconds.") var heartbeatTimeout = 2
+    @Option(help: "The nodes' cluster.heartbeat_timeout_seconds (default: the node's default).") var heartbeatTimeout: Int?
     @Option(help: "The two nodes' addresses (comma-separated); default: both on loopback.") var nodeHosts = "127.0.0.1,127.0.0.1"
     @Option(help: "Network namespaces to run the two nodes in (comma-separated); default: this one.") var namespaces: String?
     @Option(help: "The clients' address.") var clientHost = "127.0.0.1"
 
+    mutating func validate() throws {
+        try OptionRanges.require("--seconds", seconds, in: 1...86_400)
+        if let heartbeatTimeout { try OptionRanges.require("--heartbeat-timeout", heartbeatTimeout, in: 1...3_600) }
+    }
+
     func run() async throws {
         let url = try registry ?? PostgresServer.shared.get().database()
-        print("relay-bench: two nodes, one room across them, \(seconds) s of talk, then kill -9 of the talker's node")
+        print("relay-bench: two nodes, one room across them, \(seconds) s of talk, talkers taking turns, SIGTERM of a relaying node, then kill -9 of the talker's node")
         var placement = RelayBench.Placement()
         placement.nodeHosts = nodeHosts.split(separator: ",").map(String.init)
         placement.namespaces = namespaces.map { $0.split(separator: ",").map { String($0) } } ?? [nil, nil]
@@ -34,6 +42,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard placement.nodeHosts.count == 2, placement.namespaces.count == 2 else { throw ValidationError("two nodes: two hosts, two namespaces") }
         let result = try await RelayBench.run(registry: url, seconds: seconds, heartbeatTimeout: heartbeatTimeout, placement: placement)
         print(result)
-        guard result.remoteReceived > 0, result.mediaBackSeconds != nil else { throw ValidationError("the relay or the fail-over did not work") }
+        guard result.remoteReceived > 0 else { throw ValidationError("nothing crossed the relay") }
+        guard result.stopProblem == nil, result.stopSaidNodeLost, result.rejoinAfterStopSeconds != nil else {
+            throw ValidationError("SIGTERM of a relaying node: it did not stop cleanly, say node_lost, or come back")
+        }
+        guard result.mediaBackSeconds != nil, result.mediaBackNewNodeSeconds != nil else { throw ValidationError("the fail-over did not work") }
     }
 }

@@ -3,15 +3,20 @@
 
 # Builds products $2... (default: the node `sfu` and its tools `sfu-lab`) in configuration $1 (debug by
 # default) on libsrtp2 built on OpenSSL (SFU_SRTP=debian keeps Debian's NSS one), and sets $sfu to the node
-# binary. A failed build stops the script with the compiler's errors: a stale binary is never tested.
+# binary. Shows how far the build is (`build_progress`). A failed build stops the script with the compiler's
+# errors: a stale binary is never tested.
 build_sfu() {
-  local config=${1:-debug} log product
+  local config=${1:-debug} log product status
   shift || true
   [ $# -gt 0 ] || set -- sfu sfu-lab
   use_libsrtp
   log=$(mktemp)
   for product in "$@"; do
-    if ! swift build -c "$config" --product "$product" >> "$log" 2>&1; then
+    set +e
+    swift build -c "$config" --product "$product" 2>&1 | tee -a "$log" | build_progress "$product ($config)"
+    status=${PIPESTATUS[0]}
+    set -e
+    if [ "$status" -ne 0 ]; then
       grep -E "error:" "$log" | head -30 >&2
       echo "!! swift build -c $config --product $product failed; full log: $log" >&2
       exit 1
@@ -19,6 +24,33 @@ build_sfu() {
   done
   rm -f "$log"
   sfu=.build/$config/sfu
+}
+
+# Reads SwiftPM's output on standard input and says on standard error how far the build of $1 is: on a terminal
+# one line kept up to date (steps done of all, the module being compiled, minutes so far); elsewhere (CI, a log)
+# a line at each tenth of the steps. Nothing when everything was built already.
+build_progress() {
+  local what=$1 line done=0 total=0 module="" tenth=-1 start=$SECONDS tty=0
+  [ -t 2 ] && tty=1
+  while IFS= read -r line; do
+    if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\ (Compiling|Emitting\ module|Linking|Building)\ ([^ ]+) ]]; then
+      done=${BASH_REMATCH[1]}
+      total=${BASH_REMATCH[2]}
+      module=${BASH_REMATCH[4]}
+      if [ "$tty" -eq 1 ]; then
+        printf '\r\033[Kbuilding %s: %d of %d steps (%d%%), %s, %d:%02d' "$what" "$done" "$total" $((done * 100 / total)) "$module" \
+          $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) >&2
+      elif [ $((done * 10 / total)) -gt "$tenth" ]; then
+        tenth=$((done * 10 / total))
+        printf 'building %s: %d of %d steps (%d%%), %d:%02d\n' "$what" "$done" "$total" $((done * 100 / total)) \
+          $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) >&2
+      fi
+    fi
+  done
+  if [ "$total" -gt 0 ]; then
+    [ "$tty" -eq 1 ] && printf '\r\033[K' >&2
+    printf 'built %s in %d:%02d\n' "$what" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) >&2
+  fi
 }
 
 # Points pkg-config at libsrtp2 on OpenSSL, building it once (scripts/build-libsrtp.sh), unless SFU_SRTP=debian.

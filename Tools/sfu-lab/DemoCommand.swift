@@ -30,7 +30,8 @@ struct DemoCommand: AsyncParsableCommand {
         let logger = ServeCommand.bootstrapLogging(settings)
         let node = try Node(configuration: settings, logger: logger)
         var signaling = SignalingServer.Configuration()
-        signaling.node = URL(string: "http://\(settings.apiListen.host):\(settings.apiListen.port)")!
+        // Not built from api.listen's host: an IPv6 one needs brackets, and 0.0.0.0 is no address to connect to.
+        signaling.node = URL(string: settings.localControlURL)!
         signaling.nodeKey = settings.apiKey
         signaling.host = host
         signaling.port = port

@@ -58,7 +58,10 @@ extension SignalingServer {
         if !browsers.values.contains(where: { $0.room == b.room && $0.nodeID == b.nodeID }), joining[b.room + "\u{0}" + b.nodeID, default: 0] == 0 {
             _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)")
         }
-        if !browsers.values.contains(where: { $0.room == b.room }) { placed = placed.filter { $0.value.room != b.room } }
+        if !browsers.values.contains(where: { $0.room == b.room }) {
+            placed = placed.filter { $0.value.room != b.room }
+            approvedWhileJoining = approvedWhileJoining.filter { placed[$0] != nil }
+        }
     }
 
     /// Any node of a cluster places: the configured one, else (it does not answer, or cannot reach the

@@ -131,7 +131,7 @@ let package = Package(
         .testTarget(name: "SFUBaseTests", dependencies: ["SFUBase", "SFUSimulation", "SFUMedia"]),
         .testTarget(name: "SFUTests", dependencies: ["SFU", "SFUSimulation", "SFUMedia", "SFUFuzzTargets", "CVPX"]),
         .testTarget(name: "SFUNodeTests", dependencies: [
-            "SFUNode", "SFU", "WebRTCEdge", "NodeIO", "SFUClient", "LoadGen", "SFUMedia",
+            "SFUNode", "SFU", "WebRTCEdge", "NodeIO", "SFUClient", "LoadGen", "SFUMedia", "ExampleSignaling", "NodeCommandLine",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

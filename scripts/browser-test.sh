@@ -24,7 +24,10 @@ silence "$work/silence5.wav" 5  # Bob's page switches his microphone off once jo
 sox "$work/silence5.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/bob.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
-ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" > "$work/demo.log" 2>&1 &
+# Who moderates is the signaling server's decision: the tests' moderators join with this key (Tests/Browser/demo_test.py).
+export SFU_DEMO_MODERATOR_KEY=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" --moderator-key "$SFU_DEMO_MODERATOR_KEY" \
+  > "$work/demo.log" 2>&1 &
 demo_pid=$!
 wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"

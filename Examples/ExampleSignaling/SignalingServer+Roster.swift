@@ -22,7 +22,8 @@ extension SignalingServer {
             }
         }
         let participants = everyone.keys.sorted().compactMap { everyone[$0] }
-        for b in browsers.values where b.room == room {
+        // One waiting to be let into a knock-enabled room learns nothing of the room (it gets its roster once in).
+        for b in browsers.values where b.room == room && !b.awaited {
             guard var state = states[b.nodeID] ?? states.values.first else { continue }
             state["participants"] = participants
             b.outbox.yield(Self.text(["type": "roster", "room": state]))

@@ -16,8 +16,19 @@ import SFUClient
 /// browser's offers and commands go to its own node, and it gets the events of its own node's view of the room
 /// (which follows the home's ranking and moderation); the roster merges every node's participants.
 ///
+/// Who moderates is the server's decision, never the browser's: a browser cannot choose its role. This example
+/// gives the moderator's role to a join that carries the moderator key it was configured with
+/// (`Configuration.moderatorKey`, `sfu demo --moderator-key`); a real service decides from its own login or
+/// invitation. Every other join is a participant's, whatever it asks for.
+///
+/// In a knock-enabled room a participant waits to be let in (the node's `awaited`): until a moderator approves
+/// it, its browser gets nothing of the room - no roster, no event but its own (`participant_state`, `knock`
+/// and its own talker list) - only what it needs to set up its connections (`joined` with `awaited: true`).
+/// Once approved it gets `approved` (with the current dominant speaker) and the roster.
+///
 /// Browser -> server:
-///   {"type": "join", "room", "name", "role": "moderator"|"participant", "mode": "group"|"lecture", "knock": true|false}
+///   {"type": "join", "room", "name", "moderator_key"?, "mode": "group"|"lecture", "knock": true|false}
+///     A wrong moderator key is refused (`error`); none joins as a participant.
 ///   {"type": "offer", "kind": "publish"|"subscribe", "sdp", "screen_share_mids"?: [mid]}
 ///                                                             -> {"type": "answer", "kind", "sdp", "change"}
 ///                                                               or {"type": "answer", "kind", "error"}
@@ -35,7 +46,9 @@ import SFUClient
 ///              talkers {count} (the length of the browser's own talker list)
 /// Server -> browser:
 ///   {"type": "joined", "participant", "room", "role", "max_active_talkers", "mode", "dominant_speaker",
-///    "ice_servers"}                               (RTCConfiguration.iceServers for the browser's connections)
+///    "ice_servers", "awaited"}                    (RTCConfiguration.iceServers for the browser's connections;
+///                                                  awaited: waiting to be let in, dominant_speaker null)
+///   {"type": "approved", "dominant_speaker"}      (a moderator let this awaited browser in; the roster follows)
 ///   {"type": "roster", "room": <the node's room state, names included>}
 ///   {"type": "event", "event": <a node event>}   (active_talkers and bandwidth_alert only to their subscriber)
 ///   {"type": "left", "reason"}                    (dropped by a moderator, or the room was destroyed)
@@ -50,6 +63,9 @@ public actor SignalingServer {
         public var port = 8000
         /// Talker slots of rooms this server creates (each browser subscribes to this many audio and video).
         public var maxActiveTalkers = 4
+        /// Who may moderate: a join whose `moderator_key` equals this one joins as a moderator; any other join is a
+        /// participant's, whatever it asks for, and a join with another key is refused. nil: nobody moderates.
+        public var moderatorKey: String?
         /// The ICE servers browsers are given (`ice_servers` in `joined`): a TURN server for clients whose
         /// networks block UDP and TCP to the node (docs/reach.md). Empty: none (the node's own candidates, UDP
         /// and ICE-TCP, are enough for most networks).
@@ -86,6 +102,8 @@ public actor SignalingServer {
         let node: ControlClient
         let nodeID: String
         let nodeURL: URL
+        /// Waiting to be let into a knock-enabled room: it gets nothing of the room but what concerns itself.
+        var awaited = false
     }
 
     let configuration: Configuration
@@ -103,6 +121,8 @@ public actor SignalingServer {
     /// Each room's dominant speaker (nil: nobody) as the node's events last said. `dominant_speaker` events
     /// report changes only, so a browser that joins after one is told the current speaker in `joined`.
     var dominantSpeakers: [String: DominantSpeaker] = [:]  // by room
+    /// Participants a moderator let in while their join was still under way (before they were in `browsers`).
+    var approvedWhileJoining: Set<String> = []
     var nextID = 1
 
     struct DominantSpeaker {
@@ -183,7 +203,7 @@ public actor SignalingServer {
     func join(_ m: [String: Any], outbox: AsyncStream<String>.Continuation) async throws -> String {
         let room = (m["room"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "demo"
         let name = (m["name"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "guest"
-        let role = m["role"] as? String == "moderator" ? "moderator" : "participant"
+        let role = try self.role(of: m)
         let id = name.lowercased().filter { $0.isLetter || $0.isNumber } + "-\(nextID)"
         nextID += 1
         let (api, nodeID, nodeURL) = try await node(for: room, participant: id)
@@ -199,20 +219,47 @@ public actor SignalingServer {
         if created.status == 201, !browsers.values.contains(where: { $0.room == room }) { dominantSpeakers[room] = DominantSpeaker(participant: nil) }
         try await api.require("POST", "v1/rooms/\(room)/participants", ["participant": id, "name": name, "role": role])
         let state = try await api.require("GET", "v1/rooms/\(room)")
+        // Knock-enabled: a participant waits until a moderator lets it in (the node says whether it does; an
+        // approval that came while this join waited above is in `approvedWhileJoining`).
+        let listed = (state.json["awaited_participants"] as? [[String: Any]] ?? []).contains { $0["participant"] as? String == id }
+        let awaited = listed && approvedWhileJoining.remove(id) == nil
         // No await from here to the `joined` message: the browser gets the dominant speaker as the events
         // relayed so far say, and every later change through `relay` (an event relayed while this function
         // waited above is already in `dominantSpeakers`). The room's state from the node is the fallback for a
         // room this server has seen no dominant_speaker event of (it started after the room did).
         let dominant = dominantSpeakers[room, default: DominantSpeaker(participant: state.json["dominant_speaker"] as? String)]
         dominantSpeakers[room] = dominant
-        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox, node: api, nodeID: nodeID, nodeURL: nodeURL)
+        browsers[id] = Browser(participant: id, name: name, room: room, outbox: outbox, node: api, nodeID: nodeID, nodeURL: nodeURL,
+                               awaited: awaited)
         outbox.yield(Self.text(["type": "joined", "participant": id, "room": room, "role": role,
                                 "max_active_talkers": state.json["max_active_talkers"] ?? 4, "mode": state.json["mode"] ?? "group",
-                                "dominant_speaker": dominant.participant ?? NSNull(),
-                                "ice_servers": configuration.iceServers.map(\.json)]))
-        logger.info("joined", metadata: ["room": "\(room)", "participant": "\(id)", "role": "\(role)"])
+                                "dominant_speaker": awaited ? NSNull() : dominant.participant ?? NSNull(),
+                                "ice_servers": configuration.iceServers.map(\.json), "awaited": awaited]))
+        logger.info("joined", metadata: ["room": "\(room)", "participant": "\(id)", "role": "\(role)", "awaited": "\(awaited)"])
         await sendRoster(room)
         return id
+    }
+
+    /// The role a join gets: the server's decision, never the browser's (README, "How a signaling server uses
+    /// the node"). Here: a moderator for the configured moderator key, a participant without a key.
+    func role(of m: [String: Any]) throws -> String {
+        guard let given = m["moderator_key"] as? String, !given.isEmpty else { return "participant" }
+        guard let key = configuration.moderatorKey, Self.sameKey(given, key) else {
+            throw JoinRefused(reason: "wrong moderator key")
+        }
+        return "moderator"
+    }
+
+    /// A join the server refuses before asking the node anything.
+    struct JoinRefused: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
+
+    /// Compares keys in time that does not depend on where they differ.
+    static func sameKey(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        return x.count == y.count && zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// A moderation or floor command, made by `me` (the node checks the role and answers the seeds' codes).
@@ -259,137 +306,5 @@ public actor SignalingServer {
         await closeIfEmpty(b)
         if browsers.values.contains(where: { $0.room == b.room }) { await sendRoster(b.room) }
         logger.info("left", metadata: ["room": "\(b.room)", "participant": "\(id)"])
-    }
-
-    // MARK: Node events
-
-    /// Follows the node's event stream and relays each event: a subscriber's own talker list and bandwidth
-    /// alert to that browser, everything else to the whole room. Runs until cancelled.
-    /// In a cluster it follows every live node (`GET /v1/nodes`, every 5 s): a dead node's rooms are reported by
-    /// one live node, whichever, as `node_lost`, and any of them can place when the configured one cannot.
-    public nonisolated func relayEvents() async {
-        await withDiscardingTaskGroup { group in
-            group.addTask { await self.relayEvents(from: self.configuration.node) }
-            group.addTask { await self.followCluster() }
-        }
-    }
-
-    nonisolated func followCluster() async {
-        while !Task.isCancelled {
-            await followLiveNodes()
-            try? await Task.sleep(for: .seconds(5))
-        }
-    }
-
-    /// Follows the events of the cluster's live nodes it does not follow yet (asked of the configured node, else
-    /// of the others it follows).
-    func followLiveNodes() async {
-        for client in [api] + followed.sorted(by: { $0.absoluteString < $1.absoluteString }).map({ ControlClient(base: $0, key: configuration.nodeKey) }) {
-            guard let r = try? await client.require("GET", "v1/nodes") else { continue }
-            for n in r.json["nodes"] as? [[String: Any]] ?? [] where n["alive"] as? Bool == true && n["node"] as? String != "local" {
-                guard let text = n["control_url"] as? String, let url = URL(string: text), url != configuration.node else { continue }
-                if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
-            }
-            return
-        }
-    }
-
-    nonisolated func relayEvents(from node: URL) async {
-        await EventStream(api: node, key: configuration.nodeKey, logger: logger).run { event in
-            await self.relay(event, from: node)
-        }
-    }
-
-    /// The node a participant goes to (`POST /v1/placements` with the room and the participant). A node on its
-    /// own answers "local"; in a cluster the answer may be another node, whose events are then followed too
-    /// (until the server stops).
-    func node(for room: String, participant: String) async throws -> (ControlClient, String, URL) {
-        let placed = try await place(room: room, participant: participant)
-        guard placed.node != "local", let url = placed.controlURL, url != configuration.node else { return (api, placed.node, configuration.node) }
-        if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
-        logger.info("participant placed", metadata: ["room": "\(room)", "participant": "\(participant)", "node": "\(placed.node)",
-                                                     "reason": "\(placed.reason)"])
-        return (ControlClient(base: url, key: configuration.nodeKey), placed.node, url)
-    }
-
-    /// `b` is gone: the last browser of its room on its node closes the room there (the other nodes keep theirs),
-    /// unless a join to that node is under way; the last of the room here forgets where its participants were.
-    func closeIfEmpty(_ b: Browser) async {
-        if !browsers.values.contains(where: { $0.room == b.room && $0.nodeID == b.nodeID }), joining[b.room + "\u{0}" + b.nodeID, default: 0] == 0 {
-            _ = try? await b.node.call("DELETE", "v1/rooms/\(b.room)")
-        }
-        if !browsers.values.contains(where: { $0.room == b.room }) { placed = placed.filter { $0.value.room != b.room } }
-    }
-
-    /// Any node of a cluster places: the configured one, else (it does not answer, or cannot reach the
-    /// registry) the other nodes this server follows, in turn.
-    func place(room: String, participant: String) async throws -> (node: String, controlURL: URL?, reason: String) {
-        do {
-            return try await api.place(room: room, participant: participant)
-        } catch {
-            for url in followed.sorted(by: { $0.absoluteString < $1.absoluteString }) {
-                if let placed = try? await ControlClient(base: url, key: configuration.nodeKey).place(room: room, participant: participant) {
-                    return placed
-                }
-            }
-            throw error
-        }
-    }
-
-    /// One event of the node at `from` (the configured node when not given). A room that spans nodes has a copy
-    /// on each: a browser gets its own node's events (each follows the home's ranking and moderation), and of
-    /// a participant's joining and leaving only what its own node says (the other nodes' copies come and go with
-    /// their relays).
-    func relay(_ event: NodeEvent, from: URL? = nil) async {
-        let from = from ?? configuration.node
-        if event.type == "events_reset" || event.type == "events_lost" {
-            // Events were missed (or the node restarted: its numbering began again; EventStream logs it and
-            // resumes in the new one). A dominant speaker remembered from before may be stale: a browser that
-            // joins now gets the one in the node's room state instead.
-            dominantSpeakers.removeAll()
-        }
-        guard let room = event.room else { return }
-        if event.type == "node_lost" {
-            return await nodeLost(room: room, node: event["node"] as? String)
-        }
-        switch event.type {
-        case "dominant_speaker": dominantSpeakers[room] = DominantSpeaker(participant: event["participant"] as? String)
-        case "room_destroyed": dominantSpeakers[room] = nil
-        default: break
-        }
-        let message = Self.text(["type": "event", "event": event.json])
-        switch event.type {
-        case "active_talkers", "bandwidth_alert":
-            if let p = event["participant"] as? String, let b = browsers[p], b.nodeURL == from { b.outbox.yield(message) }
-        case "participant_state":
-            let p = event["participant"] as? String ?? ""
-            if let node = browsers[p]?.nodeURL ?? placed[p]?.node, node != from { return }  // another node's copy of one of ours
-            for b in browsers.values where b.room == room { b.outbox.yield(message) }
-            if event["state"] as? String == "left", let b = browsers.removeValue(forKey: p) {
-                b.outbox.yield(Self.text(["type": "left", "reason": event["reason"] ?? "left"]))
-                b.outbox.finish()
-                await closeIfEmpty(b)
-            }
-            await sendRoster(room)
-        default:
-            for b in browsers.values where b.room == room && b.nodeURL == from { b.outbox.yield(message) }
-            if ["hard_mute", "pins", "floor", "lock", "role", "knock", "recording", "streaming"].contains(event.type) { await sendRoster(room) }
-        }
-    }
-
-    /// Cluster: the node `room` was on died (another node reported it). Its browsers there are told to rejoin
-    /// and forgotten; their next `join` asks for a placement again, which puts the room on a live node (the
-    /// registry gives the room a new home when the dead node was it).
-    func nodeLost(room: String, node: String?) async {
-        guard let node, browsers.values.contains(where: { $0.room == room && $0.nodeID == node }) else { return }
-        dominantSpeakers[room] = nil
-        let message = Self.text(["type": "rejoin", "reason": "node_lost"])
-        for b in browsers.values where b.room == room && b.nodeID == node {
-            browsers[b.participant] = nil
-            b.outbox.yield(message)
-        }
-        logger.warning("room's node lost: its browsers rejoin", metadata: ["room": "\(room)", "node": "\(node)"])
-        // The others no longer see those who rejoin (the survivors' own `left` of them was another node's copy).
-        if browsers.values.contains(where: { $0.room == room }) { await sendRoster(room) }
     }
 }

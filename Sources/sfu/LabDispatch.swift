@@ -2,20 +2,20 @@
 import Glibc
 #endif
 
+import NodeCommandLine
+
 /// Hands a tool command to the `sfu-lab` binary in the same directory (execv: same process id, arguments,
 /// environment and standard streams, so scripts that signal or wait for `sfu bench` keep working).
 enum LabDispatch {
-    /// The commands that live in sfu-lab.
-    static let tools = ["bench", "demo", "signaling", "soak", "hostile", "scenario", "tune", "registry-bench", "relay-sim", "relay-bench", "compose"]
+    /// The commands that live in sfu-lab (`LabTools`).
+    static let tools = LabTools.names
 
     static func run(arguments: [String]) -> Never {
         let path = directoryOfThisExecutable() + "/sfu-lab"
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) }
         argv.append(nil)
         execv(path, &argv)
-        let reason = String(cString: strerror(errno))
-        let message = "sfu: `\(arguments[0])` is a tool of sfu-lab, which cannot run from \(path): \(reason).\n"
-            + "Build it beside sfu: swift build --product sfu-lab (scripts/run.sh and the test scripts build both).\n"
+        let message = LabTools.missing(tool: arguments[0], labPath: path, reason: String(cString: strerror(errno)))
         _ = message.withCString { write(2, $0, strlen($0)) }
         exit(127)
     }

@@ -10,13 +10,16 @@ talkers input and its functions (`demo.setTalkers`, `demo.restartIce`): carol's 
 one slot of each kind and grows to two again, and ICE restarts on two connections, all on the same
 RTCPeerConnections while media flows; the node's /metrics say how many transports it holds.
 """
-import argparse, base64, json, subprocess, sys, tempfile, time, urllib.request
+import argparse, base64, json, os, subprocess, sys, tempfile, time, urllib.request
 
 import websocket
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 PAGE = "http://127.0.0.1:8000/"
 NODE = "http://127.0.0.1:8080"
+# The signaling server decides who moderates, not the page: `sfu demo --moderator-key` makes a browser that
+# joins with this key a moderator (scripts/browser-test.sh starts the demo with it).
+MODERATOR_KEY = os.environ.get("SFU_DEMO_MODERATOR_KEY", "")
 
 
 class Browser:
@@ -50,10 +53,17 @@ class Browser:
         r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         return r.get("result", {}).get("result", {}).get("value")
 
-    def join(self, room, role, mode="group"):
-        url = f"{PAGE}?room={room}&name={self.name.capitalize()}&role={role}&mode={mode}&autojoin=1"
+    def join(self, room, role, mode="group", knock=False):
+        """Joins with the page's own form; a moderator with the demo's moderator key. True once joined with that
+        role and its slots set up."""
+        key = ""
+        if role == "moderator":
+            assert MODERATOR_KEY, "set SFU_DEMO_MODERATOR_KEY to the --moderator-key sfu demo was started with"
+            key = f"&moderator_key={MODERATOR_KEY}"
+        url = f"{PAGE}?room={room}&name={self.name.capitalize()}{key}&mode={mode}{'&knock=1' if knock else ''}&autojoin=1"
         self.call("Page.navigate", url=url)
-        return wait(lambda: self.eval("window.demo && window.demo.joined && Object.keys(demo.kinds).length === 2 * demo.maxTalkers"), 20)
+        return wait(lambda: self.eval(f"window.demo && window.demo.joined && demo.role === '{role}' "
+                                      "&& Object.keys(demo.kinds).length === 2 * demo.maxTalkers"), 20)
 
     def demo(self, field):
         value = self.eval(f"JSON.stringify(window.demo && window.demo.{field})")
@@ -267,6 +277,20 @@ def main():
             all(lecture) and sum(before_floor.values()) <= 10 and raised and bool(granted)
             and sum(with_floor.get(m, 0) for m in alice_mids) > 50 and sum(at_bob.values()) > 15
             and sum(v for m, v in with_floor.items() if m not in alice_mids) <= 10)
+
+        # Knock: who joins without the moderator key waits, and its page learns nothing of the room (no roster, no
+        # talkers, no dominant speaker) until the moderator lets it in; then it gets the room.
+        knocked = [carol.join("lobby", "moderator", knock=True), bob.join("lobby", "participant")]
+        bob_id = bob.demo("participant")
+        seen = wait(lambda: any(a["participant"] == bob_id for a in (carol.demo("roster") or {}).get("awaited_participants", [])), 10)
+        time.sleep(2)
+        waiting = {"awaited": bob.demo("awaited"), "roster": bob.demo("roster"), "talkers": bob.demo("talkers"), "dominant": bob.demo("dominant")}
+        approved = carol.click("approve-all")
+        let_in = wait(lambda: bob.demo("awaited") is False and len((bob.demo("roster") or {}).get("participants", [])) == 2, 10)
+        r["knock"] = {"joined": knocked, "moderator_sees": bool(seen), "waiting": waiting, "approved": approved, "let_in": bool(let_in)}
+        checks["knock: a participant waits knowing nothing of the room until the moderator lets it in"] = (
+            all(knocked) and bool(seen) and waiting["awaited"] is True and waiting["roster"] is None and not waiting["talkers"]
+            and waiting["dominant"] is None and approved and bool(let_in))
     finally:
         for b in (carol, alice, bob):
             b.close()

@@ -22,17 +22,21 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "A TURN server the browsers are given (repeatable), e.g. turns:turn.example.com:443?transport=tcp.") var turn: [String] = []
     @Option(help: "The TURN server's username.") var turnUsername: String?
     @Option(help: "The TURN server's credential.") var turnCredential: String?
+    @Option(help: "The key that makes a browser a moderator (the page's moderator key field, or ?moderator_key=); without it, a random one is printed.")
+    var moderatorKey: String?
 
     func run() async throws {
         let settings = try options.load()
         let logger = ServeCommand.bootstrapLogging(settings)
         let node = try Node(configuration: settings, logger: logger)
         var signaling = SignalingServer.Configuration()
-        signaling.node = URL(string: "http://\(settings.apiListen.host):\(settings.apiListen.port)")!
+        // Not built from api.listen's host: an IPv6 one needs brackets, and 0.0.0.0 is no address to connect to.
+        signaling.node = URL(string: settings.localControlURL)!
         signaling.nodeKey = settings.apiKey
         signaling.host = host
         signaling.port = port
         signaling.maxActiveTalkers = maxActiveTalkers
+        signaling.moderatorKey = ModeratorKey.chosen(moderatorKey)
         if !turn.isEmpty { signaling.iceServers = [.init(urls: turn, username: turnUsername, credential: turnCredential)] }
         let server = SignalingServer(configuration: signaling, logger: logger)
         let group = ServiceGroup(configuration: .init(
@@ -45,7 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))
-        print("demo: open http://\(host):\(port)/ (node API on \(settings.apiListen))")
+        print("demo: open http://\(host):\(port)/ (node API on \(settings.apiListen)); moderators: \(ModeratorKey.link(host, port, signaling.moderatorKey))")
         try await group.run()
     }
 }
@@ -73,6 +77,7 @@ struct SignalingCommand: AsyncParsableCommand {
     @Option(help: "Address of the page and the browsers' WebSocket.") var host = "127.0.0.1"
     @Option(help: "Port of the page.") var port = 8000
     @Option(help: "Talker slots of the rooms it creates.") var maxActiveTalkers = 4
+    @Option(help: "The key that makes a browser a moderator; without it, a random one is printed.") var moderatorKey: String?
 
     func run() async throws {
         var c = SignalingServer.Configuration()
@@ -82,11 +87,26 @@ struct SignalingCommand: AsyncParsableCommand {
         c.host = host
         c.port = port
         c.maxActiveTalkers = maxActiveTalkers
+        c.moderatorKey = ModeratorKey.chosen(moderatorKey)
         let server = SignalingServer(configuration: c)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: server.application()), .init(service: EventRelay(server: server))],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "signaling")))
-        print("signaling: open http://\(host):\(port)/ (node \(node))")
+        print("signaling: open http://\(host):\(port)/ (node \(node)); moderators: \(ModeratorKey.link(host, port, c.moderatorKey))")
         try await group.run()
+    }
+}
+
+/// The example server's moderator key: the one given, or a random one (who moderates is the server's to
+/// decide, never the browser's: README, "How a signaling server uses the node").
+enum ModeratorKey {
+    static func chosen(_ given: String?) -> String {
+        if let given, !given.isEmpty { return given }
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    /// The page's address that joins as a moderator.
+    static func link(_ host: String, _ port: Int, _ key: String?) -> String {
+        "http://\(host):\(port)/?moderator_key=\(key ?? "")"
     }
 }

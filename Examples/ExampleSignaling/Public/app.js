@@ -9,7 +9,7 @@
 const demo = (window.demo = {
   streamingEvents: [],
   live: false,
-  joined: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4, talkerCount: 4,
+  joined: false, awaited: false, participant: null, room: null, role: null, mode: null, maxTalkers: 4, talkerCount: 4,
   slots: {}, sources: {}, kinds: {}, talkers: [], dominant: null, numberOfVideos: null, bitrateKbps: 0,
   audioPackets: {}, videoFrames: {}, packets: {}, roster: null, names: {}, lastResult: null, left: null, errors: [],
   changes: { publish: [], subscribe: [] },  // what the node made of each offer: "created", "renegotiated", ...
@@ -38,6 +38,11 @@ function connect(join) {
 async function receive(m) {
   switch (m.type) {
     case "joined": return joined(m);
+    // A moderator let this page in (it waited in a knock-enabled room): the room's events and roster follow.
+    case "approved":
+      Object.assign(demo, { awaited: false, dominant: m.dominant_speaker });
+      $("#status").textContent = `${demo.room} (${demo.mode}) as ${demo.participant}, ${demo.role}`;
+      return render();
     case "answer": {
       const resolve = pendingAnswers[m.kind].shift();
       return resolve && resolve(m);
@@ -70,18 +75,20 @@ async function receive(m) {
     case "error":
       demo.errors.push(m.msg);
       $("#last-result").textContent = m.msg;
+      if (!demo.joined) $("#status").textContent = `not joined: ${m.msg}`;
   }
 }
 
 async function joined(m) {
-  Object.assign(demo, { joined: true, participant: m.participant, room: m.room, role: m.role, mode: m.mode,
+  Object.assign(demo, { joined: true, awaited: !!m.awaited, participant: m.participant, room: m.room, role: m.role, mode: m.mode,
     maxTalkers: m.max_active_talkers, talkerCount: m.max_active_talkers, dominant: m.dominant_speaker });
   Object.assign($("#talker-count"), { max: m.max_active_talkers, value: m.max_active_talkers });
   document.body.classList.toggle("moderator", m.role === "moderator");
   document.body.classList.toggle("lecture", m.mode === "lecture");
   $("#join").hidden = true;
   $("#conference").hidden = false;
-  $("#status").textContent = `${m.room} (${m.mode}) as ${m.participant}, ${m.role}`;
+  $("#status").textContent = m.awaited ? `${m.room}: waiting for a moderator to let you in`
+    : `${m.room} (${m.mode}) as ${m.participant}, ${m.role}`;
   rtcConfig.iceServers = m.ice_servers || [];
   await publish();
   await subscribe();
@@ -385,7 +392,9 @@ $("#join").addEventListener("submit", (e) => {
   connect(Object.fromEntries(new FormData(e.target)));
 });
 
-// ?room=demo&name=Alice&role=moderator&mode=lecture&autojoin=1 joins at once (used by the browser test).
+// ?room=demo&name=Alice&moderator_key=...&mode=lecture&knock=1&autojoin=1 joins at once (used by the browser test). The
+// role is the signaling server's to give: the moderator key it was started with makes a moderator.
 const params = new URLSearchParams(location.search);
-for (const key of ["room", "name", "role", "mode"]) if (params.has(key)) $(`#join [name=${key}]`).value = params.get(key);
+for (const key of ["room", "name", "moderator_key", "mode"]) if (params.has(key)) $(`#join [name=${key}]`).value = params.get(key);
+if (params.get("knock") === "1") $("#join [name=knock]").checked = true;
 if (params.get("autojoin") === "1") connect(Object.fromEntries(new FormData($("#join"))));

@@ -6,6 +6,9 @@ struct FloorState: Equatable {
     var holder: Int?
     var invited: [Int] = []
 
+    /// Whether participant `i` has a raised hand, the floor or an invitation.
+    func names(_ i: Int) -> Bool { holder == i || raised.contains(i) || invited.contains(i) }
+
     mutating func forget(_ i: Int) {
         raised.removeAll { $0 == i }
         invited.removeAll { $0 == i }
@@ -15,13 +18,27 @@ struct FloorState: Equatable {
     /// The floor protocol, pure: participants request, cancel, finish, accept and reject; moderators grant,
     /// deny, release, invite and cancel invitations (`target` is the participant a moderator's action names).
     /// One holder at a time. Throws the seeds' codes for what the caller may not do now.
+    ///
+    /// A participant awaited in a knock-enabled room is not in the session yet (EnableX: it cannot
+    /// "communicate with others"): it takes no part in the floor - its own actions are refused (5003), and a
+    /// moderator's action naming it is refused as naming no one in the session (5045) - so no raised hand,
+    /// invitation or floor of its reaches the room before a moderator lets it in.
     mutating func apply(_ action: FloorAction, caller: Participant, target: Participant?, targetID: String?) throws(RoomError) {
+        func admittedCaller() throws(RoomError) {
+            guard !caller.awaited else {
+                throw RoomError(.unauthorized, .unauthorized, "\(caller.id) waits to be let in: no floor actions before a moderator approves it")
+            }
+        }
         func participantOnly(_ code: ResultCode) throws(RoomError) {
+            try admittedCaller()
             guard caller.role == .participant else { throw RoomError(code, .unauthorized, "moderators cannot \(action.rawValue)") }
         }
         func moderatorOnly(_ code: ResultCode) throws(RoomError) -> Participant {
-            guard caller.role == .moderator else { throw RoomError(code, .unauthorized, "\(caller.id) is not a moderator") }
+            guard caller.role == .moderator, !caller.awaited else { throw RoomError(code, .unauthorized, "\(caller.id) is not a moderator") }
             guard let target else { throw RoomError(.invalidClientID, .notFound, "invalid client ID \(targetID ?? "(none)")") }
+            guard !target.awaited else {
+                throw RoomError(.invalidClientID, .notFound, "invalid client ID \(target.id): it waits to be let in, not in the session yet")
+            }
             return target
         }
         switch action {
@@ -63,6 +80,7 @@ struct FloorState: Equatable {
             guard invited.contains(t.index) else { throw RoomError(.invalidClientID, .notFound, "\(t.id) is not invited") }
             invited.removeAll { $0 == t.index }
         case .accept:
+            try admittedCaller()
             guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot accept") }
             guard invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(caller.id) is not invited") }
             if holder != nil { throw RoomError(.floorHeldByAnother, .conflict, "release the floor from its holder first") }
@@ -70,6 +88,7 @@ struct FloorState: Equatable {
             raised.removeAll { $0 == caller.index }
             holder = caller.index
         case .reject:
+            try admittedCaller()
             guard caller.role == .participant else { throw RoomError(.releaseFloorUnauthorized, .unauthorized, "moderators cannot reject") }
             guard invited.contains(caller.index) else { throw RoomError(.invalidClientID, .notFound, "\(caller.id) is not invited") }
             invited.removeAll { $0 == caller.index }

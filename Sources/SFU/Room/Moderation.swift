@@ -18,8 +18,11 @@ struct Moderation: Equatable {
         PublishingRules(mode: mode, floorHolder: floor.holder, roomAudioMuted: roomAudioMuted)
     }
 
+    /// Only a moderator in force issues moderator commands: one awaited in a knock-enabled room is none, whatever
+    /// its role says (a role the home's state or a rejoin gave it while it waited must not let it approve itself).
     static func requireModerator(_ p: Participant, _ code: ResultCode) throws(RoomError) {
         guard p.role == .moderator else { throw RoomError(code, .unauthorized, "\(p.id) is not a moderator") }
+        guard !p.awaited else { throw RoomError(code, .unauthorized, "\(p.id) waits to be let in: it may not moderate") }
     }
 
     mutating func setRoomAudioMuted(_ mute: Bool) throws(RoomError) {

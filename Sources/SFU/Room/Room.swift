@@ -164,7 +164,9 @@ public final class Room {
         home.restoreTakenOver(for: p)
         home.unpark(p)
         election.join(p.index)
-        if configuration.knock && role != .moderator {
+        // The role in force decides whether it waits, not the one asked for: a rejoin may have given back a
+        // moderator's role (`unpark`), or taken it (a moderator the home demoted waits like any participant).
+        if configuration.knock && p.role != .moderator {
             moderation.knocked(p)
         } else {
             effects.events.append(.participantState(participant: id, state: .joined, reason: nil))

@@ -41,6 +41,13 @@ public final class RoomHome {
 
     init(room: Room) { self.room = room }
 
+    /// The index a state from another node names `id` by here: none for one awaited in a knock-enabled room.
+    /// Awaited participants are not relayed (`RoomRelays.localMembers`), so what a state says of one is from its
+    /// last time in the room: no pin or floor place reaches it before a moderator lets it in.
+    private func admittedIndex(_ id: String) -> Int? {
+        room.participants.lookup(id).flatMap { $0.awaited ? nil : $0.index }
+    }
+
     /// Whether this room decides its own moderation and roles (no home's state applied here).
     var decidesModeration: Bool { applied == nil && epoch == 0 }
 
@@ -119,7 +126,7 @@ public final class RoomHome {
         let previous = applied
         applied = state
         let before = room.moderation.state
-        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        room.moderation.state = Moderation(state, index: admittedIndex)
         let by = state.by ?? ""
         let listed = Set(state.members)
         let moderators = state.moderators.map(Set.init)
@@ -131,7 +138,8 @@ public final class RoomHome {
                 p.hardMutedVideo = m?.video ?? false
                 room.effects.events.append(.participantHardMute(participant: p.id, audio: p.hardMutedAudio, video: p.hardMutedVideo, by: by))
             }
-            if let moderators, listed.contains(p.id) {
+            // Nor of its role while it waits here (the home cannot know it: a role listed is its last time's).
+            if let moderators, listed.contains(p.id), !p.awaited {
                 let role: Role = moderators.contains(p.id) ? .moderator : .participant
                 if p.role != role {
                     p.role = role
@@ -153,7 +161,7 @@ public final class RoomHome {
     /// (a pin the home set before it was here, a hard mute it had before it left and came back).
     func reapply(for p: Participant) {
         guard let state = applied else { return }
-        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        room.moderation.state = Moderation(state, index: admittedIndex)
         p.hardMutedAudio = state.hardMuted[p.id]?.audio ?? false
         p.hardMutedVideo = state.hardMuted[p.id]?.video ?? false
         // Another node's participant the home already lists has the home's role (its own node may not have
@@ -177,7 +185,7 @@ public final class RoomHome {
         self.epoch = epoch
         applied = nil
         let pinsBefore = room.moderation.state.pins
-        room.moderation.state = Moderation(state, index: { self.room.participants.lookup($0)?.index })
+        room.moderation.state = Moderation(state, index: admittedIndex)
         var left = state
         left.members = Array(left.members.prefix(Self.maxRejoining))
         for p in room.participants.all {

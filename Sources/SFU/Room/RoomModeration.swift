@@ -5,7 +5,14 @@
 /// Knock-enabled rooms (EnableX "Moderate Participants' entry"): a participant admitted without the moderator
 /// role waits - it may set up its transports, but nothing it sends is forwarded (a counted `awaited` drop at
 /// ingress) and its slots stay empty - until a moderator lets it in or turns it away. Moderators are told when
-/// someone waits, and one who joins late reads who does from the room state.
+/// someone waits, and one who joins late reads who does from the room state. Whether it waits follows the role
+/// in force once admission restored what the room kept of it (a moderator's role given back on a rejoin).
+///
+/// While it waits it is not in the session (EnableX: it cannot "communicate with others"), and no command
+/// reaches it or comes from it: it may not moderate (whatever role it holds), raise its hand or take part in
+/// the floor; it cannot be pinned, unpinned, given a role or named in a floor action (refused as an id not in
+/// the session, 5126 or 5045); a pin or floor place it had (restored as it rejoined) goes as it starts to wait.
+/// A moderator may still hard-mute it or drop it: both only restrict it, and hold once it is let in.
 ///
 /// Owns the room's moderation state (pins, lock, room mute, floor); per-participant hard mutes and roles stay on
 /// `Participant`. A room that follows its home has the state replaced by the home's (`RoomHome`).
@@ -63,14 +70,14 @@ public final class RoomModeration {
     /// Pins users: always in every list (talkers first, then pinned non-talkers), at most K - 1 of them.
     public func pin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         try room.requireModerator(by, .unauthorized)
-        try state.pin(try room.participants.resolve(ids), maxActiveTalkers: room.configuration.maxActiveTalkers)
+        try state.pin(try room.participants.resolveAdmitted(ids), maxActiveTalkers: room.configuration.maxActiveTalkers)
         room.effects.events.append(.pins(room.pinnedIDs))
         room.refreshAllSubscribers(now: now, into: out)
     }
 
     public func unpin(by: String, _ ids: [String], now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         try room.requireModerator(by, .unauthorized)
-        state.unpin(Set(try room.participants.resolve(ids)))
+        state.unpin(Set(try room.participants.resolveAdmitted(ids)))
         room.effects.events.append(.pins(room.pinnedIDs))
         room.refreshAllSubscribers(now: now, into: out)
     }
@@ -87,7 +94,7 @@ public final class RoomModeration {
     /// participant (EnableX `switchUserRole`). Demoting takes the role away.
     public func setRole(by: String, target: String, role: Role, now: MonoTime, into out: DatagramBatch) throws(RoomError) {
         let caller = try room.requireModerator(by, .switchRoleUnauthorized)
-        let p = try room.participant(target)
+        let p = try room.participants.admitted(target)
         guard p.role != role else { return }
         p.role = role
         state.participantChanged()
@@ -122,8 +129,13 @@ public final class RoomModeration {
 
     // MARK: Knock-enabled rooms
 
+    /// `p` waits to be let in: it leaves every list a pin or the floor had put it on (what a rejoin restored of
+    /// its last time in the room).
     func knocked(_ p: Participant) {
         p.awaited = true
+        if state.pins.contains(p.index) || state.floor.names(p.index) {
+            if state.forget(p.index) { room.effects.events.append(.pins(room.pinnedIDs)) }
+        }
         room.effects.events.append(.participantState(participant: p.id, state: .awaited, reason: "knock"))
         room.effects.events.append(.knock(action: .awaited, participant: p.id, name: p.name, by: nil))
     }

@@ -52,6 +52,24 @@ struct Roster {
         return indices
     }
 
+    /// The participant `id` names, which must be in the session: one awaited in a knock-enabled room is not yet
+    /// (EnableX 5126, as for an id not in the room), so that no moderator command reaches it before approval.
+    func admitted(_ id: String) throws(RoomError) -> Participant {
+        let p = try participant(id)
+        guard !p.awaited else { throw RoomError(.undefinedClientIDs, .notFound, "\(id) waits to be let in: not in the session yet") }
+        return p
+    }
+
+    /// `resolve` for participants in the session: an awaited one is refused like an unknown id (`admitted`).
+    func resolveAdmitted(_ ids: [String]) throws(RoomError) -> [Int] {
+        let indices = try resolve(ids)
+        let waiting = indices.compactMap { byIndex[$0] }.filter(\.awaited).map(\.id)
+        guard waiting.isEmpty else {
+            throw RoomError(.undefinedClientIDs, .notFound, "waiting to be let in, not in the session yet: \(waiting.joined(separator: ", "))")
+        }
+        return indices
+    }
+
     /// Admits a participant: refused for an empty or taken id, while `locked`, when the room is full, or for a
     /// talker count outside 1-12. `origin`: another node's participant (bounded by `remoteCapacity`, not
     /// `capacity`).

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import SFUCluster
 
@@ -16,7 +17,7 @@ extension ControlAPI {
                 guard !node.isDraining || node.roomNames.contains(b.room) else {
                     throw APIError(.serviceUnavailable, code: 6018, "the node is draining: no new rooms")
                 }
-                let url = "http://\(node.configuration.apiListen)"
+                let url = node.configuration.answeredControlURL(host: host(of: request))
                 return ok(PlacementAnswer(room: b.room, node: "local", controlURL: url, reason: "single_node", home: "local", epoch: 0))
             }
             guard !cluster.isFenced else {
@@ -34,10 +35,10 @@ extension ControlAPI {
                 throw APIError(.serviceUnavailable, code: 6019, "the cluster registry failed: \(error)")
             }
         }
-        router.get("/v1/nodes") { _, _ in
+        router.get("/v1/nodes") { request, _ in
             guard let cluster else {
-                let me = NodeList.Entry(node: "local", controlURL: "http://\(node.configuration.apiListen)", state: node.isDraining ? "draining" : "serving",
-                                        alive: true)
+                let me = NodeList.Entry(node: "local", controlURL: node.configuration.answeredControlURL(host: host(of: request)),
+                                        state: node.isDraining ? "draining" : "serving", alive: true)
                 return ok(NodeList(nodes: [me]))
             }
             do {
@@ -54,4 +55,7 @@ extension ControlAPI {
             return ok(Done())
         }
     }
+
+    /// The request's Host: the address it came to.
+    static func host(of request: Request) -> String? { request.headers[HTTPField.Name("Host")!] ?? request.head.authority }
 }

@@ -9,8 +9,8 @@ extension ControlAPI {
     /// consumer sends is read and ignored; closing either side ends the stream.
     ///
     /// A bad query is answered after the upgrade, with an `error` message (`result`, `msg` naming the
-    /// parameter) and a close frame (1008, policy violation): the WebSocket layer answers a refused upgrade
-    /// with a bare 400, which would not say what was wrong.
+    /// parameter) and a close frame (1008, policy violation): a consumer that reads the stream reads why. What
+    /// is refused before the upgrade (the API key, the origin) is answered as any request (`WebSocketRefusals`).
     static func addEvents(_ router: Router<Context>, node: Node) {
         router.ws("/v1/events") { request, _ in
             guard request.headers[.upgrade]?.lowercased() == "websocket" else {

@@ -51,7 +51,7 @@ public final class ClusterMembership: Service, Sendable {
         timeout = .seconds(c.clusterHeartbeatTimeoutSeconds)
         registry = try PostgresRegistry(url: c.clusterRegistry, heartbeatTimeout: timeout, logger: logger)
         let id = c.clusterNodeID.isEmpty ? ProcessInfo.processInfo.hostName : c.clusterNodeID
-        let url = c.clusterControlURL.isEmpty ? "http://\(c.apiListen)" : c.clusterControlURL
+        let url = try c.registeredControlURL()
         let media = c.mediaAnnounced.first ?? "\(c.mediaListen)"
         let relayIP = try c.relayBindAddress()
         record = NodeRecord(id: id, controlURL: url, mediaAddress: media, relayAddress: relayIP.host, region: c.clusterRegion,

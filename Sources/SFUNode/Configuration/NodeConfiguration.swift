@@ -174,7 +174,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .string("cluster.registry", \.clusterRegistry, "postgres://user@host/db of the cluster registry; empty: one node, no database"),
         .string("cluster.node_id", \.clusterNodeID, "this node's id in the registry; empty: the host name"),
         .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
-        .string("cluster.control_url", \.clusterControlURL, "the control API URL signaling servers are sent to; empty: http://<api.listen>"),
+        .string("cluster.control_url", \.clusterControlURL,
+                "the control API URL signaling servers and other nodes are sent to; empty: http://<api.listen> in a cluster (needed when api.listen is 0.0.0.0 or [::]), the address the request came to without one"),
         .int("cluster.capacity", 1...10_000_000, \.clusterCapacity, "participants this node takes at most, for placement"),
         .string("cluster.relay_ip", \.clusterRelayIP,
                 "IP address of the sockets other nodes relay media to (one port per relayed room); empty: the IP of media.listen"),
@@ -231,7 +232,10 @@ public struct NodeConfiguration: Sendable, Equatable {
             throw ConfigError(key: "dtls.certificate", origin: "configuration", message: "dtls.certificate and dtls.key go together")
         }
         try checkPorts(workers: workers)
-        if !clusterRegistry.isEmpty { _ = try relayBindAddress() }
+        if !clusterRegistry.isEmpty {
+            _ = try relayBindAddress()
+            _ = try registeredControlURL()
+        }
     }
 
     /// Where the relay sockets bind (port 0: a free port each): `cluster.relay_ip`, else media.listen's IP,

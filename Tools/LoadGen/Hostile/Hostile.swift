@@ -45,7 +45,7 @@ public struct Hostile {
         SSRCAttacks.everNewSSRCs, FeedbackAttacks.transportCC, ICEAttacks.stunFlood, HandshakeAttacks.malformedDTLS,
         SSRCAttacks.collision, FeedbackAttacks.foreignRTCP, APIAttacks.capsAndNames, APIAttacks.floodFairness,
         APIAttacks.eventsSince, APIAttacks.rebindingHost, RenegotiationAttacks.afterWrap, RenegotiationAttacks.slotReoffer,
-        RenegotiationAttacks.ridSSRCChange, RenegotiationAttacks.highExtensionIDs, TCPAttacks.floods,
+        RenegotiationAttacks.ridSSRCChange, RenegotiationAttacks.highExtensionIDs, TCPAttacks.floods, AwaitedAttacks.awaitedFloor,
     ]
 
     public let plan: Plan

@@ -46,9 +46,11 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
     /// unless absolute.
     public var recordingDirectory = "recordings"
-    /// The hosts live streams may be pushed to (RTMP servers, CDN ingest names); empty: any. A node pushes
-    /// where a moderator's URL says: an operator who does not want it to reach any host lists them.
+    /// The hosts live streams may be pushed to (RTMP servers, CDN ingest names, `host` or `host:port`); empty:
+    /// any public address on port 1935 or 443. A node pushes where a moderator's URL says: `streamingRule`.
     public var streamingRTMPHosts: [String] = []
+    /// The FFmpeg live streams run.
+    public var streamingFFmpeg = "/usr/bin/ffmpeg"
     /// Megabytes all recordings in the directory may take on this node, and one room's; 0: no cap.
     public var recordingNodeCapMB = 0
     public var recordingRoomCapMB = 0
@@ -93,6 +95,11 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var clusterHeartbeatTimeoutSeconds = 5
 
     public init() {}
+
+    /// Where a live stream's RTMP URL may point (`streaming.rtmp_hosts`).
+    public var streamingRule: OutboundRule {
+        OutboundRule(entries: streamingRTMPHosts.compactMap(OutboundRule.Entry.init), defaultPorts: [1935, 443], key: "streaming.rtmp_hosts")
+    }
 
     /// Every key, defined once (see `ConfigKey`), in the order the printed file and the docs list them.
     public static let table: [ConfigKey] = [
@@ -153,9 +160,10 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.onset_pause_ms", 20...2_000,
                 "quiet shorter than this stays in the utterance a slot sends first (longer: the utterance starts after it), ms",
                 get: { Int($0.roomOnsetPause.milliseconds) }, set: { $0.roomOnsetPause = .milliseconds(Int64($1)) }),
-        .list("streaming.rtmp_hosts", of: "host names or addresses", \.streamingRTMPHosts,
-              "the only hosts a live stream's rtmp_url may name (others: 5125); empty: any",
-              valid: { !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }),
+        .list("streaming.rtmp_hosts", of: "host names or addresses, each with :port or not", \.streamingRTMPHosts,
+              "the only hosts a live stream's rtmp_url may name (others: 5125), on ports 1935 and 443 or the port listed (host:port), at any address; empty: any host at a public address (no loopback, private, link-local or unique-local one) on port 1935 or 443",
+              valid: { OutboundRule.Entry($0) != nil }),
+        .string("streaming.ffmpeg", \.streamingFFmpeg, "the FFmpeg executable live streams run"),
         .string("recording.directory", \.recordingDirectory, "where recordings are written: <directory>/<room>/<recording>/"),
         .int("recording.node_cap_mb", 0...100_000_000, \.recordingNodeCapMB,
              "megabytes all recordings in the directory may take (a recording stops when it would pass); 0: no cap"),

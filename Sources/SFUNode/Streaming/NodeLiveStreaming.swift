@@ -84,7 +84,7 @@ extension Node {
                 try core.liveStreams.open(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
             }
             try encoder.start()
-            _ = try await withRoom(room) { r, _, _ in r.liveStream.confirmed(id: id) }
+            _ = try await withRoom(room) { r, _, _ in r.liveStream.launched(id: id) }
         } catch {
             await endStream(room: room, id: id, reason: nil)
             _ = try? await withRoom(room) { r, _, _ in r.liveStream.startFailed(id: id) }

@@ -1,4 +1,5 @@
 import Foundation
+import NodeIO
 import WebRTCEdge
 
 /// The TCP connections a process has made, read from /proc: its descriptors that are sockets
@@ -7,8 +8,8 @@ import WebRTCEdge
 /// URL's host itself, after the node checked it: a name that resolved to a public address for the node and
 /// to a private one for FFmpeg (DNS rebinding) is caught here, on the address FFmpeg actually reached.
 ///
-/// Each call reports the connections not reported before; the tables are read only when the process has a
-/// socket not seen yet (a node with many ICE-TCP connections has long tables).
+/// Each call reports the connections not reported before; the tables are read (whole: `ProcFile`) only when
+/// the process has a socket not seen yet (a node with many ICE-TCP connections has long tables).
 struct EncoderConnections {
     let pid: Int32
     private var seen: Set<UInt64> = []
@@ -21,7 +22,7 @@ struct EncoderConnections {
         guard !fresh.isEmpty else { return [] }
         var out: [TransportAddress] = []
         for table in ["tcp", "tcp6"] {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/net/\(table)", encoding: .utf8) else { continue }
+            guard let text = ProcFile.read("/proc/\(pid)/net/\(table)") else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 guard let entry = Self.entry(line), fresh.contains(entry.inode), let remote = entry.remote else { continue }
                 seen.insert(entry.inode)

@@ -24,7 +24,10 @@ silence "$work/silence5.wav" 5  # Bob's page switches his microphone off once jo
 sox "$work/silence5.wav" $(for _ in 1 2 3 4 5 6 7 8; do echo "$work/speech2.wav"; done) "$work/bob.wav"
 sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/alice.wav"
 private_netns sfu-browser-$$ "$work"
-ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" > "$work/demo.log" 2>&1 &
+# streaming.rtmp_hosts: the live streaming test's nginx-rtmp is on loopback, which a moderator's URL may reach
+# only when the operator lists it.
+ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" \
+  --set 'streaming.rtmp_hosts=["127.0.0.1:1935"]' > "$work/demo.log" 2>&1 &
 demo_pid=$!
 wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"

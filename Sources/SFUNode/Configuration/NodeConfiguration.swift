@@ -105,7 +105,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     public static let table: [ConfigKey] = [
         .int("workers", 0...256, \.workers, "worker threads, 0 = one per core"),
         .addresses("api.listen", \.apiListen, \.apiListenAlso, "control API address (host:port), or one IPv4 and one IPv6 address"),
-        ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback",
+        ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback. Give it in the file or SFU_API_KEY, not --set: a command line is readable by every local user",
                   expected: "a string", current: { .string($0.apiKey ?? "") },
                   store: { c, v in
                       guard case .string(let k) = v else { return false }
@@ -177,7 +177,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .choice("log.level", ["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel, "how much the node logs"),
         .choice("log.format", ["text", "json"], \.logFormat, "text (key=value metadata) or json (one object per line)"),
         .int("ice.consent_seconds", 3...600, \.consentSeconds, "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
-        .string("cluster.registry", \.clusterRegistry, "postgres://user@host/db of the cluster registry; empty: one node, no database"),
+        .string("cluster.registry", \.clusterRegistry,
+                "postgres://user@host/db of the cluster registry; empty: one node, no database. With a password in it: in the file or SFU_CLUSTER_REGISTRY, not --set"),
         .string("cluster.node_id", \.clusterNodeID, "this node's id in the registry; empty: the host name"),
         .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
         .string("cluster.control_url", \.clusterControlURL, "the control API URL signaling servers are sent to; empty: http://<api.listen>"),

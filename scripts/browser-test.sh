@@ -26,8 +26,10 @@ sox "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" "$work/speech.wav" 
 private_netns sfu-browser-$$ "$work"
 # Who moderates is the signaling server's decision: the tests' moderators join with this key (Tests/Browser/demo_test.py).
 export SFU_DEMO_MODERATOR_KEY=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# streaming.rtmp_hosts: the live streaming test's nginx-rtmp is on loopback, which a moderator's URL may reach
+# only when the operator lists it.
 ip netns exec "$ns" "$sfu" demo --set workers=1 --set recording.directory="$work/recordings" --moderator-key "$SFU_DEMO_MODERATOR_KEY" \
-  > "$work/demo.log" 2>&1 &
+  --set 'streaming.rtmp_hosts=["127.0.0.1:1935"]' > "$work/demo.log" 2>&1 &
 demo_pid=$!
 wait_for_url http://127.0.0.1:8000/
 echo "== three headless Chromium browsers on the demo page: dominant speaker, slots, hard mute, renegotiation, ICE restart, lecture floor"

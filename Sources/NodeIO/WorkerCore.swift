@@ -156,11 +156,12 @@ public final class WorkerCore {
         schedule.add(room)
     }
 
-    /// Destroys a room: its participants are told they left, its transports are closed (DTLS close_notify).
-    public func destroyRoom(_ name: String, now: MonoTime) {
+    /// Destroys a room: its participants are told they left, its transports are closed (DTLS close_notify);
+    /// `reason` is what its recording and live stream are told (`Room.destroy`).
+    public func destroyRoom(_ name: String, now: MonoTime, reason: String = "room destroyed") {
         guard let room = rooms.removeValue(forKey: name) else { return }
         schedule.remove(room)
-        room.destroy(now: now)
+        room.destroy(now: now, reason: reason)
         outbox.retiredEvents.append((name, room.drainEvents()))
         retired.add(room.counters)
         relays.closeAll(of: room)
@@ -168,9 +169,9 @@ public final class WorkerCore {
         for t in transports.values where t.session?.room === room { forget(t, notify: true) }
     }
 
-    /// Destroys every room (the worker stops).
-    public func destroyAllRooms(now: MonoTime) {
-        for name in Array(rooms.keys) { destroyRoom(name, now: now) }
+    /// Destroys every room (the worker stops: `reason` "node stopped").
+    public func destroyAllRooms(now: MonoTime, reason: String = "node stopped") {
+        for name in Array(rooms.keys) { destroyRoom(name, now: now, reason: reason) }
     }
 
     /// Transports of this worker's sessions (what `/metrics` calls connections).

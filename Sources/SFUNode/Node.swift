@@ -143,15 +143,17 @@ public final class Node: Sendable {
     public func stop() {
         pump.withLock { $0?.cancel(); $0 = nil }
         pumpWake.withLock { $0?.finish(); $0 = nil }
+        // Every encoder told first (SIGTERM: each FFmpeg ends its RTMP stream while the rest stops), and waited
+        // for last, all within one `LiveEncoder.stopGrace`.
+        let streams = LiveEncoder.beginStop(encoders.withLock { e in defer { e.removeAll() }; return Array(e.values) })
         // Rooms first, on every worker while all run: a room's transports hosted by another worker are
-        // released there (DTLS close_notify) before that worker stops.
+        // released there (DTLS close_notify) before that worker stops. Each recording and live stream is told
+        // off ("node stopped") with the room.
         for w in workers where w.isRunning { try? w.performAndWait { core, now in core.destroyAllRooms(now: now) } }
         for w in workers { w.stop() }
         // Every file closed playable and every manifest written, after the rooms queued their last packets.
         recorder.shutdown()
-        // Every encoder told at once, then each waited for (at most 5 s each).
-        let all = encoders.withLock { e in defer { e.removeAll() }; return Array(e.values) }
-        DispatchQueue.concurrentPerform(iterations: all.count) { all[$0].stop() }
+        LiveEncoder.finishStop(streams)
         failureTask.withLock { $0?.cancel(); $0 = nil }
         pumpEvents()
         events.finish()

@@ -232,7 +232,10 @@ public final class RecordingWriter: @unchecked Sendable {
         if configuration.maxRoomBytes > 0, let used = roomBytes[room], used >= configuration.maxRoomBytes {
             throw BeginError.capReached("room \(room)'s recordings take \(used) of \(configuration.maxRoomBytes) bytes")
         }
-        let dir = configuration.directory + "/" + Self.safeName(room) + "/" + Self.safeName(id)
+        guard let roomName = Self.safeName(room), let idName = Self.safeName(id) else {
+            throw BeginError.directory("room \(room.prefix(64)) or recording \(id.prefix(64)) is too long for a directory name")
+        }
+        let dir = configuration.directory + "/" + roomName + "/" + idName
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         } catch {
@@ -355,7 +358,8 @@ public final class RecordingWriter: @unchecked Sendable {
 
     private func uniqueName(for info: RecordedStream, in r: Recording) -> String {
         let kind = info.codec.kind == .audio ? "audio" : (info.source ?? .camera).rawValue
-        let base = Self.safeName(info.participant) + "_" + kind
+        // A name too long for a file is "participant" (the manifest names whose file it is).
+        let base = (Self.safeName(info.participant) ?? "participant") + "_" + kind
         let ext = MediaFile.container(for: info.codec).fileExtension
         var name = base + "." + ext
         var n = 2

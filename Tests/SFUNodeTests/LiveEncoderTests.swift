@@ -86,6 +86,15 @@ import Testing
             """)
     }
 
+    /// An encoder running `exe` for `url`, allowed to connect as `rule` says (by default: 127.0.0.1, any
+    /// port: a test's stand-in).
+    static func encoder(_ exe: String, url: String, rule: OutboundRule = OutboundRule(entries: [], defaultPorts: [], key: "test"),
+                        onRestart: @escaping @Sendable (String) -> Void = { _ in },
+                        onGiveUp: @escaping @Sendable (String) -> Void = { _ in }) throws -> LiveEncoder {
+        try LiveEncoder(id: "live-test", sdp: "v=0\r\n", sdpPath: NSTemporaryDirectory() + "sfu-live-test-\(UUID().uuidString).sdp",
+                        arguments: [], target: try #require(RTMPTarget(url)), rule: rule, executable: exe, onRestart: onRestart, onGiveUp: onGiveUp)
+    }
+
     /// A shell script at a fresh temporary path, executable.
     static func script(_ body: String) throws -> String {
         let path = NSTemporaryDirectory() + "sfu-test-ffmpeg-\(UUID().uuidString).sh"
@@ -100,9 +109,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: exe); try? FileManager.default.removeItem(atPath: gate) }
         let asks = Atomic<Int>(0)
         let up = Mutex<[Int]>([])
-        let encoder = try LiveEncoder(id: "live-test", sdp: "v=0\r\n", sdpPath: NSTemporaryDirectory() + "sfu-live-test-\(UUID().uuidString).sdp",
-                                      arguments: [], url: "rtmp://127.0.0.1/live/key", executable: exe,
-                                      onRestart: { _ in }, onGiveUp: { _ in })
+        let encoder = try Self.encoder(exe, url: "rtmp://127.0.0.1/live/key")
         encoder.onNeedsKeyframe = { asks.add(1, ordering: .relaxed) }
         encoder.onPictureUp = { _, n in up.withLock { $0.append(n) } }
         try encoder.start()
@@ -132,9 +139,7 @@ import Testing
             """)
         defer { try? FileManager.default.removeItem(atPath: exe) }
         let reasons = Mutex<[String]>([])
-        let encoder = try LiveEncoder(id: "live-test", sdp: "v=0\r\n", sdpPath: NSTemporaryDirectory() + "sfu-live-test-\(UUID().uuidString).sdp",
-                                      arguments: [], url: "rtmp://127.0.0.1/live/secret-key", executable: exe,
-                                      onRestart: { why in reasons.withLock { $0.append(why) } }, onGiveUp: { _ in })
+        let encoder = try Self.encoder(exe, url: "rtmp://127.0.0.1/live/secret-key", onRestart: { why in reasons.withLock { $0.append(why) } })
         try encoder.start()
         while reasons.withLock({ $0 }).isEmpty { try await Task.sleep(for: .milliseconds(50)) }
         encoder.stop()

@@ -150,8 +150,13 @@ import Testing
         #expect(h.events.contains { $0.1 == .recording(on: true, id: "auto", by: nil, reason: nil) })
         var members = [try h.join("A", audioSlots: 1)]
         Self.talk(h, &members, frames: 25)
-        // A participant who publishes after the start is recorded too; the room's end closes every stream.
+        // A participant who publishes after the start is recorded too; the room's end closes every stream, and
+        // tells everyone the recording is off (docs/recording.md: reason "room destroyed") before the room's end.
         h.room.destroy(now: h.now)
+        h.flush()
+        let end = h.events.suffix(3).map(\.1)
+        #expect(end.contains(.recording(on: false, id: "auto", by: nil, reason: "room destroyed")), "\(end)")
+        #expect(end.last == .roomDestroyed)
         w.drainQueues()
         let m = try #require(w.complete(id: "auto", reason: "room destroyed"))
         #expect(m.streams.count == 1 && m.streams[0].closed && m.streams[0].frames == 25)

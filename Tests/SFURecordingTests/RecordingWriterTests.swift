@@ -109,10 +109,31 @@ import Testing
     }
 
     @Test func namesFromClientsCannotLeaveTheRecordingsDirectory() {
-        #expect(RecordingWriter.safeName("../../etc") == ".._.._etc")
-        #expect(RecordingWriter.safeName("..") == "_..")
-        #expect(RecordingWriter.safeName("") == "_")
-        #expect(RecordingWriter.safeName("a/b\u{0}c é") == "a_b_c__")
-        #expect(RecordingWriter.safeName(String(repeating: "x", count: 300)).count == 64)
+        #expect(RecordingWriter.safeName("../../etc") == "%2E.%2F..%2Fetc")
+        #expect(RecordingWriter.safeName("..") == "%2E.")
+        #expect(RecordingWriter.safeName(".hidden") == "%2Ehidden")
+        #expect(RecordingWriter.safeName("") == nil)
+        #expect(RecordingWriter.safeName("a/b\u{0}c é") == "a%2Fb%00c%20%C3%A9")
+        #expect(RecordingWriter.safeName(String(repeating: "x", count: 300)) == nil, "too long for a file name: refused, not cut")
+    }
+
+    /// Issue 40: rooms `r:1`, `r+1`, `r@1`, `r~1` and `r_1` (all valid ids) recorded into one directory, `r_1`,
+    /// while each room's byte cap was its own. Each room now has a directory of its own, and a room's cap
+    /// counts what is in its directory.
+    @Test func roomsWhoseNamesDifferRecordIntoDirectoriesOfTheirOwn() throws {
+        let dir = NSTemporaryDirectory() + "sfu-names-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let w = RecordingWriter(configuration: .init(directory: dir, maxRoomBytes: 4000))
+        let q = w.makeQueue(worker: 0)
+        let rooms = ["r:1", "r+1", "r@1", "r~1", "r_1", "R_1"]
+        let dirs = try rooms.enumerated().map { try w.prepare(id: "rec-\($0.offset)", room: $0.element) }
+        #expect(Set(dirs.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }).count == rooms.count, "\(dirs)")
+        // r:1 fills its cap (4000 bytes); r_1 still starts: the cap and the directory are the same room's.
+        _ = Self.feed(q, recording: "rec-0", room: "r:1", participant: "A", count: 40, bytes: 200)
+        w.drainQueues()
+        #expect(throws: RecordingWriter.BeginError.self) { try w.prepare(id: "again", room: "r:1") }
+        #expect(throws: Never.self) { try w.prepare(id: "other", room: "r_1") }
+        let listed = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        #expect(listed == ["R_1", "r%2B1", "r%3A1", "r%401", "r%7E1", "r_1"])
     }
 }

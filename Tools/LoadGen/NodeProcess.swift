@@ -16,9 +16,10 @@ public final class NodeProcess: @unchecked Sendable {
 
     /// Starts the node and waits until it answers `/healthz`.
     /// `host`: the address its control API and media listen on; `netns`: a network namespace to run it in
-    /// (`ip netns exec`, which execs: the process is the node's); `key`: its API key (needed beyond loopback).
+    /// (`ip netns exec`, which execs: the process is the node's); `key`: its API key (needed beyond loopback);
+    /// `log`: a file for its standard output and error (else this process's).
     public init(workers: Int, cores: String? = nil, extra: [String] = [], extraForPort: (UInt16) -> [String] = { _ in [] },
-                host: String = "127.0.0.1", netns: String? = nil, key: String? = nil) async throws {
+                host: String = "127.0.0.1", netns: String? = nil, key: String? = nil, log: String? = nil) async throws {
         let apiPort = try Self.freePort()
         let extra = extra + extraForPort(apiPort) + (key.map { ["--set", "api.key=\($0)"] } ?? [])
         let binary = Self.nodeBinary
@@ -39,6 +40,10 @@ public final class NodeProcess: @unchecked Sendable {
             p.executableURL = URL(fileURLWithPath: binary)
         }
         p.arguments = arguments
+        if let log, FileManager.default.createFile(atPath: log, contents: nil), let file = FileHandle(forWritingAtPath: log) {
+            p.standardOutput = file
+            p.standardError = file
+        }
         try p.run()
         process = p
         let base = URL(string: "http://\(host):\(apiPort)")!

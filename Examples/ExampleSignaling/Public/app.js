@@ -281,7 +281,7 @@ function showRoster(room) {
   // The seeds' roomRecordOn / roomRecordOff: everyone sees that the session is recorded.
   demo.recording = room.recording || null;
   $("#room-state").textContent = [room.recording && room.recording.state === "recording" && "recording",
-    room.streaming && room.streaming.state === "streaming" && "live", room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
+    room.streaming && room.streaming.live && "live", room.locked && "locked", room.hard_muted && "room muted", `pins: ${room.pinned.map(nameOf).join(", ") || "none"}`,
     waiting.length && `waiting to enter: ${waiting.join(", ")}`]
     .filter(Boolean).join(" · ");
   const list = $("#roster");

@@ -93,3 +93,18 @@ int sfu_tcp_connect(const sfu_address *remote, sfu_address *local);
 /// the soft limit in force after, or -errno.
 long sfu_raise_descriptor_limit(void);
 #endif
+
+#ifndef SFU_CNODEIO_SPAWN
+#define SFU_CNODEIO_SPAWN
+/// Starts the program at `path` with `argv` and `envp` (each NULL-terminated) as a child of its own: standard
+/// input, output and error on `fd0`, `fd1`, `fd2` (-1: /dev/null), every other descriptor closed, an empty
+/// signal mask and every signal at its default action (the calling thread's mask and the node's ignored
+/// signals are not inherited), in a process group of its own. Returns the pid, or -errno.
+int sfu_spawn(const char *path, char *const argv[], char *const envp[], int fd0, int fd1, int fd2);
+/// Blocks until child `pid` has exited, without reaping it (its pid stays taken until `sfu_child_reap`).
+/// Returns 0 or -errno.
+int sfu_child_wait(int pid);
+/// Reaps child `pid`, which has exited: `*signaled` is 1 when a signal ended it (`*code` the signal), else 0
+/// (`*code` its exit status). Returns 0, or -errno.
+int sfu_child_reap(int pid, int *signaled, int *code);
+#endif

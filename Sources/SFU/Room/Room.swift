@@ -197,9 +197,10 @@ public final class Room {
         effects.events.append(.participantState(participant: p.id, state: .left, reason: reason))
     }
 
-    /// Ends the room: every participant leaves (reason "room destroyed"), then `roomDestroyed`. The node closes
+    /// Ends the room: every participant leaves (reason "room destroyed"), a recording and a live stream stop
+    /// (`reason`: "room destroyed", or "node stopped" when the node stops), then `roomDestroyed`. The node closes
     /// the transports (`allConnections`) and drops the room after draining these events.
-    public func destroy(now: MonoTime) {
+    public func destroy(now: MonoTime, reason: String = "room destroyed") {
         for p in participants.inOrder {
             effects.events.append(.participantState(participant: p.id, state: .left, reason: "room destroyed"))
             p.publisher?.endAll()
@@ -207,8 +208,8 @@ public final class Room {
         }
         participants.removeAll()
         tracks.removeAll()
-        recorder.end()
-        liveStream.destroy()
+        recorder.destroy(reason: reason)
+        liveStream.destroy(reason: reason)
         relays.releaseAll()
         sessions.releaseAll()
         election = TalkerElection(detector: configuration.detector, now: now)

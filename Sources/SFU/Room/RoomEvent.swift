@@ -20,10 +20,11 @@ public enum RoomEvent: Equatable, Sendable {
     /// `by` the moderator (nil: the room's auto_recording started it, or it stopped by itself - `reason` says
     /// why: the room ended, a full disk, a cap).
     case recording(on: Bool, id: String, by: String?, reason: String?)
-    /// Live streaming on or off (EnableX didAckStartStreaming / didAckStopStreaming and
-    /// didStreamingNotification): `by` the moderator, `reason` why it stopped when no moderator stopped it (the
-    /// encoder gave up, the room ended).
-    case streaming(on: Bool, id: String, by: String?, reason: String?)
+    /// A live stream's state (EnableX didAckStartStreaming / didAckStopStreaming and didStreamingNotification):
+    /// `starting` once its encoder runs and again when the encoder restarts (`reason`: the exit), `on` once the
+    /// encoder's output is open at the RTMP server, `off` when it stops, `failed` when it stops without a
+    /// moderator asking (`reason`: the encoder gave up, a refused connection). `by` the moderator.
+    case streaming(state: StreamingState, id: String, by: String?, reason: String?)
     /// Verify mode: what the client claims in the level extension disagrees with what the server decodes.
     case levelMismatch(participant: String, meanDifferenceDb: Double)
     /// The room is gone; every participant was disconnected (each also gets `participantState(.left)`).
@@ -32,6 +33,10 @@ public enum RoomEvent: Equatable, Sendable {
     /// relays, its ranking or its moderation may have changed - the node's relays look now rather than at
     /// their next pass (a talker's stream described to the peer before its first packets arrive there).
     case relaysChanged
+
+    public enum StreamingState: String, Sendable, Equatable {
+        case starting, on, off, failed
+    }
 
     public struct Talker: Equatable, Sendable {
         public var participant: String

@@ -7,7 +7,9 @@
 /// shell sends each slot's packets to the encoder's port for it (`WorkerLiveStreams`).
 ///
 /// Start and stop take two steps, as recording does: the request moves the stream to `starting` or `stopping`
-/// (a second request meanwhile is refused with the seeds' 5121 or 5123), and the node completes it.
+/// (a second request meanwhile is refused with the seeds' 5121 or 5123), and the node completes it. A stream
+/// in `streaming` is told `starting` while its encoder connects and `on` once the encoder's output is open
+/// (`live`): what everyone hears is what the RTMP server has, not that a process was launched.
 ///
 /// Owns the stream's state; the room owns membership and the connection table, which it lends through the
 /// few calls below (`Room.requireModerator`, `RoomSessions.adopt`, `RoomSessions.drop`).
@@ -20,6 +22,8 @@ public final class RoomLiveStream {
         public var startedBy: String
         public var stoppedBy: String?
         public var since: MonoTime
+        /// The encoder's output is open: the stream is live at the RTMP server.
+        public var live = false
     }
 
     /// Payload types of the stream's slots (what the encoder's SDP names).
@@ -32,7 +36,7 @@ public final class RoomLiveStream {
     /// its participant unowned (the roster owns everyone else's).
     private var holder: Participant?
     private var conn: Connection?
-    /// Everyone was told it is on (the encoder started): an off is told too.
+    /// Everyone was told it is starting (the encoder runs): an off is told too.
     private var announced = false
 
     init(room: Room) { self.room = room }
@@ -94,11 +98,21 @@ public final class RoomLiveStream {
         return slots
     }
 
-    /// The encoder runs: everyone is told the session is live.
-    public func confirmed(id: String) {
+    /// The encoder runs: everyone is told the stream is starting.
+    public func launched(id: String) {
         guard let s = status_, s.id == id, s.phase == .streaming, !announced else { return }
         announced = true
-        room.effects.events.append(.streaming(on: true, id: id, by: s.startedBy, reason: nil))
+        room.effects.events.append(.streaming(state: .starting, id: id, by: s.startedBy, reason: nil))
+    }
+
+    /// The encoder's output opened: everyone is told the session is live (again, after a restart). Told
+    /// `starting` first if that has not reached the room yet (the node's two calls race).
+    public func live(id: String) {
+        guard var s = status_, s.id == id, s.phase == .streaming, !s.live else { return }
+        launched(id: id)
+        s.live = true
+        status_ = s
+        room.effects.events.append(.streaming(state: .on, id: id, by: s.startedBy, reason: nil))
     }
 
     /// The node could not start the encoder: the room is as before.
@@ -127,20 +141,24 @@ public final class RoomLiveStream {
         return (s.id, cid)
     }
 
-    /// The encoder stopped (asked to, or for good: `reason` says why): the room streams nothing and says so.
-    /// Returns the stream's connection (the worker stops routing it), nil when `id` is not this room's stream.
+    /// The encoder stopped (asked to, or for good: `reason` says why, `failed` when no one asked): the room
+    /// streams nothing and says so. Returns the stream's connection (the worker stops routing it), nil when
+    /// `id` is not this room's stream.
     @discardableResult
-    public func stopped(id: String, reason: String? = nil) -> ConnectionID? {
+    public func stopped(id: String, reason: String? = nil, failed: Bool = false) -> ConnectionID? {
         guard let s = status_, s.id == id else { return nil }
         let cid = conn?.id
-        end(reason: reason)
+        end(failed ? .failed : .off, reason: reason)
         return cid
     }
 
-    /// The encoder restarted (its exit's reason): everyone is told, the stream goes on.
+    /// The encoder restarts (its exit's reason): everyone is told the stream is starting again, until its
+    /// output is open again.
     public func notice(id: String, reason: String) {
-        guard let s = status_, s.id == id, s.phase == .streaming else { return }
-        room.effects.events.append(.streaming(on: true, id: id, by: nil, reason: reason))
+        guard var s = status_, s.id == id, s.phase == .streaming, announced else { return }
+        s.live = false
+        status_ = s
+        room.effects.events.append(.streaming(state: .starting, id: id, by: nil, reason: reason))
     }
 
     /// The encoder (re)started and cannot show a picture before a key frame: the video slot's source is asked
@@ -182,11 +200,13 @@ public final class RoomLiveStream {
         }
     }
 
-    /// The room ends: the stream's slots let go, nothing is told (the room's end is).
-    func destroy() {
+    /// The room ends (`reason`: why): the stream's slots let go, and a stream everyone was told of is told off
+    /// before the room's end is.
+    func destroy(reason: String) {
         conn?.subscriber?.unbind()
         conn = nil
         holder = nil
+        if let s = status_, announced { room.effects.events.append(.streaming(state: .off, id: s.id, by: s.stoppedBy, reason: reason)) }
         status_ = nil
         announced = false
     }
@@ -197,19 +217,19 @@ public final class RoomLiveStream {
         room.sessions.drop(c)
     }
 
-    /// The stream is over: its connection goes, and an announced stream is told off.
-    private func end(reason: String?) {
+    /// The stream is over: its connection goes, and an announced stream is told `state`.
+    private func end(_ state: RoomEvent.StreamingState, reason: String?) {
         guard let s = status_ else { return }
         releaseConnection()
         conn = nil
         holder = nil
         status_ = nil
-        if announced { room.effects.events.append(.streaming(on: false, id: s.id, by: s.stoppedBy, reason: reason)) }
+        if announced { room.effects.events.append(.streaming(state: state, id: s.id, by: s.stoppedBy, reason: reason)) }
         announced = false
     }
 
     private func abandonStaleStep(now: MonoTime) {
         guard let s = status_, s.phase != .streaming, now - s.since > RoomRecording.stepTimeout else { return }
-        end(reason: "stop not confirmed")
+        end(.off, reason: "stop not confirmed")
     }
 }

@@ -132,7 +132,17 @@ public final class RoomRecording {
         }
     }
 
-    /// Nothing is recorded any more, and nothing is told (the room ends, or the caller tells).
+    /// The room ends (`reason`: why): nothing is recorded any more, and a recording everyone was told of (on,
+    /// or stopping) is told off before the room's end is (docs/recording.md: reason "room destroyed"). One still
+    /// starting was never told; the node finishes its files.
+    func destroy(reason: String) {
+        if let s = status_, s.phase != .starting {
+            room.effects.events.append(.recording(on: false, id: s.id, by: s.stoppedBy, reason: reason))
+        }
+        end()
+    }
+
+    /// Nothing is recorded any more, and nothing is told (the caller tells).
     func end() {
         closeAll()
         status_ = nil

@@ -73,26 +73,31 @@ struct RoomState: JSONFields {
         var id: String
         var state: String
         var startedBy: String?
+        /// A live stream's only: its encoder's output is open (the stream is live at the RTMP server).
+        var live: Bool?
         init(_ r: RoomRecording.Status) {
             id = r.id
             state = r.phase.rawValue
             startedBy = r.startedBy
         }
-        /// A live stream's state has the same shape (`state`: starting, streaming, stopping).
+        /// A live stream's state has the same shape (`state`: starting, streaming, stopping), and `live`.
         init(_ l: RoomLiveStream.Status) {
             id = l.id
             state = l.phase.rawValue
             startedBy = l.startedBy
+            live = l.live
         }
-        enum CodingKeys: String, CodingKey { case id, state, startedBy = "started_by" }
+        enum CodingKeys: String, CodingKey { case id, state, startedBy = "started_by", live }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(id, forKey: .id)
+            try c.encodeIfPresent(live, forKey: .live)
             try c.encode(startedBy, forKey: .startedBy)
             try c.encode(state, forKey: .state)
         }
         func writeFields(_ w: inout JSONWriter) {
             w.field("id", id)
+            if let live { w.field("live", live) }
             w.field("started_by", startedBy)
             w.field("state", state)
         }

@@ -46,9 +46,11 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Where recordings are written (`<directory>/<room>/<recording>/`), relative to the working directory
     /// unless absolute.
     public var recordingDirectory = "recordings"
-    /// The hosts live streams may be pushed to (RTMP servers, CDN ingest names); empty: any. A node pushes
-    /// where a moderator's URL says: an operator who does not want it to reach any host lists them.
+    /// The hosts live streams may be pushed to (RTMP servers, CDN ingest names, `host` or `host:port`); empty:
+    /// any public address on port 1935 or 443. A node pushes where a moderator's URL says: `streamingRule`.
     public var streamingRTMPHosts: [String] = []
+    /// The FFmpeg live streams run.
+    public var streamingFFmpeg = "/usr/bin/ffmpeg"
     /// Megabytes all recordings in the directory may take on this node, and one room's; 0: no cap.
     public var recordingNodeCapMB = 0
     public var recordingRoomCapMB = 0
@@ -96,11 +98,16 @@ public struct NodeConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    /// Where a live stream's RTMP URL may point (`streaming.rtmp_hosts`).
+    public var streamingRule: OutboundRule {
+        OutboundRule(entries: streamingRTMPHosts.compactMap(OutboundRule.Entry.init), defaultPorts: [1935, 443], key: "streaming.rtmp_hosts")
+    }
+
     /// Every key, defined once (see `ConfigKey`), in the order the printed file and the docs list them.
     public static let table: [ConfigKey] = [
         .int("workers", 0...256, \.workers, "worker threads, 0 = one per core"),
         .addresses("api.listen", \.apiListen, \.apiListenAlso, "control API address (host:port), or one IPv4 and one IPv6 address"),
-        ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback",
+        ConfigKey(name: "api.key", help: "bearer key for the control API; required to listen beyond loopback. Give it in the file or SFU_API_KEY, not --set: a command line is readable by every local user",
                   expected: "a string", current: { .string($0.apiKey ?? "") },
                   store: { c, v in
                       guard case .string(let k) = v else { return false }
@@ -155,9 +162,10 @@ public struct NodeConfiguration: Sendable, Equatable {
         .scaled("talkers.onset_pause_ms", 20...2_000,
                 "quiet shorter than this stays in the utterance a slot sends first (longer: the utterance starts after it), ms",
                 get: { Int($0.roomOnsetPause.milliseconds) }, set: { $0.roomOnsetPause = .milliseconds(Int64($1)) }),
-        .list("streaming.rtmp_hosts", of: "host names or addresses", \.streamingRTMPHosts,
-              "the only hosts a live stream's rtmp_url may name (others: 5125); empty: any",
-              valid: { !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }),
+        .list("streaming.rtmp_hosts", of: "host names or addresses, each with :port or not", \.streamingRTMPHosts,
+              "the only hosts a live stream's rtmp_url may name (others: 5125), on ports 1935 and 443 or the port listed (host:port), at any address; empty: any host at a public address (no loopback, private, link-local or unique-local one) on port 1935 or 443",
+              valid: { OutboundRule.Entry($0) != nil }),
+        .string("streaming.ffmpeg", \.streamingFFmpeg, "the FFmpeg executable live streams run"),
         .string("recording.directory", \.recordingDirectory, "where recordings are written: <directory>/<room>/<recording>/"),
         .int("recording.node_cap_mb", 0...100_000_000, \.recordingNodeCapMB,
              "megabytes all recordings in the directory may take (a recording stops when it would pass); 0: no cap"),
@@ -171,7 +179,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .choice("log.level", ["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel, "how much the node logs"),
         .choice("log.format", ["text", "json"], \.logFormat, "text (key=value metadata) or json (one object per line)"),
         .int("ice.consent_seconds", 3...600, \.consentSeconds, "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
-        .string("cluster.registry", \.clusterRegistry, "postgres://user@host/db of the cluster registry; empty: one node, no database"),
+        .string("cluster.registry", \.clusterRegistry,
+                "postgres://user@host/db of the cluster registry; empty: one node, no database. With a password in it: in the file or SFU_CLUSTER_REGISTRY, not --set"),
         .string("cluster.node_id", \.clusterNodeID, "this node's id in the registry; empty: the host name"),
         .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
         .string("cluster.control_url", \.clusterControlURL,

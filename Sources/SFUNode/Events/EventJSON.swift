@@ -185,9 +185,13 @@ enum EventPayload: Encodable, Sendable {
             case .recording(let on, let id, let by, let reason):
                 // The seeds' roomRecordOn / roomRecordOff message, and who or what turned it on or off.
                 try Self.encodeSwitch(&c, on: on, id: id, idKey: .recording, by: by, reason: reason, msg: "Room Recording")
-            case .streaming(let on, let id, let by, let reason):
+            case .streaming(let state, let id, let by, let reason):
                 // The seeds' didAckStartStreaming / didAckStopStreaming and didStreamingNotification.
-                try Self.encodeSwitch(&c, on: on, id: id, idKey: .stream, by: by, reason: reason, msg: "Streaming")
+                try c.encode(state.rawValue, forKey: .state)
+                try c.encode(id, forKey: .stream)
+                try c.encode(by, forKey: .by)
+                try c.encode(reason, forKey: .reason)
+                try c.encode("Streaming " + state.rawValue.prefix(1).uppercased() + state.rawValue.dropFirst(), forKey: .msg)
             case .levelMismatch(let participant, let difference):
                 try c.encode(participant, forKey: .participant)
                 try c.encode((difference * 10).rounded() / 10, forKey: .meanDifferenceDb)

@@ -54,12 +54,18 @@ struct EncoderPictureWatch {
     }
 }
 
-/// FFmpeg's `-progress` output, read as it comes: blocks of `key=value` lines, one block per stats period.
-/// Only `frame=` matters here. A line longer than `maxLine` bytes is not FFmpeg's; it is skipped whole.
+/// FFmpeg's `-progress` output, read as it comes: blocks of `key=value` lines, one block per stats period,
+/// each ending with `progress=continue` (or `progress=end`). `frame=` gives the pictures out; the first block
+/// says the output is open - FFmpeg opens its output (for RTMP: connect, handshake, the server's answer to
+/// `publish`) before its first report, and a server that refuses or never answers leaves it without any. A
+/// line longer than `maxLine` bytes is not FFmpeg's; it is skipped whole.
 struct FFmpegProgressReader {
     static let maxLine = 256
     private var line: [UInt8] = []
     private var skipping = false
+    /// Complete blocks read so far.
+    private(set) var reports = 0
+    private static let blockEnd = Array("progress=".utf8)
 
     init() { line.reserveCapacity(Self.maxLine) }
 
@@ -69,6 +75,7 @@ struct FFmpegProgressReader {
         for b in bytes {
             if b == UInt8(ascii: "\n") {
                 if !skipping, let n = Self.frameCount(line) { out.append(n) }
+                if !skipping, line.starts(with: Self.blockEnd) { reports += 1 }
                 line.removeAll(keepingCapacity: true)
                 skipping = false
             } else if !skipping {

@@ -17,24 +17,29 @@ extension Node {
             self.viewURL = viewURL
         }
 
-        /// 5125 unless `rtmpURL` is an rtmp:// or rtmps:// URL with a host (and `viewURL`, given, an http(s)
-        /// one), at most 2048 characters, printable, without spaces.
-        func check(allowedHosts: [String] = []) throws {
-            func url(_ s: String, schemes: Set<String>) -> Bool {
-                guard s.count <= 2048, s.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
-                      let u = URLComponents(string: s), let scheme = u.scheme?.lowercased(), schemes.contains(scheme),
-                      let host = u.host, !host.isEmpty else { return false }
-                return true
-            }
-            guard url(rtmpURL, schemes: ["rtmp", "rtmps"]) else {
+        /// The RTMP URL's target; 5125 unless `rtmpURL` is an rtmp:// or rtmps:// URL with a host (and
+        /// `viewURL`, given, an http(s) one), at most 2048 characters, printable, without spaces, whose host and
+        /// port `rule` allows. Its addresses are checked later (`resolve`), once a moderator asked.
+        func check(rule: OutboundRule) throws -> RTMPTarget {
+            guard let target = RTMPTarget(rtmpURL) else {
                 throw APIError(.badRequest, code: 5125, "invalid stream configuration: rtmp_url must be an rtmp:// or rtmps:// URL with a host")
             }
-            if !allowedHosts.isEmpty, let host = URLComponents(string: rtmpURL)?.host?.lowercased(),
-               !allowedHosts.contains(where: { $0.lowercased() == host }) {
-                throw APIError(.badRequest, code: 5125, "invalid stream configuration: \(host) is not among streaming.rtmp_hosts")
+            if let v = viewURL {
+                guard v.count <= 2048, v.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
+                      let u = URLComponents(string: v), ["http", "https"].contains(u.scheme?.lowercased()), !(u.host ?? "").isEmpty else {
+                    throw APIError(.badRequest, code: 5125, "invalid stream configuration: view_url must be an http(s) URL")
+                }
             }
-            if let v = viewURL, !url(v, schemes: ["http", "https"]) {
-                throw APIError(.badRequest, code: 5125, "invalid stream configuration: view_url must be an http(s) URL")
+            do { try rule.check(host: target.host, port: target.port) } catch {
+                throw APIError(.badRequest, code: 5125, "invalid stream configuration: rtmp_url: \(error)")
+            }
+            return target
+        }
+
+        /// 5125 unless every address `target`'s host resolves to is one `rule` allows (`CheckedResolver`).
+        static func resolve(_ target: RTMPTarget, rule: OutboundRule) async throws {
+            do { _ = try await CheckedResolver.resolve(target.host, port: target.port, rule: rule) } catch {
+                throw APIError(.badRequest, code: 5125, "invalid stream configuration: rtmp_url: \(error)")
             }
         }
     }
@@ -45,10 +50,13 @@ extension Node {
     /// Starts streaming `room` to `config.rtmpURL`: the room's slots, the encoder's ports and SDP, FFmpeg.
     /// Returns the stream's id.
     public func startStreaming(room: String, by: String, _ config: StreamingConfiguration) async throws -> String {
-        try config.check(allowedHosts: configuration.streamingRTMPHosts)
+        let rule = configuration.streamingRule
+        let target = try config.check(rule: rule)
         let id = "live-" + Self.newRecordingID().dropFirst(4)
         try await withRoom(room) { r, _, now in try r.liveStream.requestStart(id: id, by: by, now: now) }
         do {
+            // Only for a moderator's request: nobody else makes the node look names up.
+            try await StreamingConfiguration.resolve(target, rule: rule)
             let audio = try await withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
             // Ports held for the stream's whole life (its restarts too): no other stream of this node gets them.
             let ports = try streamPorts.withLock { held in
@@ -60,7 +68,8 @@ extension Node {
             // The encoder is in the table before the room streams: a stop from now on finds it.
             let encoder = try LiveEncoder(
                 id: id, sdp: Self.sdp(room: room, audioSlots: audio, ports: ports), sdpPath: sdpPath,
-                arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: config.rtmpURL), url: config.rtmpURL,
+                arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: target.url), target: target, rule: rule,
+                executable: configuration.streamingFFmpeg,
                 onRestart: { [weak self] why in
                     guard let self else { return }
                     logger.warning("live stream encoder restarts", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
@@ -68,9 +77,14 @@ extension Node {
                 },
                 onGiveUp: { [weak self] why in
                     guard let self else { return }
-                    logger.error("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
-                    Task { await self.endStream(room: room, id: id, reason: "encoder gave up: \(why)") }
+                    logger.error("live stream failed", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
+                    Task { await self.endStream(room: room, id: id, reason: "encoder gave up: \(why)", failed: true) }
                 })
+            encoder.onOutputOpen = { [weak self] in
+                guard let self else { return }
+                logger.info("live stream is live", metadata: ["room": "\(room)", "stream": "\(id)", "at": "\(target.shown)"])
+                Task { _ = try? await self.withRoom(room) { r, _, _ in r.liveStream.live(id: id) } }
+            }
             encoder.onNeedsKeyframe = { [weak self] in
                 guard let self else { return }
                 Task { _ = try? await self.withRoom(room) { r, core, now in r.liveStream.needsKeyframe(id: id, now: now, into: core.batch) } }
@@ -84,7 +98,7 @@ extension Node {
                 try core.liveStreams.open(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
             }
             try encoder.start()
-            _ = try await withRoom(room) { r, _, _ in r.liveStream.confirmed(id: id) }
+            _ = try await withRoom(room) { r, _, _ in r.liveStream.launched(id: id) }
         } catch {
             await endStream(room: room, id: id, reason: nil)
             _ = try? await withRoom(room) { r, _, _ in r.liveStream.startFailed(id: id) }
@@ -103,13 +117,14 @@ extension Node {
         return id
     }
 
-    /// The encoder stops, the worker stops sending, the room forgets the stream (and says so).
-    func endStream(room: String, id: String, reason: String?) async {
+    /// The encoder stops, the worker stops sending, the room forgets the stream (and says so: `failed` when
+    /// nobody asked).
+    func endStream(room: String, id: String, reason: String?, failed: Bool = false) async {
         if let e = encoders.withLock({ $0.removeValue(forKey: id) }) { await e.stopped() }
         _ = streamPorts.withLock { $0.removeValue(forKey: id) }
         // Only this stream's connection: a late cleanup of an old stream must not end the current one.
         _ = try? await withCore(of: room) { core, _ in
-            if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason) { core.liveStreams.close(c) }
+            if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason, failed: failed) { core.liveStreams.close(c) }
         }
     }
 
@@ -130,7 +145,7 @@ extension Node {
         let mix = audioSlots > 1 ? "\(audio)amix=inputs=\(audioSlots):normalize=0:dropout_transition=0[a]" : "\(audio)anull[a]"
         let graph = "[0:v:0]scale=1280:720:force_original_aspect_ratio=decrease,pad=1280:720:(ow-iw)/2:(oh-ih)/2,fps=30,format=yuv420p[v];" + mix
         // rtmps: the server's certificate is checked against the system's CAs.
-        let tls = url.lowercased().hasPrefix("rtmps:") ? ["-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt"] : []
+        let tls = url.hasPrefix("rtmps:") ? ["-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt"] : []
         // Progress reports on standard output, twice a second: `LiveEncoder` asks for key frames until pictures come.
         return ["-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.5", "-protocol_whitelist", "file,udp,rtp",
                 // Probing stops after 1.5 s (the SDP names every codec; a picture's size comes with its first key frame).

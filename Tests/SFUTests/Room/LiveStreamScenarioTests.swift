@@ -58,10 +58,16 @@ import Testing
                                                          now: h.now, into: h.batch))
         h.flush()
         #expect(slots.map(\.codec) == [.vp8, .opus, .opus, .opus])
-        #expect(!h.events.contains { if case .streaming = $0.1 { true } else { false } }, "on only once the encoder runs")
-        h.room.liveStream.confirmed(id: "s")
+        #expect(!h.events.contains { if case .streaming = $0.1 { true } else { false } }, "told only once the encoder runs")
+        h.room.liveStream.launched(id: "s")
         h.flush()
-        #expect(h.events.contains { $0.1 == .streaming(on: true, id: "s", by: "M", reason: nil) })
+        #expect(h.events.contains { $0.1 == .streaming(state: .starting, id: "s", by: "M", reason: nil) })
+        #expect(h.room.streaming?.live == false, "starting: not live until the encoder's output is open")
+        h.room.liveStream.live(id: "s")
+        h.room.liveStream.live(id: "s")
+        h.flush()
+        #expect(h.events.filter { $0.1 == .streaming(state: .on, id: "s", by: "M", reason: nil) }.count == 1)
+        #expect(h.room.streaming?.live == true)
         #expect(code { try h.room.liveStream.requestStart(id: "t", by: "M", now: h.now) } == 5122)
         // Only A talks: A's audio reaches the stream; the slots nobody talks on send silence every 20 ms.
         Self.talk(h, &members, who: [1], frames: 50, capture: capture)
@@ -85,10 +91,41 @@ import Testing
         #expect(h.room.liveStream.stopped(id: "old") == nil, "an old stream's late cleanup ends nothing")
         #expect(h.room.liveStream.stopped(id: "s") == ConnectionID(9_999))
         h.flush()
-        #expect(h.events.contains { $0.1 == .streaming(on: false, id: "s", by: "M", reason: nil) })
+        #expect(h.events.contains { $0.1 == .streaming(state: .off, id: "s", by: "M", reason: nil) })
         #expect(h.room.streaming == nil && h.room.sessions.connection(ConnectionID(9_999)) == nil)
         capture.packets.removeAll()
         Self.talk(h, &members, who: [0, 1], frames: 10, capture: capture)
         #expect(capture.packets.isEmpty, "nothing is written for a stopped stream")
+    }
+
+    /// An encoder that restarts is starting again until its output reopens; one that gives up is `failed`; a
+    /// room destroyed while streaming tells `off` with the reason before its end (issue 40).
+    @Test func aStreamIsStartingUntilItsEncoderIsLiveAndSaysFailedOrOffWhenItEnds() throws {
+        let h = try RoomHarness(configuration: RoomConfiguration())
+        _ = try h.join("M", role: .moderator, audioSlots: 1)
+        let capture = Capture()
+        try h.room.liveStream.requestStart(id: "s", by: "M", now: h.now)
+        _ = try #require(h.room.liveStream.started(id: "s", connection: ConnectionID(9_998), egress: capture, audioSlots: 1, now: h.now, into: h.batch))
+        h.room.liveStream.launched(id: "s")
+        h.room.liveStream.live(id: "s")
+        h.room.liveStream.notice(id: "s", reason: "encoder restarted: ffmpeg exited with status 1")
+        #expect(h.room.streaming?.live == false)
+        h.room.liveStream.live(id: "s")
+        h.room.liveStream.stopped(id: "s", reason: "encoder gave up: refused connection", failed: true)
+        h.flush()
+        let states = h.events.compactMap { e -> String? in
+            guard case .streaming(let state, _, let by, let reason) = e.1 else { return nil }
+            return "\(state.rawValue) \(by ?? "-") \(reason ?? "-")"
+        }
+        #expect(states == ["starting M -", "on M -", "starting - encoder restarted: ffmpeg exited with status 1", "on M -",
+                           "failed - encoder gave up: refused connection"])
+        try h.room.liveStream.requestStart(id: "t", by: "M", now: h.now)
+        _ = try #require(h.room.liveStream.started(id: "t", connection: ConnectionID(9_997), egress: capture, audioSlots: 1, now: h.now, into: h.batch))
+        h.room.liveStream.launched(id: "t")
+        h.room.destroy(now: h.now)
+        h.flush()
+        let last = h.events.suffix(3).map(\.1)
+        #expect(last.contains(.streaming(state: .off, id: "t", by: nil, reason: "room destroyed")), "\(last)")
+        #expect(last.last == .roomDestroyed, "the stream's end is told before the room's")
     }
 }

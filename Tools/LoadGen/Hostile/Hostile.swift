@@ -46,6 +46,7 @@ public struct Hostile {
         SSRCAttacks.collision, FeedbackAttacks.foreignRTCP, APIAttacks.capsAndNames, APIAttacks.floodFairness,
         APIAttacks.eventsSince, APIAttacks.rebindingHost, RenegotiationAttacks.afterWrap, RenegotiationAttacks.slotReoffer,
         RenegotiationAttacks.ridSSRCChange, RenegotiationAttacks.highExtensionIDs, TCPAttacks.floods, AwaitedAttacks.awaitedFloor,
+        StreamingAttacks.urls,
     ]
 
     public let plan: Plan
@@ -55,7 +56,14 @@ public struct Hostile {
     /// Runs the suite; `progress` gets a line per step and each finished row.
     public func run(progress: @escaping (String) -> Void) async throws -> Report {
         var report = Report()
-        let node = try await NodeProcess(workers: 1, extra: plan.limits.serveOptions)
+        // The one RTMP server the node may push to (a listener that hangs up: attack 23), and the node's log, which
+        // the attacks read for what must never be in it.
+        let sink = try TCPSink()
+        defer { sink.close() }
+        let log = NSTemporaryDirectory() + "sfu-hostile-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let node = try await NodeProcess(workers: 1, extra: plan.limits.serveOptions + ["--set", "streaming.rtmp_hosts=[\"127.0.0.1:\(sink.port)\"]"],
+                                         log: log)
         let events = EventRecorder(api: node.api.base)
         progress("node \(node.pid) on \(node.api.base) with \(plan.limits.serveOptions.filter { $0 != "--set" }.joined(separator: " "))")
         let media = MediaLibrary(videoKbps: 1000, fps: 15, width: 640, height: 360, videoSeconds: 2)
@@ -68,6 +76,8 @@ public struct Hostile {
             try await v.start()
             progress("victim connected: audio on slot mid \(v.victimSlot?.mid ?? "?")")
             let ctx = try HostileContext(node: node, limits: plan.limits, media: media, events: events, victim: v)
+            ctx.streamSink = sink
+            ctx.nodeLog = log
             try await ctx.drive(seconds: 1, clients: [])  // the allocator's first working set, before any baseline
             for attack in Self.attacks where plan.only.isEmpty || plan.only.contains(attack.number) {
                 let row = await run(attack, ctx: ctx)
@@ -82,6 +92,9 @@ public struct Hostile {
             report.failures.append("set-up: \(error)")
         }
         if let problem = await node.stop() { report.failures.append("the node \(problem)") }
+        if !report.passed, let text = try? String(contentsOfFile: log, encoding: .utf8) {
+            progress("the node's log, its last lines:\n" + text.split(separator: "\n").suffix(20).joined(separator: "\n"))
+        }
         return report
     }
 

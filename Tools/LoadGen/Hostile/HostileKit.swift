@@ -65,6 +65,10 @@ final class HostileContext {
     private var roomCounter = 0
     var createdRooms: [String] = []
     var victimGuests: [String] = []
+    /// The RTMP server the node lists (`streaming.rtmp_hosts`): it accepts and hangs up.
+    var streamSink: TCPSink?
+    /// The node's standard output and error.
+    var nodeLog: String?
 
     init(node: NodeProcess, limits: HostileLimits, media: MediaLibrary, events: EventRecorder, victim: VictimPump) throws {
         self.node = node

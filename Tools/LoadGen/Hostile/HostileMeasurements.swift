@@ -1,4 +1,5 @@
 import Foundation
+import NodeIO
 import SFU
 
 /// One scrape of `/metrics`, and differences between two.
@@ -53,7 +54,7 @@ struct ArrivalLog {
 /// column of /proc/net/udp): what a flood costs before the node reads anything.
 enum KernelUDPDrops {
     static func count(port: UInt16) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8) else { return 0 }
+        guard let text = ProcFile.read("/proc/net/udp") else { return 0 }
         let suffix = String(format: ":%04X", port)
         var total = 0
         for line in text.split(separator: "\n").dropFirst() {

@@ -12,6 +12,20 @@ extension SignalingServer {
             group.addTask { await self.relayEvents(from: self.configuration.node) }
             group.addTask { await self.followCluster() }
         }
+        await stopFollowing()
+    }
+
+    /// Follows `url`'s events from now until `stopFollowing`, unless they are followed already.
+    func follow(_ url: URL) {
+        guard followed.insert(url).inserted else { return }
+        followers.append(Task { await self.relayEvents(from: url) })
+    }
+
+    /// Ends every stream of other nodes' events this server follows.
+    public func stopFollowing() {
+        for f in followers { f.cancel() }
+        followers.removeAll()
+        followed.removeAll()
     }
 
     nonisolated func followCluster() async {
@@ -28,7 +42,7 @@ extension SignalingServer {
             guard let r = try? await client.require("GET", "v1/nodes") else { continue }
             for n in r.json["nodes"] as? [[String: Any]] ?? [] where n["alive"] as? Bool == true && n["node"] as? String != "local" {
                 guard let text = n["control_url"] as? String, let url = URL(string: text), url != configuration.node else { continue }
-                if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
+                follow(url)
             }
             return
         }
@@ -46,7 +60,7 @@ extension SignalingServer {
     func node(for room: String, participant: String) async throws -> (ControlClient, String, URL) {
         let placed = try await place(room: room, participant: participant)
         guard placed.node != "local", let url = placed.controlURL, url != configuration.node else { return (api, placed.node, configuration.node) }
-        if followed.insert(url).inserted { Task { await self.relayEvents(from: url) } }
+        follow(url)
         logger.info("participant placed", metadata: ["room": "\(room)", "participant": "\(participant)", "node": "\(placed.node)",
                                                      "reason": "\(placed.reason)"])
         return (ControlClient(base: url, key: configuration.nodeKey), placed.node, url)

@@ -111,6 +111,9 @@ public actor SignalingServer {
     let api: ControlClient
     /// Nodes other than `api` whose events are relayed (one event stream each).
     var followed: Set<URL> = []
+    /// The tasks following other nodes' events, ended by `stopFollowing` (the server's own `relayEvents`
+    /// ending, or a test's end).
+    var followers: [Task<Void, Never>] = []
     let logger: Logger
     var browsers: [String: Browser] = [:]  // by participant id
     /// Joins under way, by room and node: the room on that node stays while one is.

@@ -419,6 +419,7 @@ import WebRTCEdge
         var configuration = SignalingServer.Configuration()
         configuration.node = try #require(URL(string: cluster.nodes[0].configuration.clusterControlURL))
         let server = SignalingServer(configuration: configuration)
+        defer { Task { await server.stopFollowing() } }
         var streams: [AsyncStream<String>] = []
         var ids: [String] = []
         for name in ["Ann", "Ben"] {

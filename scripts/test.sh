@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, then runs these stages in order (each one's variable skips it
 # when 0; a failed stage does not stop the ones after it):
-#   swift-test        every unit and integration test (`swift test`); never skipped.
+#   build             every target, the tests and both binaries in debug (`swift build --build-tests`): the
+#                     one build the stages after it use; never skipped.
+#   swift-test        every unit and integration test (`swift test --skip-build`); never skipped.
 #   bench-thresholds  the malloc counts of the per-packet benchmarks against Benchmarks/Thresholds
 #                     (scripts/bench-thresholds.sh, a release build of the benchmark package; SFU_BENCH_THRESHOLDS).
 #   interop           real aiortc clients through `sfu serve` in a private network namespace (scripts/interop.sh,
@@ -30,6 +32,7 @@
 # count of passed and failed tests; the exit status is non-zero when any stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+run_start=${EPOCHREALTIME/./}  # the budget counts from here: installing is part of the command
 scripts/install-deps.sh --tests
 source scripts/lib.sh
 use_libsrtp
@@ -37,6 +40,7 @@ use_libsrtp
 # The stages: name, the variable that skips it when 0 (=its default; - for none), and the command, which
 # sees that variable's value (with its default) as $value.
 mapfile -t stages <<'TABLE'
+build             -                       run_build
 swift-test        -                       run_swift_test
 bench-thresholds  SFU_BENCH_THRESHOLDS=1  scripts/bench-thresholds.sh
 interop           SFU_INTEROP=1           scripts/interop.sh
@@ -54,10 +58,23 @@ TABLE
 
 test_log=$(mktemp)
 
+# Every target in debug, the tests and both binaries (`sfu`, `sfu-lab`) included: the one build the stages
+# after it share (each one's build_sfu finds it done).
+run_build() {
+  local log status
+  log=$(mktemp)
+  set +e
+  swift build --build-tests 2>&1 | tee "$log" | build_progress "every target and the tests (debug)"
+  status=${PIPESTATUS[0]}
+  set -e
+  [ "$status" -eq 0 ] || { grep -E "error:" "$log" | head -30; echo "!! swift build --build-tests failed; full log: $log"; return "$status"; }
+  rm -f "$log"
+}
+
 # swift test, without the lines of tests that passed; its whole output stays in $test_log for the summary.
 run_swift_test() {
   local status=0
-  swift test 2>&1 | tee "$test_log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" || status=${PIPESTATUS[0]}
+  swift test --skip-build 2>&1 | tee "$test_log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" || status=${PIPESTATUS[0]}
   return "$status"
 }
 
@@ -76,7 +93,15 @@ run_hostile() {
 # Microseconds since the epoch.
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
-results=()  # one "name|result|seconds|note" per stage
+# CPU time the whole machine spent busy so far, in hundredths of a second (every process, the stage's own
+# children and the nodes, browsers and servers it started): a stage's share of the machine, whatever ran it.
+busy_ticks() {
+  local cpu user nice system idle iowait irq softirq steal rest
+  read -r cpu user nice system idle iowait irq softirq steal rest < /proc/stat
+  echo $(( user + nice + system + irq + softirq + steal ))
+}
+
+results=()  # one "name|result|seconds|cores|note" per stage
 failed_stages=0
 swift_status=1
 for row in "${stages[@]}"; do
@@ -86,34 +111,45 @@ for row in "${stages[@]}"; do
     var=${skip%%=*}
     value=${!var:-${skip#*=}}
     if [ "$value" = "0" ]; then
-      results+=("$name|skipped|-|$var=0")
+      results+=("$name|skipped|-|-|$var=0")
       continue
     fi
   fi
   start=$(now_us)
+  busy=$(busy_ticks)
   # A subshell of its own: a stage that exits (build_sfu on a failed build) fails alone.
   set +e
   (set -e; eval "$command")
   status=$?
   set -e
-  if [ "$name" = swift-test ]; then swift_status=$status; fi
+  if [ "$name" = swift-test ] || { [ "$name" = build ] && [ "$status" -ne 0 ]; }; then swift_status=$status; fi
   us=$(( $(now_us) - start ))
   seconds=$(printf '%d.%d' $(( us / 1000000 )) $(( us % 1000000 / 100000 )))
+  # Cores busy on average during the stage (2.0: both cores of this machine kind all the time).
+  cores=$(awk -v b=$(( $(busy_ticks) - busy )) -v us="$us" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", us > 0 ? b / hz / (us / 1e6) : 0 }')
   if [ "$status" -eq 0 ]; then
-    results+=("$name|pass|$seconds|")
+    results+=("$name|pass|$seconds|$cores|")
   else
-    results+=("$name|FAIL|$seconds|exit status $status")
+    results+=("$name|FAIL|$seconds|$cores|exit status $status")
     failed_stages=$(( failed_stages + 1 ))
   fi
 done
 
 echo
 echo "== summary"
-printf '%-18s %-8s %8s\n' stage result seconds
+printf '%-18s %-8s %8s %6s\n' stage result seconds cores
 for r in "${results[@]}"; do
-  IFS='|' read -r name result seconds note <<< "$r"
-  printf '%-18s %-8s %8s%s\n' "$name" "$result" "$seconds" "${note:+  $note}"
+  IFS='|' read -r name result seconds cores note <<< "$r"
+  printf '%-18s %-8s %8s %6s%s\n' "$name" "$result" "$seconds" "$cores" "${note:+  $note}"
 done
+# The budget (README, Testing): the whole command, builds included, on a fresh 2-core machine. Past it, say so
+# here, where the growth shows the day it happens, not the day CI runs out of time.
+total_s=$(( ($(now_us) - run_start) / 1000000 ))
+budget=${SFU_TEST_BUDGET_SECONDS:-2400}
+printf 'total %d:%02d (budget %d:%02d)\n' $(( total_s / 60 )) $(( total_s % 60 )) $(( budget / 60 )) $(( budget % 60 ))
+if [ "$total_s" -gt "$budget" ]; then
+  echo "!! the test command took $(( total_s - budget )) s more than its budget of $budget s (SFU_TEST_BUDGET_SECONDS): see the stage times above and README's table"
+fi
 summary=$(grep -E "Test run with [0-9]+ tests?" "$test_log" | tail -1 || true)
 failed=$(grep -cE "^✘ Test .* failed" "$test_log" || true)
 total=$(echo "$summary" | grep -oE "with [0-9]+ tests?" | grep -oE "[0-9]+" || echo 0)

@@ -85,7 +85,7 @@ run_soak() {
 }
 
 run_hostile() {
-  echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, renegotiations after wraps and switches, SSRC moves, extension ids, while a victim room talks"
+  echo "== hostile: stale RTCP, offer storms, vanished and stalled clients, replays, NACK/SSRC/RTCP abuse, floods, API caps, renegotiations after wraps and switches, SSRC moves, extension ids, ICE-TCP floods and adoption, SRTCP floods, while a victim room talks"
   build_sfu debug
   timeout 600 "$sfu" hostile
 }

@@ -271,11 +271,18 @@ int sfu_epoll_ready(int epoll_fd, uint64_t *tokens, uint8_t *bits, int count, in
     return n;
 }
 
-int sfu_tcp_connect(const sfu_address *remote, sfu_address *local) {
+int sfu_tcp_connect(const sfu_address *remote, const sfu_address *from, sfu_address *local) {
     int fd = socket(remote->family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     struct sockaddr_storage s;
-    socklen_t n = to_sockaddr(remote, &s);
+    socklen_t n;
+    if (from) {
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        n = to_sockaddr(from, &s);
+        if (bind(fd, (struct sockaddr *)&s, n) < 0) { int e = errno; close(fd); return -e; }
+    }
+    n = to_sockaddr(remote, &s);
     if (connect(fd, (struct sockaddr *)&s, n) < 0) { int e = errno; close(fd); return -e; }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -53,7 +53,7 @@ extension WorkerCore {
             guard let t = transports[c], let home = t.home else { return nil }
             t.hostedOutbound = try? SRTPSession(keys: keys.outbound, direction: .outbound)
             return home
-        case .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c):
+        case .media(let c), .state(let c, _), .selected(let c, _), .failed(let c, _), .closed(let c), .pathClosed(let c):
             return transports[c]?.home
         case .send:
             return nil

@@ -157,6 +157,10 @@ extension WorkerCore {
                 guard let room = transports[conn]?.session?.room else { continue }
                 schedule.touch(room)
                 room.sessions.lost(conn, reason: "no ICE check for \(quiet) s")
+            case .pathClosed(let conn):
+                guard let room = transports[conn]?.session?.room else { continue }
+                schedule.touch(room)
+                room.sessions.pathClosed(conn, reason: "its ICE-TCP connection closed")
             case .state(let conn, .failed):
                 guard let t = transports[conn] else { continue }
                 transportCounters.consentExpiries &+= 1

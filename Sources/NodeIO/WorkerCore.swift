@@ -100,6 +100,12 @@ public final class WorkerCore {
         handle(edge.receive(datagram, kind, from: source, now: now), now: now)
     }
 
+    /// The shell closed a path's connection (an ICE-TCP connection: reset, timed out, over a bound): what its
+    /// checks proved goes with it (`WorkerEdge.pathClosed`).
+    public func pathClosed(_ address: TransportAddress, now: MonoTime) {
+        handle(edge.pathClosed(address), now: now)
+    }
+
     /// Runs what is due: room timers, ICE consent and DTLS retransmissions, handshake deadlines.
     public func tick(now: MonoTime) {
         schedule.due(at: now, into: &dueRooms)

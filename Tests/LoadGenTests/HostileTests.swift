@@ -6,12 +6,14 @@ import Testing
 
 /// The pure pieces of the hostile suite and of the soak's session changes.
 @Suite struct HostileToolTests {
-    /// `sfu hostile --only` and the README count them by number: each of 1...23 once, in order.
-    @Test func theAttacksAreNumberedOneToTwentyThreeOnce() {
-        #expect(Hostile.attacks.map(\.number) == Array(1...23))
+    /// `sfu hostile --only` and the README count them by number: each of 1...25 once, in order.
+    @Test func theAttacksAreNumberedOneToTwentyFiveOnce() {
+        #expect(Hostile.attacks.map(\.number) == Array(1...25))
         #expect(Hostile.attacks.first { $0.number == 21 }?.name == "ICE-TCP floods")
         #expect(Hostile.attacks.first { $0.number == 22 }?.name == "awaited participant")
-        #expect(Hostile.attacks.last?.name == "live stream URLs")
+        #expect(Hostile.attacks.first { $0.number == 23 }?.name == "live stream URLs")
+        #expect(Hostile.attacks.first { $0.number == 24 }?.name == "ICE-TCP adoption after a reset")
+        #expect(Hostile.attacks.last?.name == "subscriber SRTCP SSRC flood")
         #expect(Hostile.attacks.first { $0.number == 15 }?.name == "events since")
         #expect(Hostile.attacks.first { $0.number == 16 }?.name == "rebinding host")
         #expect(Hostile.attacks.first { $0.number == 17 }?.name == "renegotiation after wrap")

@@ -11,10 +11,14 @@ import WebRTCEdge
         let port: TCPPort
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
         var received: [(TransportAddress, [UInt8])] = []
+        /// Clients whose check passed, by their address (the port's connections from it add their number).
         var known: Set<TransportAddress> = []
         /// The transport a known address routes to: its own (by port) unless set here.
         var transportOf: [TransportAddress: ConnectionID] = [:]
-        func transport(_ a: TransportAddress) -> ConnectionID? { known.contains(a) ? transportOf[a] ?? ConnectionID(UInt64(a.port)) : nil }
+        func transport(_ a: TransportAddress) -> ConnectionID? {
+            let client = a.on(connection: 0)
+            return known.contains(client) ? transportOf[client] ?? ConnectionID(UInt64(a.port)) : nil
+        }
 
         init(_ limits: TCPLimits = .init()) throws {
             port = try TCPPort(bind: TransportAddress("127.0.0.1:0")!, limits: limits)
@@ -47,16 +51,20 @@ import WebRTCEdge
         c.sendRaw([8])
         h.pump { h.received.count == 2 }
         #expect(h.received.map(\.1) == [[1, 2, 3], [9, 8]])
-        #expect(h.received.allSatisfy { $0.0 == c.local && $0.0.isTCP })
+        // From the client's address, marked TCP and numbered as the port's connection.
+        #expect(h.received.allSatisfy { $0.0.on(connection: 0) == c.local && $0.0.isTCP && $0.0.connection != 0 })
         #expect(h.port.isOpen(c.local))
-        // The port's frames reach the client whole.
-        #expect([UInt8](repeating: 5, count: 1200).withUnsafeBytes { h.port.send($0, to: c.local, now: .seconds(1)) })
+        // The port's frames reach the client whole (sent to the connection's address; its IP and port alone name
+        // no connection).
+        #expect(![UInt8](repeating: 5, count: 1200).withUnsafeBytes { h.port.send($0, to: c.local, now: .seconds(1)) })
+        #expect([UInt8](repeating: 5, count: 1200).withUnsafeBytes { h.port.send($0, to: h.received[0].0, now: .seconds(1)) })
         h.port.writePending(now: .seconds(1))
         let rx = ReceiveBatch(capacity: 8)
         var n = 0
         for _ in 0..<200 where n == 0 { n = c.receive(into: rx); usleep(1000) }
         #expect(n == 1 && rx.length(0) == 1200)
         #expect(h.port.snapshot.framesIn == 2 && h.port.snapshot.framesOut == 1 && h.port.snapshot.accepted == 1)
+        #expect(h.port.snapshot.sendDrops == 1)
     }
 
     @Test func aSilentConnectionIsClosedAfterItsTime() throws {
@@ -118,9 +126,10 @@ import WebRTCEdge
         h.pump { h.port.connectionCount == 1 }
         h.known.insert(slow.local)
         let packet = [UInt8](repeating: 1, count: 1200)
+        let to = try #require(h.port.address(of: slow.local))
         var refused = 0
         for _ in 0..<20_000 where refused < 10 {
-            if !packet.withUnsafeBytes({ h.port.send($0, to: slow.local, now: .seconds(1)) }) { refused += 1 }
+            if !packet.withUnsafeBytes({ h.port.send($0, to: to, now: .seconds(1)) }) { refused += 1 }
             h.port.writePending(now: .seconds(1))
         }
         #expect(refused == 10, "the kernel's buffers and the port's filled, then frames were refused")

@@ -143,6 +143,36 @@ import WebRTCEdge
         #expect(b.rtp.count - received >= 20)
     }
 
+    @Test func aClosedICETCPConnectionTakesItsPathAndTheNextConnectionMustNominate() throws {
+        let net = VirtualNetwork()
+        try net.room.admit("A", now: net.now)
+        try net.room.admit("B", now: net.now)
+        let a = VirtualClient("10.0.1.1:5000"), b = VirtualClient("10.0.2.1:5000")
+        // B's transport runs over an ICE-TCP connection: its address as the port numbers it (RFC 6544).
+        let first = b.address.over(tcp: true).on(connection: 1)
+        b.address = first
+        try net.offer(a, participant: "A", publish: true)
+        try net.offer(b, participant: "B", publish: false)
+        net.connect(a)
+        net.connect(b)
+        talk(net, a, ms: 1000)
+        #expect(b.rtp.count > 30)
+        // The shell closed the connection (the client reset it): the core is told, and nothing is sent for B.
+        net.core.pathClosed(first, now: net.now)
+        net.deliver()
+        #expect(!net.core.edge.routes(first, now: net.now))
+        #expect(net.states(of: "B").contains { $0.0 == .disconnected && $0.1 == "its ICE-TCP connection closed" })
+        let heard = b.rtp.count
+        b.address = first.on(connection: 2)  // the port's next connection from the same IP and port
+        talk(net, a, ms: 500)
+        #expect(b.rtp.count == heard, "a connection that has not checked gets nothing")
+        net.send(b.check(), from: b)
+        talk(net, a, ms: 500)
+        #expect(b.rtp.count - heard >= 20, "its own nomination makes it the path")
+        #expect(net.states(of: "B").last.map { $0.0 == .connected && $0.1 == nil } == true, "reported connected again")
+        #expect(net.core.connectionCount == 2)
+    }
+
     @Test func handshakesUnderWayAreCappedPerWorker() throws {
         var limits = WorkerLimits()
         limits.pendingHandshakes = 2

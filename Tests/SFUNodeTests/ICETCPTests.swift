@@ -114,6 +114,30 @@ import WebRTCEdge
         #expect(m.paths[TransportPath(carrier: .tcp, family: .ipv4)] == 2 && m.paths[TransportPath(carrier: .udp, family: .ipv4)] == 2)
     }
 
+    @Test func aNewConnectionFromAResetSubscribersAddressGetsNoMediaWithoutACheck() async throws {
+        // RFC 6544: each TCP connection is a candidate pair of its own. After a subscriber's checked connection is
+        // reset, another connection from its IP and port is not its path, whatever the address says.
+        let node = try Self.node()
+        defer { node.stop() }
+        try await Self.room(node)
+        let alice = try await Self.client(node, "alice", publish: true, tcp: false)
+        let bob = try await Self.client(node, "bob", publish: false, tcp: true)
+        try await Self.run([alice, bob]) { bob.state == .connected && bob.mediaPacketsReceived > 50 }
+        let old = try #require(bob.stream)
+        old.reset()
+        let adopter = try TCPStream(connect: old.remote.over(tcp: false), from: old.local.over(tcp: false))
+        let rx = ReceiveBatch(capacity: 64)
+        var frames = 0
+        let end = MonoClock.now() + .seconds(1)
+        try await Self.run([alice]) {
+            frames += adopter.receive(into: rx)
+            return MonoClock.now() >= end
+        }
+        #expect(frames == 0, "alice's audio for bob reached a connection that never checked: \(frames) frames")
+        let tcp = try #require(try await node.workers[0].metrics().tcp)
+        #expect(tcp.open == 1 && tcp.unauthenticated == 1, "the new connection waits for a check of its own")
+    }
+
     @Test func anOfferWithARelayCandidateIsReportedRelayedWhenItsChecksComeFromTheRelay() throws {
         let offer = try SessionDescription.parse("""
             v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\n\

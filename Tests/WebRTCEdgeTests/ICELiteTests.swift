@@ -43,6 +43,32 @@ import Testing
         #expect(agent.selected == lte, "a UDP nomination follows the latest, as a roaming client's")
     }
 
+    @Test func aClosedTCPConnectionsChecksDieWithItAndConsentRunsOnFromTheLastOne() {
+        // RFC 6544: each TCP connection is a candidate pair of its own; the port numbers them.
+        let (router, agent, c) = setUp()
+        let first = TransportAddress(ip: wifi.ip, port: 40_000, tcp: true, connection: 1)
+        _ = route(router, c.bindingRequest(nominate: true), from: first, at: 0)
+        _ = route(router, c.bindingRequest(nominate: true), from: first, at: 2_000)
+        #expect(agent.selected == first && agent.state == .connected)
+        _ = agent.drainEvents()
+        #expect(router.forget(first) === router.record(ConnectionID(7)))
+        #expect(agent.selected == nil && agent.state == .disconnected && agent.drainEvents() == [.selectedPathClosed(first)])
+        #expect(route(router, rtp, from: first, at: 2_100) == .dropped(.unvalidatedAddress))
+        let next = first.on(connection: 2)
+        #expect(route(router, rtp, from: next, at: 2_100) == .dropped(.unvalidatedAddress), "the next connection must check")
+        // Never nominated again: consent fails 30 s after the closed connection's last check.
+        agent.tick(now: .milliseconds(31_900))
+        #expect(agent.state == .disconnected)
+        agent.tick(now: .milliseconds(32_000))
+        #expect(agent.state == .failed)
+        // One that checks and nominates on its next connection within that time goes on there.
+        let (router2, agent2, c2) = setUp()
+        _ = route(router2, c2.bindingRequest(nominate: true), from: first, at: 0)
+        _ = router2.forget(first)
+        _ = route(router2, c2.bindingRequest(nominate: true), from: next, at: 1_000)
+        #expect(agent2.selected == next && agent2.state == .connected && route(router2, rtp, from: next, at: 1_010) == .media(ConnectionID(7)))
+    }
+
     @Test func validCheckIsAnsweredAndValidatesItsAddress() {
         let (router, agent, c) = setUp()
         #expect(route(router, rtp, from: wifi, at: 0) == .dropped(.unvalidatedAddress), "media before a check is dropped")

@@ -14,7 +14,8 @@ struct HostileCommand: AsyncParsableCommand {
             stalled handshakes, replayed nominations, NACK amplification, ever-new SSRCs, oversized transport-cc, \
             STUN floods, malformed DTLS, SSRC collisions, foreign RTCP, API caps and names, a garbage flood, \
             events resumed from unknown points, rebinding Host headers, renegotiations after a sequence wrap, \
-            a slot re-offered after source switches, rid-bound layers changing SSRC, extension ids above 14) \
+            a slot re-offered after source switches, rid-bound layers changing SSRC, extension ids above 14, \
+            ICE-TCP floods, a new TCP connection from a reset one's address, a subscriber's SRTCP flood) \
             with real packets on keyed sessions. Prints a table and exits non-zero on any failure.
             """
     )

@@ -83,8 +83,9 @@ int sfu_epoll_ready(int epoll_fd, uint64_t *tokens, uint8_t *bits, int count, in
 #ifndef SFU_CNODEIO_TCP_CLIENT
 #define SFU_CNODEIO_TCP_CLIENT
 /// Connects to `remote` (blocking, for clients and tests), then makes the socket non-blocking with
-/// TCP_NODELAY; returns the fd or -errno. `local` gets the address the kernel bound.
-int sfu_tcp_connect(const sfu_address *remote, sfu_address *local);
+/// TCP_NODELAY; returns the fd or -errno. `from`, when not NULL, is the local address to connect from (with
+/// SO_REUSEADDR: a client reconnecting from the port of a connection it reset); `local` gets the address bound.
+int sfu_tcp_connect(const sfu_address *remote, const sfu_address *from, sfu_address *local);
 #endif
 
 #ifndef SFU_CNODEIO_LIMITS

@@ -1,8 +1,9 @@
 import SFU
 import WebRTCEdge
 
-/// One client's TCP connection to a worker's ICE-TCP port: its descriptor, its remote address (what the edge
-/// routes it by, with `isTCP` set), and its framing both ways. Owned by the worker's `TCPPort`.
+/// One client's TCP connection to a worker's ICE-TCP port: its descriptor, its address (what the edge routes it
+/// by: the remote end with `isTCP` set and this connection's number, `token`), and its framing both ways. Owned
+/// by the worker's `TCPPort`.
 final class TCPConnection {
     let fd: Int32
     let token: UInt64

@@ -6,8 +6,14 @@ import WebRTCEdge
 /// A worker's ICE-TCP port (RFC 6544 passive host candidate, RFC 4571 framing): the listening socket, the
 /// connections it accepted, one epoll instance watching them, and their bounds. It is the shell's: the worker
 /// thread alone calls it. What it reads goes to the worker core frame by frame as if each were a datagram from
-/// the connection's remote address (`TransportAddress.isTCP`); what the core sends to such an address is
-/// queued here as a frame and written once per connection per batch (one syscall for a batch's frames).
+/// the connection's address - its remote end with `isTCP` and the connection's own number
+/// (`TransportAddress.connection`); what the core sends to such an address is queued here as a frame and
+/// written once per connection per batch (one syscall for a batch's frames).
+///
+/// Each connection is a candidate pair of its own (RFC 6544): it is authenticated by a check that came on it,
+/// never by its IP and port, and what it proved ends with it - a connection that closes is reported
+/// (`takeClosed`) so the edge forgets its address, and a new connection from the same IP and port, after a
+/// reset, has another number and must pass a check of its own before anything is sent to it.
 ///
 /// Nothing a client does here can cost the others more than its share: connections and silent ones are
 /// capped, a silent one is closed after seconds, a slow reader's frames are dropped past its buffer and the
@@ -18,7 +24,10 @@ public final class TCPPort {
     let listenFD: Int32
     let epollFD: Int32
     private var connections: [UInt64: TCPConnection] = [:]
-    private var byRemote: [TransportAddress: TCPConnection] = [:]
+    /// The open connection of each remote IP and port (one at a time: a 4-tuple is unique while it lives).
+    private var byPeer: [TransportAddress: TCPConnection] = [:]
+    /// Addresses of connections closed since `takeClosed`: what they proved must be forgotten.
+    private var closedAddresses: [TransportAddress] = []
     private var nextToken: UInt64 = 1
     /// Connections with frames appended since the last `writePending`.
     private var dirty: [TCPConnection] = []
@@ -63,8 +72,19 @@ public final class TCPPort {
 
     public var connectionCount: Int { connections.count }
 
-    /// Whether a connection to `remote` is open (tests, metrics).
-    public func isOpen(_ remote: TransportAddress) -> Bool { byRemote[remote] != nil }
+    /// Whether a connection from `remote` (its IP and port, any connection number) is open (tests, metrics).
+    public func isOpen(_ remote: TransportAddress) -> Bool { byPeer[remote.on(connection: 0)] != nil }
+
+    /// The address of the open connection from `remote` (its IP and port): what the edge knows it by (tests).
+    public func address(of remote: TransportAddress) -> TransportAddress? { byPeer[remote.on(connection: 0)]?.remote }
+
+    /// The addresses of the connections closed since the last call, each once: the worker tells the edge, whose
+    /// checks on them are void from now on (a closed connection's path is gone, its number never comes back).
+    public func takeClosed() -> [TransportAddress] {
+        guard !closedAddresses.isEmpty else { return [] }
+        defer { closedAddresses.removeAll(keepingCapacity: true) }
+        return closedAddresses
+    }
 
     // MARK: Reading
 
@@ -122,13 +142,15 @@ public final class TCPPort {
             } else if unauthenticated >= limits.maxUnauthenticated, let oldest = oldestUnauthenticated() {
                 close(oldest, .unauthenticatedEvicted)
             }
-            let remote = UDPSocket.transportAddress(peer).over(tcp: true)
-            if let stale = byRemote[remote] { close(stale, .peerClosed) }  // the same 4-tuple again: the old one is gone
-            let c = TCPConnection(fd: fd, token: nextToken, remote: remote, accepted: now, sendBufferBytes: limits.sendBufferBytes)
+            let peerAddress = UDPSocket.transportAddress(peer).over(tcp: true)
+            if let stale = byPeer[peerAddress] { close(stale, .peerClosed) }  // the same 4-tuple again: the old one is gone
+            let token = nextToken
             nextToken &+= 1
+            let c = TCPConnection(fd: fd, token: token, remote: peerAddress.on(connection: token), accepted: now,
+                                  sendBufferBytes: limits.sendBufferBytes)
             guard sfu_epoll_control(epollFD, 1, fd, 0, c.token) == 0 else { sfu_tcp_close(fd, 1); continue }
             connections[c.token] = c
-            byRemote[remote] = c
+            byPeer[peerAddress] = c
             unauthenticated += 1
             counters.accepted &+= 1
             accepted.append(c)
@@ -192,11 +214,12 @@ public final class TCPPort {
 
     // MARK: Writing
 
-    /// Queues one packet as a frame to the connection of `remote`; false when there is none or its buffer is
-    /// full (counted).
+    /// Queues one packet as a frame to the connection `remote` names (its number, and its IP and port); false
+    /// when that connection is closed or its buffer is full (counted). Another connection from the same IP and
+    /// port is not it.
     @discardableResult
     public func send(_ packet: UnsafeRawBufferPointer, to remote: TransportAddress, now: MonoTime) -> Bool {
-        guard let c = byRemote[remote] else { counters.sendDrops &+= 1; return false }
+        guard let c = connections[remote.connection], c.remote == remote else { counters.sendDrops &+= 1; return false }
         guard c.writer.append(packet) else {
             counters.sendDrops &+= 1
             if c.refusingSince == nil { c.refusingSince = now }
@@ -273,7 +296,9 @@ public final class TCPPort {
 
     private func close(_ c: TCPConnection, _ reason: TCPCloseReason) {
         guard connections.removeValue(forKey: c.token) != nil else { return }
-        if byRemote[c.remote] === c { byRemote[c.remote] = nil }
+        let peerAddress = c.remote.on(connection: 0)
+        if byPeer[peerAddress] === c { byPeer[peerAddress] = nil }
+        closedAddresses.append(c.remote)
         if !c.authenticated { unauthenticated -= 1 }
         _ = sfu_epoll_control(epollFD, 3, c.fd, 0, c.token)
         // A peer that closed gets a normal close; one the node gives up on gets a reset (no lingering state).

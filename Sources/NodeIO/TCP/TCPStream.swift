@@ -9,7 +9,7 @@ import WebRTCEdge
 public final class TCPStream {
     public let local: TransportAddress
     public let remote: TransportAddress
-    private let fd: Int32
+    private var fd: Int32
     private var reader = FrameReader()
     private var writer = FrameWriter(capacity: 4 << 20)
     /// The node closed the connection (or it failed).
@@ -17,11 +17,18 @@ public final class TCPStream {
     public private(set) var framesSent = 0
     public private(set) var framesReceived = 0
 
-    /// Connects to `remote` (a TCP candidate's address).
-    public init(connect remote: TransportAddress) throws(UDPSocket.Failure) {
+    /// Connects to `remote` (a TCP candidate's address), from `from` when given (a client reconnecting from the
+    /// port of a connection it reset).
+    public init(connect remote: TransportAddress, from: TransportAddress? = nil) throws(UDPSocket.Failure) {
         var r = UDPSocket.cAddress(remote)
         var l = sfu_address()
-        let fd = sfu_tcp_connect(&r, &l)
+        let fd: Int32
+        if let from {
+            var f = UDPSocket.cAddress(from)
+            fd = sfu_tcp_connect(&r, &f, &l)
+        } else {
+            fd = sfu_tcp_connect(&r, nil, &l)
+        }
         guard fd >= 0 else { throw UDPSocket.Failure(operation: "connect tcp \(remote)", errno: -fd) }
         self.fd = fd
         self.remote = remote.over(tcp: true)
@@ -84,6 +91,14 @@ public final class TCPStream {
         batch.stamped = false
         framesReceived += n
         return n
+    }
+
+    /// Resets the connection (RST, no TIME_WAIT: the local port is free at once for another connection).
+    public func reset() {
+        guard fd >= 0 else { return }
+        isClosed = true
+        sfu_tcp_close(fd, 1)
+        fd = -1
     }
 
     /// Shuts the connection down both ways (the descriptor is closed with the stream).

@@ -20,7 +20,7 @@ final class Subscriber {
     var videoCount: VideoCountPolicy
     var egress = EgressRate()
     /// What retransmissions to this subscriber may still cost (`RoomLimits.resendKbps`).
-    var resendBudget = ByteBudget()
+    var resendBudget = TokenBucket()
     let resendPolicy: ResendPolicy
     /// Probe clusters that let a transport-cc estimate climb to what the downlink carries.
     var probe = ProbePlanner()

@@ -40,8 +40,8 @@ public struct ResendPolicy: Sendable, Equatable {
     }
 
     /// Takes `bytes` from the subscriber's budget when it has them (bursts of a quarter second, at least 4 kB).
-    public func pay(_ bytes: Int, from budget: inout ByteBudget, estimate: UInt64?, now: MonoTime) -> Bool {
+    public func pay(_ bytes: Int, from budget: inout TokenBucket, estimate: UInt64?, now: MonoTime) -> Bool {
         let rate = bytesPerSecond(estimate: estimate)
-        return budget.take(bytes, bytesPerSecond: rate, burst: max(rate / 4, 4_000), now: now)
+        return budget.take(bytes, perSecond: rate, burst: max(rate / 4, 4_000), now: now)
     }
 }

@@ -13,6 +13,11 @@ public struct RoomLimits: Sendable, Equatable {
     /// RTCP items parsed from one datagram: packets, report blocks, NACK pairs, FIR entries, transport-cc
     /// statuses. libwebrtc's feedback every 50-250 ms names a few hundred at most.
     public var rtcpItemsPerPacket = 1024
+    /// SRTCP datagrams one connection may have decrypted and parsed per second (and at once, after a quiet
+    /// second): what one client's RTCP may cost its worker, whatever it sends. A browser sends tens a second
+    /// (reports each second, transport-cc feedback every 50-100 ms, NACKs and PLIs as it loses packets); past
+    /// this they are dropped before libsrtp sees them (`rtcp_rate`).
+    public var rtcpPerSecond = 1000
     /// Retransmissions one subscriber may cost, at most (kbit/s), and at most this share of its estimate.
     public var resendKbps = 2000
     public var resendShareOfEstimate = 0.5
@@ -35,19 +40,20 @@ public struct RoomLimits: Sendable, Equatable {
     }
 }
 
-/// A token bucket of bytes: what a subscriber's retransmissions may cost over time.
-public struct ByteBudget: Sendable {
+/// A token bucket: what something may cost over time - a subscriber's retransmissions in bytes, a
+/// connection's SRTCP in datagrams. It starts full.
+public struct TokenBucket: Sendable {
     public init() {}
     private var tokens: Double = 0
     private var last: MonoTime?
 
-    /// Takes `bytes` when the bucket, refilled at `bytesPerSecond` and holding at most `burst`, has them.
-    public mutating func take(_ bytes: Int, bytesPerSecond: Double, burst: Double, now: MonoTime) -> Bool {
-        let elapsed = last.map { max(0, (now - $0).seconds) } ?? burst / max(bytesPerSecond, 1)
+    /// Takes `amount` when the bucket, refilled at `perSecond` and holding at most `burst`, has it.
+    public mutating func take(_ amount: Int, perSecond: Double, burst: Double, now: MonoTime) -> Bool {
+        let elapsed = last.map { max(0, (now - $0).seconds) } ?? burst / max(perSecond, 1)
         last = now
-        tokens = min(burst, tokens + elapsed * bytesPerSecond)
-        guard tokens >= Double(bytes) else { return false }
-        tokens -= Double(bytes)
+        tokens = min(burst, tokens + elapsed * perSecond)
+        guard tokens >= Double(amount) else { return false }
+        tokens -= Double(amount)
         return true
     }
 }

@@ -110,6 +110,13 @@ public final class RoomSessions {
         room.effects.events.append(.participantState(participant: p.id, state: .disconnected, reason: reason))
     }
 
+    /// The connection's selected path closed (its ICE-TCP connection, RFC 6544): reported as lost, and the path
+    /// forgotten, so that the client's nomination of another reports `connected` again with it.
+    public func pathClosed(_ connection: ConnectionID, reason: String) {
+        table[connection]?.path = nil
+        lost(connection, reason: reason)
+    }
+
     /// What a connection routes: each media (not RTX) SSRC with its track's kind, and how many retired SRTP
     /// streams it had to free for new SSRCs (`InboundStreams`). Nil for a connection the room does not hold.
     public func routes(of id: ConnectionID) -> (media: [(ssrc: UInt32, kind: MediaKind)], evictions: Int)? {

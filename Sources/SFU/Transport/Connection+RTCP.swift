@@ -9,6 +9,10 @@ extension Connection {
     func receiveRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, limits: RoomLimits, tracks: [Int: PublishedTrack],
                      mayForward: (MediaKind) -> Bool, now: MonoTime, into out: DatagramBatch, effects: RoomEffects) -> Bool {
         guard let srtp = inbound else { effects.drop(.noSRTPContext, self); return false }
+        // What one connection's RTCP may cost its worker is bounded whatever it sends: past its rate (ten times
+        // a busy browser's) a datagram costs a lookup and this test, not libsrtp's work and a parse (issue 40).
+        let rate = Double(limits.rtcpPerSecond)
+        guard rtcpBudget.take(1, perSecond: rate, burst: rate, now: now) else { effects.drop(.rtcpRate, self); return false }
         // SRTCP keeps the first packet's sender SSRC in clear (RFC 3711 section 3.4); libsrtp keeps a stream
         // for every SSRC that authenticates, so a new one past the cap is refused before it is tried.
         guard length >= 8 else { effects.drop(.truncated, self); return false }

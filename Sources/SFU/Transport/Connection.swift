@@ -14,6 +14,8 @@ public final class Connection: DepartureStamped {
     /// SSRCs libsrtp keeps an inbound stream for (each authenticated one), retired ones included: bounded by
     /// `RoomLimits.ssrcsPerConnection`.
     var inboundSSRCs = InboundStreams()
+    /// SRTCP datagrams it may still have decrypted and parsed (`RoomLimits.rtcpPerSecond`).
+    var rtcpBudget = TokenBucket()
     /// What the transport carries, set when an offer binds it and cleared when the room lets it go
     /// (`release`: the publisher and subscriber hold their connection too).
     var publisher: Publisher?

@@ -55,6 +55,9 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
     /// A packet a recording could not take: the queue to the recording writer was full (a slow or full disk).
     /// Forwarding goes on; the recorded file has a gap there.
     case recordingQueueFull
+    /// An SRTCP datagram past its connection's `rtcpPerSecond`: not decrypted or parsed (what one client may
+    /// make its worker do, whatever it sends).
+    case rtcpRate
 
     public var description: String {
         switch self {
@@ -89,6 +92,7 @@ public enum DropReason: Int, CaseIterable, Sendable, Error, CustomStringConverti
         case .awaited: "awaited"
         case .resendNeedsRTX: "resend_needs_rtx"
         case .recordingQueueFull: "recording_queue_full"
+        case .rtcpRate: "rtcp_rate"
         }
     }
 }

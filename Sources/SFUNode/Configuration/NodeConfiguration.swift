@@ -198,6 +198,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .int("limits.relays_per_room", 1...256, \.workerLimits.room.relays, "other nodes one room relays to at once (a room that spans nodes)"),
         .int("limits.ssrcs_per_connection", 8...4096, \.workerLimits.room.ssrcsPerConnection,
              "SSRCs libsrtp keeps streams for on one connection; new ones past it are dropped"),
+        .int("limits.rtcp_per_second", 10...1_000_000, \.workerLimits.room.rtcpPerSecond,
+             "SRTCP datagrams one connection may have decrypted and parsed per second; the rest are dropped"),
         .int("limits.pending_handshakes", 1...100_000, \.workerLimits.pendingHandshakes,
              "transports each worker lets finish ICE and DTLS at once; more offers get 409"),
         .scaled("limits.handshake_seconds", 1...3600, "a transport that has not finished ICE and DTLS this long after its offer is closed",

@@ -155,7 +155,8 @@ public final class NodeMetrics: Sendable {
             for (name, value) in [("rooms", c.maxRooms), ("participants_per_room", l.room.participants),
                                   ("slots_per_subscription", l.room.slotsPerSubscription), ("tracks_per_publish", l.room.tracksPerPublish),
                                   ("ssrcs_per_connection", l.room.ssrcsPerConnection), ("pending_handshakes", l.pendingHandshakes),
-                                  ("rtcp_items_per_packet", l.room.rtcpItemsPerPacket), ("resend_kbps", l.room.resendKbps),
+                                  ("rtcp_items_per_packet", l.room.rtcpItemsPerPacket), ("rtcp_per_second", l.room.rtcpPerSecond),
+                                  ("resend_kbps", l.room.resendKbps),
                                   ("resends_per_packet", l.room.maxResendsPerPacket)] {
                 gauge("sfu_limit", [("limit", name)], Double(value))
                 count("sfu_limit_refusals_total", [("limit", name)], refusals[name] ?? 0)

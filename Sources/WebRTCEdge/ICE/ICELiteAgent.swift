@@ -53,6 +53,8 @@ public final class ICELiteAgent {
     public enum Event: Equatable, Sendable {
         case stateChanged(ICEState)
         case selectedAddressChanged(TransportAddress)
+        /// The selected pair's connection closed (`forget`): nothing is selected until the client nominates again.
+        case selectedPathClosed(TransportAddress)
     }
 
     public private(set) var local: ICECredentials
@@ -66,6 +68,8 @@ public final class ICELiteAgent {
     /// The latest valid check, kept beside `lastCheck`: media nearly always comes from the address that
     /// checked last, so the media path's test skips the table.
     private var latestCheck: (address: TransportAddress, at: MonoTime)?
+    /// The latest valid check on a path that closed since (`forget`): consent keeps running from it.
+    private var latestForgottenCheck: MonoTime?
     private var events: [Event] = []
     public private(set) var checksAnswered = 0
     public private(set) var checksRefused = 0
@@ -196,6 +200,19 @@ public final class ICELiteAgent {
         return true
     }
 
+    /// A path that closed - an ICE-TCP connection (RFC 6544: each connection is a candidate pair of its own) -
+    /// proves nothing any more: its checks are void, and a selected pair on it is unselected and the agent
+    /// disconnected (reported as `selectedPathClosed`, not as consent lapsing). Consent runs on from the last
+    /// valid check: a client that nominates another pair within it goes on, one that does not fails as it would.
+    public func forget(_ address: TransportAddress) {
+        if let t = lastCheck.removeValue(forKey: address) { latestForgottenCheck = max(latestForgottenCheck ?? t, t) }
+        if latestCheck?.address == address { latestCheck = nil }
+        guard selected == address else { return }
+        selected = nil
+        if state == .connected { state = .disconnected }
+        events.append(.selectedPathClosed(address))
+    }
+
     /// Consent bookkeeping: disconnected after `disconnectedAfter` without a valid check on the selected
     /// address (or, before any nomination, on any address), failed after `consentTimeout`: a client that
     /// checked once and never nominated does not stay forever.
@@ -210,10 +227,13 @@ public final class ICELiteAgent {
         for (a, t) in lastCheck where now - t >= consentTimeout { lastCheck[a] = nil }
     }
 
-    /// The last valid check that keeps consent: on the selected address, or on any before a nomination.
+    /// The last valid check that keeps consent: on the selected address, or on any before a nomination (or
+    /// since the selected pair's connection closed, including the checks on closed paths).
     private var lastQuietFrom: MonoTime? {
         if let s = selected { return lastCheck[s] }
-        return lastCheck.values.max()
+        let latest = lastCheck.values.max()
+        guard let forgotten = latestForgottenCheck else { return latest }
+        return max(latest ?? forgotten, forgotten)
     }
 
     /// When `tick` has something to decide.

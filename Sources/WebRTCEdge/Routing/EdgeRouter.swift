@@ -55,6 +55,15 @@ public final class EdgeRouter {
         byUfrag[local.ufrag] = record
     }
 
+    /// A path that closed (an ICE-TCP connection, RFC 6544): nothing is routed by its address any more and the
+    /// checks it passed are void. Returns the row it routed to. (A connection checked with two transports'
+    /// credentials routes to the last; the other's checks on it die with its consent - its number never returns.)
+    public func forget(_ address: TransportAddress) -> EdgeConnection? {
+        guard let record = byAddress.removeValue(forKey: address) else { return nil }
+        record.agent.forget(address)
+        return record
+    }
+
     /// Connections routed here.
     public var count: Int { records.count }
 

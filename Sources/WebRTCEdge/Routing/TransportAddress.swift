@@ -1,7 +1,9 @@
 /// An IP address and port, UDP or TCP, as a value: the edge never touches `sockaddr` (the node converts at the
 /// socket). Hashable, so it keys the 5-tuple table (the local half is the worker's socket of that protocol).
-/// A client's TCP connection is named by its remote address with `isTCP` set (RFC 6544): the edge routes its
-/// framed STUN, DTLS and SRTP exactly as it routes datagrams, and the shell finds the connection to write to.
+/// A client's TCP connection is named by its remote address with `isTCP` set and the number its port gave the
+/// connection (RFC 6544: each connection is a candidate pair of its own): the edge routes its framed STUN, DTLS
+/// and SRTP exactly as it routes datagrams, and the shell finds the connection to write to. A later connection
+/// from the same IP and port is another address, so what the first proved with its checks never passes to it.
 public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public enum IP: Hashable, Sendable {
         case v4(UInt32)
@@ -12,15 +14,22 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public var port: UInt16
     /// A TCP connection's remote end (or a TCP listening address) rather than a UDP one.
     public var isTCP: Bool
+    /// Which of its port's connections a TCP remote end is (numbered from 1, never reused by the port); 0 for
+    /// UDP, listening addresses and addresses read from text.
+    public var connection: UInt64
 
-    public init(ip: IP, port: UInt16, tcp: Bool = false) {
+    public init(ip: IP, port: UInt16, tcp: Bool = false, connection: UInt64 = 0) {
         self.ip = ip
         self.port = port
         isTCP = tcp
+        self.connection = connection
     }
 
-    /// The same address and port over the other protocol.
+    /// The same address and port over the other protocol (no connection's number).
     public func over(tcp: Bool) -> TransportAddress { TransportAddress(ip: ip, port: port, tcp: tcp) }
+
+    /// This TCP remote end as the port's connection number `n`.
+    public func on(connection n: UInt64) -> TransportAddress { TransportAddress(ip: ip, port: port, tcp: isTCP, connection: n) }
 
     /// "udp" or "tcp", as SDP candidates and the API write it.
     public var protocolName: String { isTCP ? "tcp" : "udp" }

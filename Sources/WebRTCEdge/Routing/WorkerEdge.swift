@@ -15,6 +15,9 @@ public final class WorkerEdge {
         case failed(ConnectionID, String)
         /// The client closed its DTLS association (close_notify): it said goodbye.
         case closed(ConnectionID)
+        /// The selected path's connection closed (ICE-TCP): nothing is sent until the client nominates another;
+        /// consent runs on.
+        case pathClosed(ConnectionID)
     }
 
     public let certificate: DTLSCertificate
@@ -132,6 +135,14 @@ public final class WorkerEdge {
     /// The transport `address` carries now (it passed a check and consent holds), if any.
     public func transport(of address: TransportAddress, now: MonoTime) -> ConnectionID? { router.transport(of: address, now: now) }
 
+    /// The shell closed the connection of `address` (an ICE-TCP connection, RFC 6544: a candidate pair of its
+    /// own): its checks no longer count, and a transport that had it selected has no path until its client
+    /// nominates another.
+    public func pathClosed(_ address: TransportAddress) -> [Output] {
+        guard let record = router.forget(address) else { return [] }
+        return agentEvents(record.id)
+    }
+
     /// Datagrams the edge dropped, by reason (the router's, plus media that arrived before DTLS was done).
     public var drops: [(reason: String, count: Int)] {
         EdgeDropReason.allCases.map { ($0.description, router.drops($0)) } + [("media_before_dtls", mediaBeforeKeys)]
@@ -187,6 +198,7 @@ public final class WorkerEdge {
             switch $0 {
             case .stateChanged(let s): .state(conn, s)
             case .selectedAddressChanged(let a): .selected(conn, a)
+            case .selectedPathClosed: .pathClosed(conn)
             }
         }
     }

@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func theBudgetRefillsAtItsRateAfterABurst() {
-        var budget = ByteBudget()
+        var budget = TokenBucket()
         // 800 kbit/s estimate: 50 kB/s, burst 12.5 kB: ten 1200-byte packets at once, not eleven.
         let first = (0..<11).map { _ in policy.pay(1200, from: &budget, estimate: 800_000, now: t0) }
         #expect(first == Array(repeating: true, count: 10) + [false])

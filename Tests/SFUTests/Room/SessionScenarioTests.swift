@@ -258,6 +258,24 @@ import Testing
         #expect(h.room.counters.drops[.ssrcLimit] >= 300 - UInt64(h.room.limits.ssrcsPerConnection))
     }
 
+    @Test func srtcpPastAConnectionsRateIsDroppedBeforeItIsDecrypted() throws {
+        // Issue 40: what one connection may make its worker do is bounded. 5,000 authenticated receiver reports
+        // at once from one subscriber: a second's worth (1,000) is decrypted and parsed, the rest is not.
+        let h = try RoomHarness()
+        let b = SimulatedParticipant(try h.join("B", audioSlots: 1)) { Self.quiet.frame(at: $0, speaking: 0..<0) }
+        h.run([b], from: 0, seconds: 0.2)
+        let before = h.room.counters.rtcpIn
+        for _ in 0..<5000 { h.send(receiverReport(from: 0x7000_0001, about: []), from: b.member.subscribe) }
+        let parsed = h.room.counters.rtcpIn - before
+        #expect(parsed <= 1000 && parsed >= 900, "\(parsed) of 5000 decrypted and parsed")
+        #expect(h.room.counters.drops[.rtcpRate] == 5000 - parsed)
+        #expect(h.room.counters.drops[.srtpAuthFailed] == 0 && h.room.counters.drops[.srtpReplay] == 0)
+        // The budget refills with time: a second later the client's reports are taken again.
+        h.advance(by: 1000)
+        for _ in 0..<100 { h.send(receiverReport(from: 0x7000_0001, about: []), from: b.member.subscribe) }
+        #expect(h.room.counters.rtcpIn - before - parsed == 100)
+    }
+
     @Test func aFullRoomRefusesAdmissionWithTheLimitCode() throws {
         var limits = RoomLimits()
         limits.participants = 2

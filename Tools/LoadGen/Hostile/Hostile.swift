@@ -46,7 +46,7 @@ public struct Hostile {
         SSRCAttacks.collision, FeedbackAttacks.foreignRTCP, APIAttacks.capsAndNames, APIAttacks.floodFairness,
         APIAttacks.eventsSince, APIAttacks.rebindingHost, RenegotiationAttacks.afterWrap, RenegotiationAttacks.slotReoffer,
         RenegotiationAttacks.ridSSRCChange, RenegotiationAttacks.highExtensionIDs, TCPAttacks.floods, AwaitedAttacks.awaitedFloor,
-        StreamingAttacks.urls,
+        StreamingAttacks.urls, TCPAttacks.adoption, FloodAttacks.srtcpSSRCFlood,
     ]
 
     public let plan: Plan

@@ -9,8 +9,9 @@ import WebRTCEdge
 /// announce SSRCs already in use in the victim's room.
 enum SSRCAttacks {
     /// 7. Authenticated SRTCP with a new sender SSRC in every datagram (libsrtp would keep a stream for each)
-    /// and SRTP with new SSRCs: refused past `limits.ssrcs_per_connection` (`ssrc_limit`) and as
-    /// `unknown_ssrc`, and the node's memory does not grow from one round to the next.
+    /// and SRTP with new SSRCs: refused past `limits.ssrcs_per_connection` (`ssrc_limit`) or, 5,000 a second,
+    /// past the connection's `limits.rtcp_per_second` (`rtcp_rate`), and as `unknown_ssrc`; the node's memory
+    /// does not grow from one round to the next.
     static let everNewSSRCs = Attack(number: 7, name: "SRTCP with ever-new SSRCs") { ctx in
         var o = AttackOutcome()
         let room = try await ctx.newRoom("ssrcs")
@@ -40,9 +41,10 @@ enum SSRCAttacks {
             rss.append(ctx.residentBytes ?? 0)
         }
         let after = try await ctx.metrics()
-        let limited = after.drop("ssrc_limit") - before.drop("ssrc_limit")
+        let limited = after.drop("ssrc_limit") - before.drop("ssrc_limit") + after.drop("rtcp_rate") - before.drop("rtcp_rate")
         let unknown = after.drop("unknown_ssrc") - before.drop("unknown_ssrc")
-        o.check(limited >= 2 * perRound - 64, "ssrc_limit +\(limited)", "only \(limited) of \(2 * perRound) new RTCP senders refused (ssrc_limit)")
+        o.check(limited >= 2 * perRound - 64, "ssrc_limit and rtcp_rate +\(limited)",
+                "only \(limited) of \(2 * perRound) new RTCP senders refused (ssrc_limit, rtcp_rate)")
         o.check(unknown >= 2 * perRound * 9 / 10, "unknown_ssrc +\(unknown)", "only \(unknown) of \(2 * perRound) RTP packets of unknown SSRCs counted")
         let growth = rss[1] - rss[0]
         o.check(growth <= 512 << 10, "second round RSS \(growth >= 0 ? "+" : "")\(growth / 1024) KiB", "resident memory grew \(growth / 1024) KiB over the second round of \(perRound) SSRCs")

@@ -82,3 +82,58 @@ enum TCPAttacks {
         return o
     }
 }
+
+extension TCPAttacks {
+    /// 22. A subscriber over TCP, checked and listening to the victim, resets its connection; another connection
+    /// from the same IP and port, which never sends a check, must get nothing (RFC 6544: each connection is a
+    /// candidate pair of its own), wait as unauthenticated and be closed at its timeout. The client then
+    /// connects again from that port and checks: it hears the room again.
+    static let adoption = Attack(number: 24, name: "ICE-TCP adoption after a reset") { ctx in
+        var o = AttackOutcome()
+        let room = VictimPump.room
+        try await ctx.admit(room, "tcpadopt")
+        var p = LoadClient.Profile.subscriber(audio: 1)
+        p.overTCP = true
+        let client = try LoadClient(certificate: ctx.certificate, profile: p)
+        client.consentInterval = .milliseconds(1000)
+        try await ctx.join(room, "tcpadopt", client, "subscribe")
+        guard try await ctx.connect([client]), let old = client.stream else {
+            o.fail("the subscriber over TCP did not connect")
+            await ctx.remove(room, "tcpadopt")
+            return o
+        }
+        try await ctx.drive(seconds: 0.5, clients: [client])
+        let before = try await ctx.metrics()
+        let node = old.remote.over(tcp: false), from = old.local.over(tcp: false)
+        old.reset()
+        let adopter = try TCPStream(connect: node, from: from)
+        adopter.send([22, 0xFE, 0xFD] + [UInt8](repeating: 0, count: 40))  // DTLS-looking, never a check
+        let rx = ReceiveBatch(capacity: 64)
+        var stolen = 0
+        let start = MonoClock.now()
+        var waitingMid = -1
+        try await ctx.drive(seconds: 7, clients: []) { tick in
+            stolen += adopter.receive(into: rx)
+            if tick == 25 { waitingMid = try await ctx.metrics().sum("sfu_tcp_connections", label: "state=\"unauthenticated\"") }
+            return !adopter.isClosed
+        }
+        let closedAfter = (MonoClock.now() - start).seconds
+        let after = try await ctx.metrics()
+        let timedOut = after.sum("sfu_tcp_closed_total", label: "reason=\"unauthenticated_timeout\"")
+            - before.sum("sfu_tcp_closed_total", label: "reason=\"unauthenticated_timeout\"")
+        o.check(stolen == 0, "the unchecked connection from the reset one's port got 0 frames",
+                "the unchecked connection from the reset one's port got \(stolen) frames (the victim's audio for another client)")
+        o.check(waitingMid >= 1, "it waited for a check (\(waitingMid) unauthenticated)", "it was counted as authenticated")
+        o.check(adopter.isClosed && timedOut >= 1, String(format: "closed unchecked after %.1f s (unauthenticated_timeout +%d)", closedAfter, timedOut),
+                "the unchecked connection was \(adopter.isClosed ? "closed" : "still open") after \(Int(closedAfter)) s (unauthenticated_timeout +\(timedOut))")
+        // The client itself connects again from its port and checks on the new connection: it is its path.
+        adopter.reset()
+        client.stream = try TCPStream(connect: node, from: from)
+        let heard = client.mediaPacketsReceived
+        try await ctx.drive(seconds: 3, clients: [client]) { _ in client.mediaPacketsReceived - heard < 50 }
+        o.check(client.mediaPacketsReceived - heard >= 50, "the client's own checked reconnection hears the room",
+                "the client's reconnection heard \(client.mediaPacketsReceived - heard) packets")
+        await ctx.remove(room, "tcpadopt")
+        return o
+    }
+}

@@ -22,6 +22,8 @@ final class VictimPump: @unchecked Sendable {
 
     private struct Shared {
         var arrivals: [UInt32: ArrivalLog] = [:]
+        /// When the publisher sent each audio frame: a gap here is the load generator's, not the node's.
+        var sends = ArrivalLog()
         var forgedReports = 0
         var keyframeRequests = 0
         var running = true
@@ -99,6 +101,8 @@ final class VictimPump: @unchecked Sendable {
         var next = MonoClock.now()
         while shared.withLock({ $0.running }) {
             talker.tick()
+            let sent = MonoClock.now()
+            shared.withLock { $0.sends.add(sent) }
             let before = publisher.keyframeRequests
             publisher.poll(now: MonoClock.now())
             subscriber.poll(now: MonoClock.now())
@@ -120,6 +124,12 @@ final class VictimPump: @unchecked Sendable {
         let log = shared.withLock { $0.arrivals[slot.ssrc] ?? ArrivalLog() }
         let (gap, packets) = log.maxGap(from: from, to: to)
         return (Int(gap.milliseconds), packets)
+    }
+
+    /// The longest the victim publisher itself went without sending audio between two instants (its thread
+    /// held back on a busy machine): the part of a gap the node had nothing to do with.
+    func publisherGap(from: MonoTime, to: MonoTime) -> Int {
+        Int(shared.withLock { $0.sends }.maxGap(from: from, to: to).gap.milliseconds)
     }
 
     /// Packets that arrived on one of the subscriber's slots between two instants.

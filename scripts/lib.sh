@@ -35,6 +35,8 @@ build_progress() {
   while IFS= read -r line; do
     if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\ (Compiling|Emitting\ module|Linking|Building)\ ([^ ]+) ]]; then
       done=${BASH_REMATCH[1]}
+      # SwiftPM plans first ([1/1]), then counts the build's own steps: a new total starts the tenths again.
+      [ "${BASH_REMATCH[2]}" = "$total" ] || tenth=-1
       total=${BASH_REMATCH[2]}
       module=${BASH_REMATCH[4]}
       if [ "$tty" -eq 1 ]; then

@@ -20,6 +20,9 @@ public struct ConfigCommand: ParsableCommand {
     @Flag(help: "Print the reference of every key with its default, as Markdown (docs/configuration.md).")
     public var markdown = false
 
+    @Flag(help: "Print secrets (api.key, the registry's password) as they are, not hidden.")
+    public var showSecrets = false
+
     public func run() throws {
         if keys {
             for k in NodeConfiguration.table { print("\(k.name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(k.help)") }
@@ -29,6 +32,6 @@ public struct ConfigCommand: ParsableCommand {
             print(NodeConfiguration.markdownReference, terminator: "")
             return
         }
-        print(try options.load().fileText, terminator: "")
+        print(try options.load().fileText(showingSecrets: showSecrets), terminator: "")
     }
 }

@@ -45,18 +45,23 @@ public struct ServeCommand: AsyncParsableCommand {
         // Last, so it is the first to shut down (services stop in reverse order): the node leaves its cluster and
         // stops while the API servers still carry the events; then they close, then the registry's connections.
         services.append(.init(service: NodeService(node: node, cluster: cluster)))
-        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A stop that hangs (a peer that never closes, a disk that never answers) is cut short: the process exits.
-        configuration.maximumGracefulShutdownDuration = Self.stopLimit
-        configuration.maximumCancellationDuration = .seconds(2)
-        let group = ServiceGroup(configuration: configuration)
-        try await group.run()
+        try await Self.group(services, logger: logger).run()
         logger.info("stopped")
     }
 
     /// How long a graceful stop may take before the rest is cancelled (a stop normally takes well under 2 s:
     /// Benchmarks/README.md, "Stopping a node").
-    static let stopLimit: Duration = .seconds(10)
+    public static let stopLimit: Duration = .seconds(10)
+
+    /// The service group every command that serves uses: graceful shutdown on SIGTERM and SIGINT in reverse
+    /// order of `services`, cut short after `stopLimit` (then 2 s of cancellation) so that no stop hangs.
+    public static func group(_ services: [ServiceGroupConfiguration.ServiceConfiguration], logger: Logger) -> ServiceGroup {
+        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = stopLimit
+        configuration.maximumCancellationDuration = .seconds(2)
+        return ServiceGroup(configuration: configuration)
+    }
 
     /// Text (key=value metadata) or JSON lines on standard error, at the configured level.
     public static func bootstrapLogging(_ settings: NodeConfiguration) -> Logger {

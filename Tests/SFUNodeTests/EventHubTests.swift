@@ -37,6 +37,22 @@ import Testing
         #expect(got[1]["type"] as? String == "dominant_speaker" && got[1]["seq"] as? Int == 2 && got[1]["participant"] is NSNull)
     }
 
+    /// A consumer that (re)connects after the node's stop gets what it resumes and then the end of the stream:
+    /// one kept open would hold the HTTP server's graceful shutdown forever (issue 40: `sfu demo` never exited
+    /// when the signaling server's relay reconnected between the node's stop and the API server's).
+    @Test func aConsumerComingAfterTheStopGetsWhatItResumesThenTheEnd() async throws {
+        let hub = EventHub()
+        hub.publish([Self.event("r1", .participantState(participant: "a", state: .joined, reason: nil)),
+                     Self.event("r1", .roomDestroyed)], now: 1)
+        hub.finish()
+        let late = hub.subscribe(room: nil, since: 1, stream: hub.stream)
+        var got: [UInt64?] = []
+        for await m in late.messages { got.append(m.seq) }  // ends: the test would time out otherwise
+        #expect(got == [2])
+        #expect(hub.consumerCount == 0)
+        for await _ in hub.subscribe(room: "r1").messages { Issue.record("a new consumer after the stop got an event") }
+    }
+
     @Test func activeTalkersCarryTheOrderedListAndTheSlotMap() async throws {
         let hub = EventHub()
         let sub = hub.subscribe(room: "r")

@@ -122,6 +122,18 @@ import WebRTCEdge
         #expect(again == c)
     }
 
+    @Test func theAPIKeyAndTheRegistrysPasswordArePrintedOnlyWhenAskedFor() throws {
+        var c = NodeConfiguration()
+        c.apiKey = "s3cret-key-0123456789"
+        c.clusterRegistry = "postgres://sfu:pa55word@db.internal:5432/sfu"
+        let shown = c.fileText(showingSecrets: false)
+        #expect(!shown.contains("s3cret") && !shown.contains("pa55word"), "\(shown)")
+        #expect(shown.contains("key = \"(set: 21 characters") && shown.contains("postgres://sfu:(hidden)@db.internal:5432/sfu"))
+        let all = c.fileText(showingSecrets: true)
+        #expect(all.contains("s3cret-key-0123456789") && all.contains("pa55word"))
+        #expect(try NodeConfiguration.load(file: ("printed", all), environment: [:], flags: []) == c)
+    }
+
     @Test func aWorkerPortPast65535IsAConfigurationErrorNotATrap() {
         #expect(throws: ConfigError.self) {
             try NodeConfiguration.load(file: nil, environment: [:], flags: ["media.listen=127.0.0.1:65535", "workers=2"])

@@ -39,16 +39,13 @@ struct DemoCommand: AsyncParsableCommand {
         signaling.moderatorKey = ModeratorKey.chosen(moderatorKey)
         if !turn.isEmpty { signaling.iceServers = [.init(urls: turn, username: turnUsername, credential: turnCredential)] }
         let server = SignalingServer(configuration: signaling, logger: logger)
-        let group = ServiceGroup(configuration: .init(
-            services: [
-                .init(service: server.application()),
-                .init(service: EventRelay(server: server)),
-                .init(service: ControlAPI.application(node: node, logger: logger)),
-                .init(service: NodeService(node: node)),
-            ],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        ))
+        // The node last, so the first to stop (services stop in reverse order), as `sfu serve` does it.
+        let group = ServeCommand.group([
+            .init(service: server.application()),
+            .init(service: EventRelay(server: server)),
+            .init(service: ControlAPI.application(node: node, logger: logger)),
+            .init(service: NodeService(node: node)),
+        ], logger: logger)
         print("demo: open http://\(host):\(port)/ (node API on \(settings.apiListen)); moderators: \(ModeratorKey.link(host, port, signaling.moderatorKey))")
         try await group.run()
     }
@@ -89,9 +86,8 @@ struct SignalingCommand: AsyncParsableCommand {
         c.maxActiveTalkers = maxActiveTalkers
         c.moderatorKey = ModeratorKey.chosen(moderatorKey)
         let server = SignalingServer(configuration: c)
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: server.application()), .init(service: EventRelay(server: server))],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "signaling")))
+        let group = ServeCommand.group([.init(service: server.application()), .init(service: EventRelay(server: server))],
+                                       logger: Logger(label: "signaling"))
         print("signaling: open http://\(host):\(port)/ (node \(node)); moderators: \(ModeratorKey.link(host, port, c.moderatorKey))")
         try await group.run()
     }

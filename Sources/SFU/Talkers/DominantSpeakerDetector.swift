@@ -76,8 +76,6 @@ public struct DominantSpeakerDetector {
         nextSpeakingCheck = now + configuration.speakingInterval
     }
 
-    public var speakerIDs: [Int] { speakers.keys.sorted() }
-
     public mutating func addSpeaker(_ id: Int, now: MonoTime) {
         if speakers[id] == nil { speakers[id] = Entry(lastSample: now) }
     }
@@ -102,7 +100,6 @@ public struct DominantSpeakerDetector {
         }
     }
 
-    public func isPaused(_ id: Int) -> Bool { speakers[id]?.paused ?? false }
     public func isSpeaking(_ id: Int) -> Bool { speakers[id]?.speaking ?? false }
 
     /// Records `count` samples: `count - 1` of silence (a DTX gap) followed by `level`.

@@ -9,9 +9,6 @@ public enum SRTPProfile: UInt16, CaseIterable, Sendable, CustomStringConvertible
     /// AES-GCM (RFC 7714): a (key, SSRC, index) nonce must never protect two different packets.
     public var isAEAD: Bool { self == .aeadAES128GCM || self == .aeadAES256GCM }
 
-    /// The DTLS-SRTP protection profile identifier (the raw value).
-    public var dtlsIdentifier: UInt16 { rawValue }
-
     public var masterKeyLength: Int {
         switch self {
         case .aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32, .aeadAES128GCM: 16
@@ -24,15 +21,6 @@ public enum SRTPProfile: UInt16, CaseIterable, Sendable, CustomStringConvertible
         switch self {
         case .aesCM128HmacSHA1_80, .aesCM128HmacSHA1_32: 14
         case .aeadAES128GCM, .aeadAES256GCM: 12
-        }
-    }
-
-    /// Bytes `protect` adds to an RTP packet (authentication tag, or AEAD tag).
-    public var rtpOverhead: Int {
-        switch self {
-        case .aesCM128HmacSHA1_80: 10
-        case .aesCM128HmacSHA1_32: 4
-        case .aeadAES128GCM, .aeadAES256GCM: 16
         }
     }
 

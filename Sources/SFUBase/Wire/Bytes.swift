@@ -11,7 +11,6 @@ extension UnsafeRawBufferPointer {
 }
 
 extension UnsafeMutableRawBufferPointer {
-    @inlinable public func setU8(_ v: UInt8, at: Int) { self[at] = v }
     @inlinable public func setU16(_ v: UInt16, at: Int) { self[at] = UInt8(v >> 8); self[at + 1] = UInt8(truncatingIfNeeded: v) }
     @inlinable public func setU24(_ v: UInt32, at: Int) {
         self[at] = UInt8(truncatingIfNeeded: v >> 16); self[at + 1] = UInt8(truncatingIfNeeded: v >> 8)

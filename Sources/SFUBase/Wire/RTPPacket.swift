@@ -87,19 +87,6 @@ public func isRTCP(_ p: UnsafeRawBufferPointer) -> Bool {
     p.count >= 2 && (192...223).contains(p[1])
 }
 
-/// Writers for the rewritable header fields of a packet held in a caller's buffer.
-public enum RTPFieldWriter {
-    public static func setMarker(_ on: Bool, in p: UnsafeMutableRawBufferPointer) {
-        p[1] = on ? (p[1] | 0x80) : (p[1] & 0x7F)
-    }
-    public static func setPayloadType(_ pt: UInt8, in p: UnsafeMutableRawBufferPointer) {
-        p[1] = (p[1] & 0x80) | (pt & 0x7F)
-    }
-    public static func setSequenceNumber(_ v: UInt16, in p: UnsafeMutableRawBufferPointer) { p.setU16(v, at: 2) }
-    public static func setTimestamp(_ v: UInt32, in p: UnsafeMutableRawBufferPointer) { p.setU32(v, at: 4) }
-    public static func setSSRC(_ v: UInt32, in p: UnsafeMutableRawBufferPointer) { p.setU32(v, at: 8) }
-}
-
 /// Builds whole RTP packets into caller buffers (fixed header, one-byte extensions, payload) for the node's
 /// clients (the load generator, tests): a header and payload through `OutgoingRTP`, the node's one writer.
 public struct RTPPacketBuilder {

@@ -1,3 +1,4 @@
+import Foundation
 import NodeIO
 import SFU
 import WebRTCEdge
@@ -14,6 +15,29 @@ public struct ConfigKey: Sendable {
     public let current: @Sendable (NodeConfiguration) -> ConfigValue
     /// Stores the value, or returns false when it is not one `expected` allows.
     let store: @Sendable (inout NodeConfiguration, ConfigValue) -> Bool
+    /// What of a secret value may be printed (`sfu config`): nil for a key that holds no secret.
+    var redacted: (@Sendable (ConfigValue) -> ConfigValue)? = nil
+
+    /// The key holds a secret as a whole (a bearer key): printed as how long it is, never what it is.
+    func secret() -> ConfigKey {
+        var k = self
+        k.redacted = { v in
+            guard case .string(let s) = v, !s.isEmpty else { return v }
+            return .string("(set: \(s.count) characters; sfu config --show-secrets prints it)")
+        }
+        return k
+    }
+
+    /// The key is a URL whose password is a secret (`postgres://user:password@host/db`): printed without it.
+    func secretPassword() -> ConfigKey {
+        var k = self
+        k.redacted = { v in
+            guard case .string(let s) = v, var c = URLComponents(string: s), c.password != nil else { return v }
+            c.password = "(hidden)"
+            return .string(c.string ?? "(a URL with a password)")
+        }
+        return k
+    }
 
     /// The file's section ("" for top-level keys) and the key within it.
     public var section: Substring { name.firstIndex(of: ".").map { name[..<$0] } ?? "" }

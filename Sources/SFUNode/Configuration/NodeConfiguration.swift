@@ -113,7 +113,7 @@ public struct NodeConfiguration: Sendable, Equatable {
                       guard case .string(let k) = v else { return false }
                       c.apiKey = k.isEmpty ? nil : k
                       return true
-                  }),
+                  }).secret(),
         .list("api.allowed_origins", of: "origins like \"https://app.example.com\"", \.apiAllowedOrigins,
               "browser origins allowed to call the API, e.g. [\"https://app.example.com\"]; others get 403",
               valid: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }),
@@ -180,7 +180,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         .choice("log.format", ["text", "json"], \.logFormat, "text (key=value metadata) or json (one object per line)"),
         .int("ice.consent_seconds", 3...600, \.consentSeconds, "a client that sends no valid ICE check this long is gone (RFC 7675: 30)"),
         .string("cluster.registry", \.clusterRegistry,
-                "postgres://user@host/db of the cluster registry; empty: one node, no database. With a password in it: in the file or SFU_CLUSTER_REGISTRY, not --set"),
+                "postgres://user@host/db of the cluster registry; empty: one node, no database. With a password in it: in the file or SFU_CLUSTER_REGISTRY, not --set")
+            .secretPassword(),
         .string("cluster.node_id", \.clusterNodeID, "this node's id in the registry; empty: the host name"),
         .string("cluster.region", \.clusterRegion, "the node's region, recorded in the registry"),
         .string("cluster.control_url", \.clusterControlURL,
@@ -306,7 +307,11 @@ public struct NodeConfiguration: Sendable, Equatable {
     }
 
     /// The effective values, in the file's format: top-level keys, then one [section] per group, in table order.
-    public var fileText: String {
+    public var fileText: String { fileText(showingSecrets: true) }
+
+    /// As a file would say it; secrets (`ConfigKey.redacted`: the API key, the registry's password) shown only
+    /// with `showingSecrets` - `sfu config` prints to terminals, logs and tickets.
+    public func fileText(showingSecrets: Bool) -> String {
         var out = ""
         var section: Substring?
         for k in Self.table {
@@ -315,7 +320,8 @@ public struct NodeConfiguration: Sendable, Equatable {
                 if !k.section.isEmpty { out += "[\(k.section)]\n" }
                 section = k.section
             }
-            out += "\(k.leaf) = \(k.current(self).fileText)\n"
+            let value = k.current(self)
+            out += "\(k.leaf) = \((showingSecrets ? value : k.redacted?(value) ?? value).fileText)\n"
         }
         return out
     }

@@ -72,6 +72,8 @@ public final class EventHub: Sendable {
         var nextSeq: UInt64 = 1
         var history: [Message] = []
         var historyStart = 0
+        /// The node stopped (`finish`): a consumer that comes now gets what it resumes, then the stream's end.
+        var finished = false
     }
 
     public let bufferPerConsumer: Int
@@ -180,7 +182,9 @@ public final class EventHub: Sendable {
                     for m in ordered where m.seq! > since && Self.matches(m, room) { continuation.yield(m) }
                 }
             }
-            s.consumers[id] = consumer
+            // After the node's stop a consumer is never kept: an event stream left open would hold the HTTP
+            // server's graceful shutdown forever (a signaling server reconnecting at once hung `sfu demo`'s stop).
+            if s.finished { continuation.finish() } else { s.consumers[id] = consumer }
             return (id, reset)
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -196,9 +200,11 @@ public final class EventHub: Sendable {
 
     private func unsubscribe(_ id: Int) { _ = state.withLock { $0.consumers.removeValue(forKey: id) } }
 
-    /// Ends every consumer's stream (node shutdown).
+    /// Ends every consumer's stream (node shutdown), and each one's that comes later as soon as it has what it
+    /// resumed.
     public func finish() {
         let all = state.withLock { s in
+            s.finished = true
             defer { s.consumers.removeAll() }
             return Array(s.consumers.values)
         }

@@ -85,12 +85,6 @@ public final class WorkerEdge {
         router.restart(connection, local: local, remoteUfrag: remote.ufrag)
     }
 
-    /// Whether ICE has a nominated address and DTLS has finished: the connection carries media.
-    public func isEstablished(_ connection: ConnectionID) -> Bool {
-        guard let r = router.record(connection) else { return false }
-        return r.keyed && r.agent.selected != nil
-    }
-
     /// Whether the client ever passed a connectivity check (to tell why a handshake never finished).
     public func wasChecked(_ connection: ConnectionID) -> Bool {
         (router.agent(connection)?.checksAnswered ?? 0) > 0

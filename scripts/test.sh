@@ -74,7 +74,7 @@ run_build() {
 # swift test, without the lines of tests that passed; its whole output stays in $test_log for the summary.
 run_swift_test() {
   local status=0
-  swift test --skip-build 2>&1 | tee "$test_log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ Test [a-z]" || status=${PIPESTATUS[0]}
+  swift test --skip-build 2>&1 | tee "$test_log" | grep -vE "^(􀟈|◇|↳) |^Test Suite|^Test Case|^✔ (Test|Suite) [a-zA-Z]" || status=${PIPESTATUS[0]}
   return "$status"
 }
 
@@ -126,7 +126,7 @@ for row in "${stages[@]}"; do
   us=$(( $(now_us) - start ))
   seconds=$(printf '%d.%d' $(( us / 1000000 )) $(( us % 1000000 / 100000 )))
   # Cores busy on average during the stage (2.0: both cores of this machine kind all the time).
-  cores=$(awk -v b=$(( $(busy_ticks) - busy )) -v us="$us" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", us > 0 ? b / hz / (us / 1e6) : 0 }')
+  cores=$(awk -v b=$(( $(busy_ticks) - busy )) -v us="$us" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (us > 0 ? b / hz / (us / 1e6) : 0) }')
   if [ "$status" -eq 0 ]; then
     results+=("$name|pass|$seconds|$cores|")
   else

@@ -13,9 +13,10 @@ import WebRTCEdge
 /// whether it renegotiates, restarts ICE or replaces the participant's transport.
 public final class Node: Sendable {
     public let configuration: NodeConfiguration
-    public let workers: [Worker]
+    /// The workers and which of them holds each room.
+    public let rooms: NodeRooms
+    public var workers: [Worker] { rooms.workers }
     public let certificate: DTLSCertificate
-    private let placement = Mutex<[String: Int]>([:])
     /// Requests refused by a cap, by limit name, for `/metrics`.
     private let refusals = Mutex<[String: UInt64]>([:])
     /// Room events, numbered and encoded, for `GET /v1/events`.
@@ -43,15 +44,11 @@ public final class Node: Sendable {
         return try await withRoom(room) { r, core, now in try r.moderation.moderate(command, by: by, now: now, into: core.batch) }
     }
 
-    /// The recording writer (its own thread) and each worker's queue to it (`NodeRecording`).
-    public let recorder: RecordingWriter
-    let recordingQueues: [RecordingQueue]
-    private let recordingFailures: AsyncStream<(id: String, room: String, reason: String)>
-    private let failureTask = Mutex<Task<Void, Never>?>(nil)
-    /// The live streams' encoders, by stream id (`NodeLiveStreaming`).
-    let encoders = Mutex<[String: LiveEncoder]>([:])
-    /// The loopback ports each live stream's encoder has, for the stream's life.
-    let streamPorts = Mutex<[String: [UInt16]]>([:])
+    /// Recording (`NodeRecordings`: the writer's thread, each worker's queue to it) and live streaming
+    /// (`NodeLiveStreams`: the encoders and their ports): features that own their state and reach rooms through
+    /// `rooms`.
+    public let recordings: NodeRecordings
+    public let liveStreams: NodeLiveStreams
 
     /// Set by `POST /v1/node/drain`: the node takes no new rooms; the rooms it holds go on.
     private let draining = Atomic<Bool>(false)
@@ -87,16 +84,9 @@ public final class Node: Sendable {
                                  consentTimeout: .seconds(Double(configuration.consentSeconds))))
         }
         Worker.connect(ws)
-        workers = ws
-        let (failures, failed) = AsyncStream.makeStream(of: (id: String, room: String, reason: String).self)
-        recordingFailures = failures
-        let writer = RecordingWriter(configuration: .init(directory: configuration.recordingDirectory,
-                                                          maxNodeBytes: Int64(configuration.recordingNodeCapMB) << 20,
-                                                          maxRoomBytes: Int64(configuration.recordingRoomCapMB) << 20,
-                                                          queuePackets: configuration.recordingQueuePackets),
-                                     onFailure: { id, room, reason in failed.yield((id, room, reason)) })
-        recorder = writer
-        recordingQueues = ws.indices.map { writer.makeQueue(worker: $0) }
+        rooms = NodeRooms(workers: ws)
+        recordings = NodeRecordings(configuration: configuration, rooms: rooms, logger: logger)
+        liveStreams = NodeLiveStreams(configuration: configuration, rooms: rooms, logger: logger)
     }
 
     /// A worker's ICE-TCP port: the UDP socket's address and port number when TCP has it free (one number to
@@ -107,8 +97,6 @@ public final class Node: Sendable {
         any.port = 0
         return try TCPPort(bind: any, limits: limits)
     }
-
-    func placementIndex(of room: String) -> Int? { placement.withLock { $0[room] } }
 
     /// Starts the workers and the event pump, which moves the workers' events to `events` (off the media
     /// threads: encoding and fan-out cost the control plane, never a worker). The pump wakes when a worker
@@ -130,12 +118,7 @@ public final class Node: Sendable {
             }
         }
         pumpWake.withLock { $0 = wake }
-        recorder.start()
-        failureTask.withLock { task in
-            task = task ?? Task.detached { [self] in
-                for await f in recordingFailures { await recordingFailed(id: f.id, room: f.room, reason: f.reason) }
-            }
-        }
+        recordings.start()
     }
 
     /// Stops the workers: every room is destroyed, so every client is told (participants left, DTLS
@@ -145,16 +128,15 @@ public final class Node: Sendable {
         pumpWake.withLock { $0?.finish(); $0 = nil }
         // Every encoder told first (SIGTERM: each FFmpeg ends its RTMP stream while the rest stops), and waited
         // for last, all within one `LiveEncoder.stopGrace`.
-        let streams = LiveEncoder.beginStop(encoders.withLock { e in defer { e.removeAll() }; return Array(e.values) })
+        let streams = liveStreams.beginStop()
         // Rooms first, on every worker while all run: a room's transports hosted by another worker are
         // released there (DTLS close_notify) before that worker stops. Each recording and live stream is told
         // off ("node stopped") with the room.
         for w in workers where w.isRunning { try? w.performAndWait { core, now in core.destroyAllRooms(now: now) } }
         for w in workers { w.stop() }
         // Every file closed playable and every manifest written, after the rooms queued their last packets.
-        recorder.shutdown()
-        LiveEncoder.finishStop(streams)
-        failureTask.withLock { $0?.cancel(); $0 = nil }
+        recordings.shutdown()
+        liveStreams.finishStop(streams)
         pumpEvents()
         events.finish()
     }
@@ -186,7 +168,7 @@ public final class Node: Sendable {
         for e in drained { EventLog.log(e, to: logger) }
     }
 
-    public var roomNames: [String] { placement.withLock { $0.keys.sorted() } }
+    public var roomNames: [String] { rooms.names }
 
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
@@ -199,23 +181,12 @@ public final class Node: Sendable {
     /// Creates a room on the worker with the fewest rooms; refused past `limits.rooms`.
     public func createRoom(_ name: String, configuration room: RoomConfiguration) async throws {
         try room.validate()
-        let index: Int = try placement.withLock { p in
-            guard p[name] == nil else { throw APIError(.conflict, code: 6009, "room \(name) already exists") }
-            guard !isDraining else { throw APIError(.serviceUnavailable, code: 6018, "the node is draining: no new rooms") }
-            guard p.count < configuration.maxRooms else {
-                throw RoomError(.limitReached, .conflict, "the node holds \(configuration.maxRooms) rooms, its limit", limit: "rooms")
-            }
-            var load = [Int](repeating: 0, count: workers.count)
-            for w in p.values { load[w] += 1 }
-            let i = load.indices.min { load[$0] < load[$1] }!
-            p[name] = i
-            return i
-        }
+        let index = try rooms.reserve(name, limit: configuration.maxRooms, draining: isDraining)
         let limits = configuration.workerLimits.room
         do {
             try await workers[index].perform { core, now in core.addRoom(try Room(name: name, configuration: room, limits: limits, now: now)) }
         } catch {
-            _ = placement.withLock { $0.removeValue(forKey: name) }
+            rooms.forget(name)
             throw error
         }
         logger.info("room created", metadata: [
@@ -226,17 +197,12 @@ public final class Node: Sendable {
 
     /// Runs `body` on the room's worker with the room, the worker's core (for its batch) and the time.
     public func withRoom<T: Sendable>(_ name: String, _ body: @escaping @Sendable (Room, WorkerCore, MonoTime) throws -> T) async throws -> T {
-        guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        return try await workers[index].perform { core, now in
-            guard let room = core.room(name) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-            return try body(room, core, now)
-        }
+        try await rooms.withRoom(name, body)
     }
 
     /// Runs `body` on the worker core of `room`'s worker (an operation that closes transports as well).
     func withCore<T: Sendable>(of room: String, _ body: @escaping @Sendable (WorkerCore, MonoTime) throws -> T) async throws -> T {
-        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
-        return try await workers[index].perform(body)
+        try await rooms.withCore(of: room, body)
     }
 
     /// Answers a participant's offer to send (see `WorkerCore.publish`).
@@ -254,8 +220,7 @@ public final class Node: Sendable {
     }
 
     private func session(_ room: String, _ body: @escaping @Sendable (WorkerCore, MonoTime) throws -> SessionAnswer) async throws -> SessionAnswer {
-        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
-        let answer = try await workers[index].perform(body)
+        let answer = try await rooms.withCore(of: room, body)
         logger.info("session \(answer.change.rawValue)", metadata: ["room": "\(room)", "connection": "\(answer.connection)"])
         return answer
     }
@@ -269,27 +234,22 @@ public final class Node: Sendable {
 
     /// Removes one of this node's participants (`removeParticipant` without asking another node).
     func removeHere(room: String, participant: String, by: String?) async throws -> Int {
-        guard let index = placement.withLock({ $0[room] }) else { throw APIError(.notFound, code: 6008, "no room \(room)") }
-        return try await workers[index].perform { core, now in try core.removeParticipant(room: room, participant, by: by, now: now) }
+        try await rooms.withCore(of: room) { core, now in try core.removeParticipant(room: room, participant, by: by, now: now) }
     }
 
     /// Destroys a room: every participant is told (left, room destroyed) and its transports closed.
     public func destroyRoom(_ name: String) async throws {
-        guard let index = placement.withLock({ $0[name] }) else { throw APIError(.notFound, code: 6008, "no room \(name)") }
-        let (recording, stream) = try await workers[index].perform { core, now in
+        let (recording, stream) = try await rooms.withCore(of: name) { core, now in
             let ids = (core.room(name)?.recording?.id, core.room(name)?.streaming?.id)
             core.destroyRoom(name, now: now)
             return ids
         }
-        _ = placement.withLock { $0.removeValue(forKey: name) }
-        if let recording { await recorder.finish(id: recording, reason: "room destroyed") }
-        if let stream, let e = encoders.withLock({ $0.removeValue(forKey: stream) }) {
-            await e.stopped()
-            _ = streamPorts.withLock { $0.removeValue(forKey: stream) }
-        }
+        rooms.forget(name)
+        if let recording { await recordings.roomEnded(recording: recording) }
+        if let stream { await liveStreams.roomEnded(stream: stream) }
     }
 
-    func worker(of room: String) -> Worker? { placement.withLock { $0[room] }.map { workers[$0] } }
+    func worker(of room: String) -> Worker? { rooms.worker(of: room) }
 
     /// Counts a request refused by a cap (for `sfu_limit_refusals_total`).
     func countRefusal(_ limit: String) { refusals.withLock { $0[limit, default: 0] += 1 } }

@@ -66,7 +66,7 @@ import WebRTCEdge
                     "rtmp://[fe80::1]/live/key", "rtmp://[fd00::1]/live/key", "rtmp://0.0.0.0/live/key", "rtmps://100.64.0.1/live/key",
                     "rtmp://8.8.8.8:22/live/key", "rtmp://8.8.8.8:6379/live/key"] {
             do {
-                _ = try await node.startStreaming(room: "r", by: "mod", .init(rtmpURL: url))
+                _ = try await node.liveStreams.start(room: "r", by: "mod", .init(rtmpURL: url))
                 Issue.record("\(url) was accepted")
             } catch let e as APIError {
                 #expect(e.status == .badRequest && e.code == 5125, "\(url): \(e)")
@@ -83,14 +83,14 @@ import WebRTCEdge
         defer { node.stop(); try? FileManager.default.removeItem(atPath: dir) }
         try await room(node, "r")
         let events = node.events.subscribe(room: "r", since: 0)
-        let id = try await node.startStreaming(room: "r", by: "mod", .init(rtmpURL: "RTMP://127.0.0.1:1935/live/key"))
+        let id = try await node.liveStreams.start(room: "r", by: "mod", .init(rtmpURL: "RTMP://127.0.0.1:1935/live/key"))
         while !FileManager.default.fileExists(atPath: dir + "/args") { try await Task.sleep(for: .milliseconds(20)) }
         let args = try String(contentsOfFile: dir + "/args", encoding: .utf8).split(separator: "\n")
         #expect(args.last == "rtmp://127.0.0.1:1935/live/key")
         #expect(try await node.withRoom("r") { r, _, _ in r.streaming?.live } == false)
         #expect(FileManager.default.createFile(atPath: dir + "/open", contents: nil))
         while try await node.withRoom("r", { r, _, _ in r.streaming?.live }) != true { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(try await node.stopStreaming(room: "r", by: "mod") == id)
+        #expect(try await node.liveStreams.stop(room: "r", by: "mod") == id)
         try await node.destroyRoom("r")
         #expect(await Self.states(events, room: "r") == ["streaming:starting:", "streaming:on:", "streaming:off:", "room_destroyed::"])
     }
@@ -102,8 +102,8 @@ import WebRTCEdge
         defer { node.stop(); try? FileManager.default.removeItem(atPath: dir) }
         try await room(node, "r")
         let events = node.events.subscribe(room: "r", since: 0)
-        _ = try await node.startRecording(room: "r", by: "mod")
-        _ = try await node.startStreaming(room: "r", by: "mod", .init(rtmpURL: "rtmp://127.0.0.1:1935/live/key"))
+        _ = try await node.recordings.start(room: "r", by: "mod")
+        _ = try await node.liveStreams.start(room: "r", by: "mod", .init(rtmpURL: "rtmp://127.0.0.1:1935/live/key"))
         try await node.destroyRoom("r")
         let got = await Self.states(events, room: "r")
         #expect(got.first == "recording:on:" && got.last == "room_destroyed::", "\(got)")
@@ -117,8 +117,8 @@ import WebRTCEdge
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try await room(node, "r")
         let events = node.events.subscribe(room: "r", since: 0)
-        _ = try await node.startRecording(room: "r", by: "mod")
-        _ = try await node.startStreaming(room: "r", by: "mod", .init(rtmpURL: "rtmp://127.0.0.1:1935/live/key"))
+        _ = try await node.recordings.start(room: "r", by: "mod")
+        _ = try await node.liveStreams.start(room: "r", by: "mod", .init(rtmpURL: "rtmp://127.0.0.1:1935/live/key"))
         node.stop()
         let got = await Self.states(events, room: "r")
         #expect(got.contains("recording:off:node stopped") && got.contains("streaming:off:node stopped"), "\(got)")

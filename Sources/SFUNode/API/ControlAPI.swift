@@ -89,7 +89,7 @@ public enum ControlAPI {
             // A room recorded from its start: a recording that cannot start does not undo the room (the log
             // and the room's state say so; a moderator may start one later).
             if b.autoRecording {
-                do { _ = try await node.startRecording(room: b.room, by: nil) } catch {
+                do { _ = try await node.recordings.start(room: b.room, by: nil) } catch {
                     node.logger.warning("auto_recording could not start", metadata: ["room": "\(b.room)", "error": "\(error)"])
                 }
             }
@@ -211,23 +211,23 @@ public enum ControlAPI {
         // Recording as individual streams (EnableX startRecord / stopRecord): moderators only.
         router.post("/v1/rooms/:room/recording/start") { request, context in
             let b = try await decode(RecordingRequest.self, request)
-            let started = try await node.startRecording(room: try room(context), by: b.by)
+            let started = try await node.recordings.start(room: try room(context), by: b.by)
             return ok(RecordingStarted(recording: started.id, directory: started.directory))
         }
         router.post("/v1/rooms/:room/recording/stop") { request, context in
             let b = try await decode(RecordingRequest.self, request)
-            let manifest = try await node.stopRecording(room: try room(context), by: b.by)
+            let manifest = try await node.recordings.stop(room: try room(context), by: b.by)
             return ok(RecordingStopped(recording: manifest?.recording ?? "", files: manifest?.streams.map(\.file) ?? []))
         }
         // Live streaming over RTMP (EnableX startStreaming / stopStreaming): moderators only.
         router.post("/v1/rooms/:room/streaming/start") { request, context in
             let b = try await decode(StreamingRequest.self, request)
-            let id = try await node.startStreaming(room: try room(context), by: b.by, .init(rtmpURL: b.rtmpURL, viewURL: b.viewURL))
+            let id = try await node.liveStreams.start(room: try room(context), by: b.by, .init(rtmpURL: b.rtmpURL, viewURL: b.viewURL))
             return ok(StreamingAnswer(stream: id))
         }
         router.post("/v1/rooms/:room/streaming/stop") { request, context in
             let b = try await decode(RecordingRequest.self, request)
-            return ok(StreamingAnswer(stream: try await node.stopStreaming(room: try room(context), by: b.by)))
+            return ok(StreamingAnswer(stream: try await node.liveStreams.stop(room: try room(context), by: b.by)))
         }
         router.post("/v1/rooms/:room/participants/:p/role") { request, context in
             let b = try await decode(RoleRequest.self, request)

@@ -35,7 +35,7 @@ public final class NodeMetrics: Sendable {
             if let m = try? await w.metrics() { snapshots.append(m) }
         }
         update(snapshots, consumers: node.events.consumerCount, configuration: node.configuration, refusals: node.limitRefusals,
-               recording: node.recorder.statistics)
+               recording: node.recordings.writer.statistics)
         return registry.emitToString()
     }
 

@@ -1,12 +1,49 @@
 import Foundation
+import Logging
 import NodeIO
 import SFU
+import Synchronization
 import WebRTCEdge
 
-/// Live streaming over RTMP (EnableX startStreaming / stopStreaming): the room's side is `RoomLiveStream` (its
-/// slots follow the active talkers), the worker's is `WorkerLiveStreams` (each slot's packets to the
-/// encoder's port), the encoder is a supervised FFmpeg (`LiveEncoder`).
-extension Node {
+/// Live streaming over RTMP on this node (EnableX startStreaming / stopStreaming): the room's side is
+/// `RoomLiveStream` (its slots follow the active talkers), the worker's is `WorkerLiveStreams` (each slot's
+/// packets to the encoder's port), the encoder is a supervised FFmpeg (`LiveEncoder`). It owns the encoders and
+/// the loopback ports they hold; the node holds it and stops it with itself.
+public final class NodeLiveStreams: Sendable {
+    private let rooms: NodeRooms
+    private let logger: Logger
+    /// Where a moderator's URL may point (`streaming.rtmp_hosts` and the default rule).
+    private let rule: OutboundRule
+    private let ffmpeg: String
+    /// The live streams' encoders, by stream id.
+    private let encoders = Mutex<[String: LiveEncoder]>([:])
+    /// The loopback ports each live stream's encoder has, for the stream's life.
+    private let heldPorts = Mutex<[String: [UInt16]]>([:])
+
+    init(configuration c: NodeConfiguration, rooms: NodeRooms, logger: Logger) {
+        self.rooms = rooms
+        self.logger = logger
+        rule = c.streamingRule
+        ffmpeg = c.streamingFFmpeg
+    }
+
+    /// Every encoder told to stop at once (SIGTERM: each FFmpeg ends its RTMP stream while the rest of the node
+    /// stops); `finishStop` waits for them, within one `LiveEncoder.stopGrace`.
+    func beginStop() -> LiveEncoder.Stopping {
+        LiveEncoder.beginStop(encoders.withLock { e in defer { e.removeAll() }; return Array(e.values) })
+    }
+
+    func finishStop(_ stopping: LiveEncoder.Stopping) {
+        LiveEncoder.finishStop(stopping)
+        heldPorts.withLock { $0.removeAll() }
+    }
+
+    /// The live stream of a room that ended: its encoder stops (the room told its own event).
+    func roomEnded(stream id: String) async {
+        if let e = encoders.withLock({ $0.removeValue(forKey: id) }) { await e.stopped() }
+        _ = heldPorts.withLock { $0.removeValue(forKey: id) }
+    }
+
     /// What the seeds' `rtmpDetails` carry: the RTMP URL (with its stream key) and, optionally, a view URL.
     public struct StreamingConfiguration: Sendable {
         public var rtmpURL: String
@@ -49,17 +86,17 @@ extension Node {
 
     /// Starts streaming `room` to `config.rtmpURL`: the room's slots, the encoder's ports and SDP, FFmpeg.
     /// Returns the stream's id.
-    public func startStreaming(room: String, by: String, _ config: StreamingConfiguration) async throws -> String {
-        let rule = configuration.streamingRule
+    public func start(room: String, by: String, _ config: StreamingConfiguration) async throws -> String {
+        let rule = rule
         let target = try config.check(rule: rule)
-        let id = "live-" + Self.newRecordingID().dropFirst(4)
-        try await withRoom(room) { r, _, now in try r.liveStream.requestStart(id: id, by: by, now: now) }
+        let id = "live-" + NodeRecordings.newID().dropFirst(4)
+        try await rooms.withRoom(room) { r, _, now in try r.liveStream.requestStart(id: id, by: by, now: now) }
         do {
             // Only for a moderator's request: nobody else makes the node look names up.
             try await StreamingConfiguration.resolve(target, rule: rule)
-            let audio = try await withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
+            let audio = try await rooms.withRoom(room) { r, _, _ in Self.liveAudioSlots(maxActiveTalkers: r.configuration.maxActiveTalkers) }
             // Ports held for the stream's whole life (its restarts too): no other stream of this node gets them.
-            let ports = try streamPorts.withLock { held in
+            let ports = try heldPorts.withLock { held in
                 let p = try Self.freePortPairs(audio + 1, avoiding: held.values.flatMap { $0 })
                 held[id] = p
                 return p
@@ -69,11 +106,11 @@ extension Node {
             let encoder = try LiveEncoder(
                 id: id, sdp: Self.sdp(room: room, audioSlots: audio, ports: ports), sdpPath: sdpPath,
                 arguments: Self.encoderArguments(sdp: sdpPath, audioSlots: audio, url: target.url), target: target, rule: rule,
-                executable: configuration.streamingFFmpeg,
+                executable: ffmpeg,
                 onRestart: { [weak self] why in
                     guard let self else { return }
                     logger.warning("live stream encoder restarts", metadata: ["room": "\(room)", "stream": "\(id)", "reason": "\(why)"])
-                    Task { _ = try? await self.withRoom(room) { r, _, _ in r.liveStream.notice(id: id, reason: "encoder restarted: \(why)") } }
+                    Task { _ = try? await self.rooms.withRoom(room) { r, _, _ in r.liveStream.notice(id: id, reason: "encoder restarted: \(why)") } }
                 },
                 onGiveUp: { [weak self] why in
                     guard let self else { return }
@@ -83,25 +120,25 @@ extension Node {
             encoder.onOutputOpen = { [weak self] in
                 guard let self else { return }
                 logger.info("live stream is live", metadata: ["room": "\(room)", "stream": "\(id)", "at": "\(target.shown)"])
-                Task { _ = try? await self.withRoom(room) { r, _, _ in r.liveStream.live(id: id) } }
+                Task { _ = try? await self.rooms.withRoom(room) { r, _, _ in r.liveStream.live(id: id) } }
             }
             encoder.onNeedsKeyframe = { [weak self] in
                 guard let self else { return }
-                Task { _ = try? await self.withRoom(room) { r, core, now in r.liveStream.needsKeyframe(id: id, now: now, into: core.batch) } }
+                Task { _ = try? await self.rooms.withRoom(room) { r, core, now in r.liveStream.needsKeyframe(id: id, now: now, into: core.batch) } }
             }
             encoder.onPictureUp = { [weak self] seconds, asks in
                 self?.logger.info("live stream encoder shows pictures", metadata: [
                     "room": "\(room)", "stream": "\(id)", "after_seconds": "\((seconds * 10).rounded() / 10)", "keyframe_asks": "\(asks)"])
             }
             encoders.withLock { $0[id] = encoder }
-            _ = try await withCore(of: room) { core, now in
+            _ = try await rooms.withCore(of: room) { core, now in
                 try core.liveStreams.open(room: room, stream: id, host: TransportAddress("127.0.0.1:0")!, ports: ports, audioSlots: audio, now: now)
             }
             try encoder.start()
-            _ = try await withRoom(room) { r, _, _ in r.liveStream.launched(id: id) }
+            _ = try await rooms.withRoom(room) { r, _, _ in r.liveStream.launched(id: id) }
         } catch {
             await endStream(room: room, id: id, reason: nil)
-            _ = try? await withRoom(room) { r, _, _ in r.liveStream.startFailed(id: id) }
+            _ = try? await rooms.withRoom(room) { r, _, _ in r.liveStream.startFailed(id: id) }
             if let e = error as? APIError { throw e }
             throw APIError(.serviceUnavailable, code: 6024, "live streaming unavailable: \(error)")
         }
@@ -110,8 +147,8 @@ extension Node {
     }
 
     /// Stops the live stream of `room`: the room's slots stop, FFmpeg ends the RTMP stream. Returns its id.
-    public func stopStreaming(room: String, by: String) async throws -> String {
-        let (id, _) = try await withRoom(room) { r, _, now in try r.liveStream.requestStop(by: by, now: now) }
+    public func stop(room: String, by: String) async throws -> String {
+        let (id, _) = try await rooms.withRoom(room) { r, _, now in try r.liveStream.requestStop(by: by, now: now) }
         await endStream(room: room, id: id, reason: nil)
         logger.info("live stream stopped", metadata: ["room": "\(room)", "stream": "\(id)", "by": "\(by)"])
         return id
@@ -121,9 +158,9 @@ extension Node {
     /// nobody asked).
     func endStream(room: String, id: String, reason: String?, failed: Bool = false) async {
         if let e = encoders.withLock({ $0.removeValue(forKey: id) }) { await e.stopped() }
-        _ = streamPorts.withLock { $0.removeValue(forKey: id) }
+        _ = heldPorts.withLock { $0.removeValue(forKey: id) }
         // Only this stream's connection: a late cleanup of an old stream must not end the current one.
-        _ = try? await withCore(of: room) { core, _ in
+        _ = try? await rooms.withCore(of: room) { core, _ in
             if let c = core.room(room)?.liveStream.stopped(id: id, reason: reason, failed: failed) { core.liveStreams.close(c) }
         }
     }

@@ -5,25 +5,18 @@ import SFUMedia
 import SFUSimulation
 
 /// The control API's two big answers for a room of 64 (the room of `sfu bench`'s video conference: 4 VP8
-/// publishers, 60 subscribers of 4 audio + 4 video slots), written as the API writes them (JSONWriter) and as
-/// it did before (a JSONEncoder per answer, `.sortedKeys`), from the same value: one answer per operation.
+/// publishers, 60 subscribers of 4 audio + 4 video slots), written as the API writes them (JSONWriter; a
+/// JSONEncoder per answer took about 10 times as long: Benchmarks/README.md), one answer per operation.
 /// Building the value (the room's `stats()` or `snapshot()`, on the worker) is not measured.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(3), maxIterations: 1000)
 
     let room = ConferenceRoom()
-    for jsonEncoder in [true, false] {
-        let how = jsonEncoder ? "JSONEncoder" : "JSONWriter"
-        Benchmark("Stats answer of a room of 64, \(how)") { benchmark in
-            for _ in benchmark.scaledIterations {
-                blackHole(AnswerEncoding.statsAnswer(room.stats, room.counters, jsonEncoder: jsonEncoder))
-            }
-        }
-        Benchmark("State answer of a room of 64, \(how)") { benchmark in
-            for _ in benchmark.scaledIterations {
-                blackHole(AnswerEncoding.stateAnswer(room.snapshot, jsonEncoder: jsonEncoder))
-            }
-        }
+    Benchmark("Stats answer of a room of 64, JSONWriter") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(AnswerEncoding.statsAnswer(room.stats, room.counters)) }
+    }
+    Benchmark("State answer of a room of 64, JSONWriter") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(AnswerEncoding.stateAnswer(room.snapshot)) }
     }
 }
 

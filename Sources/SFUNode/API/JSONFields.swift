@@ -1,11 +1,9 @@
-/// An answer body the control API writes with `JSONWriter` instead of `JSONEncoder` (see JSONWriter for why).
-///
-/// The body's `Encodable` conformance stays the description of the wire format: the tests hold `writeFields`
-/// to the exact bytes `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` makes of the same value, so
-/// the two cannot drift apart unnoticed.
-protocol JSONFields: Encodable {
-    /// Writes the body's fields into the object being written, keys in ascending UTF-8 byte order (the order
-    /// `.sortedKeys` gives); a field the `Encodable` form writes as `null` is written as `null` here too.
+/// An answer body the control API writes with `JSONWriter` instead of `JSONEncoder` (see JSONWriter for why):
+/// its one encoding. What it must write is docs/openapi.yaml's schema (schemathesis checks every answer against
+/// it in CI; `AnswerJSONTests` the fields, key order and escaping).
+protocol JSONFields {
+    /// Writes the body's fields into the object being written, keys in ascending UTF-8 byte order (the same
+    /// bytes for the same answer, whatever the platform's dictionaries do); a nullable field absent is `null`.
     func writeFields(_ w: inout JSONWriter)
 
     /// Roughly how many bytes the answer takes, so the writer's buffer grows once or not at all.

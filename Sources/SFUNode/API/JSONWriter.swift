@@ -5,8 +5,9 @@
 /// with the media worker, and that preemption was the bench's forwarding p99 (Benchmarks/README.md). The
 /// writer appends to one growing `[UInt8]` with no intermediate containers, boxes or `String`s.
 ///
-/// The output is the bytes `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` gives on Linux, so
-/// clients see nothing change (the tests compare the two byte for byte):
+/// The output is the bytes `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` gave the API's answers on
+/// Linux, so clients saw nothing change (the tests compare strings and numbers with JSONEncoder's byte for byte,
+/// and every answer's key order):
 /// - no whitespace between tokens (RFC 8259 section 2 allows it; JSONEncoder writes none);
 /// - keys in ascending UTF-8 byte order: the writer does not sort, callers write keys in that order (`a_b`
 ///   before `aa`: `_` is 0x5F). Only `mergeField` places a key by comparison;

@@ -1,14 +1,13 @@
 import Foundation
 import SFU
 
-/// The bodies of the API's answers, `Encodable`, in the shape docs/openapi.yaml documents (a test checks
-/// every route against it). Fields the document declares nullable are written as `null`, never left out.
-/// Each is written by `writeFields` (`JSONFields`); its `Encodable` form is the reference the tests hold
-/// that to. The room's state and stats answers are in RoomAnswers.swift.
+/// The bodies of the API's answers, in the shape docs/openapi.yaml documents (a test checks every route against
+/// it, and schemathesis every answer). Fields the document declares nullable are written as `null`, never left
+/// out. Each is written one way, by `writeFields` (`JSONFields`). The room's state and stats answers are in
+/// RoomAnswers.swift.
 
 /// A success without fields: `{"result": 0}`.
 struct Done: JSONFields {
-    func encode(to encoder: any Encoder) throws {}
     func writeFields(_ w: inout JSONWriter) {}
 }
 
@@ -19,14 +18,6 @@ struct Health: JSONFields {
     var state = "serving"
     /// The node's id in the cluster; null for a node on its own.
     var node: String?
-    enum CodingKeys: String, CodingKey { case status, rooms, state, node }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(node, forKey: .node)  // null without a cluster, as the document says
-        try c.encode(rooms, forKey: .rooms)
-        try c.encode(state, forKey: .state)
-        try c.encode(status, forKey: .status)
-    }
     func writeFields(_ w: inout JSONWriter) {
         w.field("node", node)
         w.field("rooms", rooms)
@@ -43,10 +34,6 @@ struct NodeList: JSONFields {
         var controlURL: String
         var state: String
         var alive: Bool
-        enum CodingKeys: String, CodingKey {
-            case node, state, alive
-            case controlURL = "control_url"
-        }
         func writeFields(_ w: inout JSONWriter) {
             w.field("alive", alive)
             w.field("control_url", controlURL)
@@ -68,7 +55,6 @@ struct PlacementAnswer: JSONFields {
     var reason: String
     var home: String
     var epoch: Int64
-    enum CodingKeys: String, CodingKey { case room, node, reason, home, epoch, controlURL = "control_url" }
     func writeFields(_ w: inout JSONWriter) {
         w.field("control_url", controlURL)
         w.field("epoch", epoch)
@@ -97,7 +83,6 @@ struct ParticipantName: JSONFields {
 
 struct ClosedConnections: JSONFields {
     var closed: Int
-    enum CodingKeys: String, CodingKey { case closed = "closed_connections" }
     func writeFields(_ w: inout JSONWriter) { w.field("closed_connections", closed) }
 }
 
@@ -120,7 +105,6 @@ struct Pinned: JSONFields {
 struct Hands: JSONFields {
     var raised: [String]
     var approved: [String]
-    enum CodingKeys: String, CodingKey { case raised = "raised_hands", approved = "approved_hands" }
     func writeFields(_ w: inout JSONWriter) {
         w.field("approved_hands", approved)
         w.field("raised_hands", raised)
@@ -135,7 +119,6 @@ struct Approved: JSONFields {
 struct Denied: JSONFields {
     var denied: [String]
     var closed: Int
-    enum CodingKeys: String, CodingKey { case denied, closed = "closed_connections" }
     func writeFields(_ w: inout JSONWriter) {
         w.field("closed_connections", closed)
         w.field("denied", denied)
@@ -158,19 +141,9 @@ struct Refusal: JSONFields {
 }
 
 /// A success: the body's fields and `"result": 0` in one object.
-struct Success<Body: Encodable>: Encodable {
+struct Success<Body: JSONFields>: JSONFields {
     var body: Body
 
-    enum CodingKeys: String, CodingKey { case result }
-
-    func encode(to encoder: any Encoder) throws {
-        try body.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(0, forKey: .result)
-    }
-}
-
-extension Success: JSONFields where Body: JSONFields {
     func writeFields(_ w: inout JSONWriter) {
         w.mergeField("result", 0)
         body.writeFields(&w)

@@ -2,42 +2,11 @@ import Foundation
 import SFU
 
 /// The two big answers, which grow with the room and which a signaling server may poll: the room's state and
-/// its stats (about 60 KB for a room of 64). Each type has both forms side by side: `encode(to:)` describes
-/// the wire format, `writeFields` writes it (see `JSONFields`).
+/// its stats (about 60 KB for a room of 64), written by `writeFields` (see `JSONFields`).
 
 /// GET /v1/rooms/:room
 struct RoomState: JSONFields {
     var snapshot: RoomSnapshot
-
-    enum CodingKeys: String, CodingKey {
-        case room, mode, maxActiveTalkers = "max_active_talkers", streamBandwidth = "stream_bandwidth", levelSource = "level_source"
-        case screenShare = "screen_share", videoDegradation = "video_degradation"
-        case hardMuted = "hard_muted", locked, pinned, dominantSpeaker = "dominant_speaker", activeTalkers = "active_talkers"
-        case floor, participants, knock, awaitedParticipants = "awaited_participants", recording, streaming
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        let s = snapshot
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(s.name, forKey: .room)
-        try c.encode(s.configuration.mode.rawValue, forKey: .mode)
-        try c.encode(s.configuration.maxActiveTalkers, forKey: .maxActiveTalkers)
-        try c.encode(s.configuration.streamBandwidthKbps, forKey: .streamBandwidth)
-        try c.encode(s.configuration.levelSource.rawValue, forKey: .levelSource)
-        try c.encode(s.configuration.screenShare.rawValue, forKey: .screenShare)
-        try c.encode(s.configuration.videoDegradation.rawValue, forKey: .videoDegradation)
-        try c.encode(s.roomAudioMuted, forKey: .hardMuted)
-        try c.encode(s.locked, forKey: .locked)
-        try c.encode(s.pinned, forKey: .pinned)
-        try c.encode(s.dominantSpeaker, forKey: .dominantSpeaker)  // null when nobody is
-        try c.encode(s.activeTalkers, forKey: .activeTalkers)
-        try c.encode(Hands(raised: s.raisedHands, approved: s.approvedHands), forKey: .floor)
-        try c.encode(s.participants.map(Member.init), forKey: .participants)
-        try c.encode(s.configuration.knock, forKey: .knock)
-        try c.encode(s.awaited.map { Awaited(participant: $0.id, name: $0.name) }, forKey: .awaitedParticipants)
-        try c.encode(s.recording.map(Recording.init), forKey: .recording)  // null when not recorded
-        try c.encode(s.streaming.map(Recording.init), forKey: .streaming)  // null when not streamed
-    }
 
     func writeFields(_ w: inout JSONWriter) {
         let s = snapshot
@@ -87,14 +56,6 @@ struct RoomState: JSONFields {
             startedBy = l.startedBy
             live = l.live
         }
-        enum CodingKeys: String, CodingKey { case id, state, startedBy = "started_by", live }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id)
-            try c.encodeIfPresent(live, forKey: .live)
-            try c.encode(startedBy, forKey: .startedBy)
-            try c.encode(state, forKey: .state)
-        }
         func writeFields(_ w: inout JSONWriter) {
             w.field("id", id)
             if let live { w.field("live", live) }
@@ -136,21 +97,7 @@ struct RoomState: JSONFields {
             awaited = p.awaited
         }
 
-        enum CodingKeys: String, CodingKey { case participant, name, role, connected, hardMuted = "hard_muted", publishes, slots, origin, awaited }
-
         /// `origin` is null when absent, as `writeFields` writes it.
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(participant, forKey: .participant)
-            try c.encode(name, forKey: .name)
-            try c.encode(role, forKey: .role)
-            try c.encode(connected, forKey: .connected)
-            try c.encode(hardMuted, forKey: .hardMuted)
-            try c.encode(publishes, forKey: .publishes)
-            try c.encode(slots, forKey: .slots)
-            try c.encode(origin, forKey: .origin)
-            try c.encode(awaited, forKey: .awaited)
-        }
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("awaited", awaited)
@@ -199,18 +146,6 @@ struct RoomStats: JSONFields {
         self.counters = counters
     }
 
-    enum CodingKeys: String, CodingKey {
-        case participants, packetsReceived = "packets_received", packetsForwarded = "packets_forwarded", drops
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(participants.map(Participant.init), forKey: .participants)
-        try c.encode(counters.packetsIn, forKey: .packetsReceived)
-        try c.encode(counters.packetsOut, forKey: .packetsForwarded)
-        try c.encode(Dictionary(uniqueKeysWithValues: counters.drops.nonZero.map { ($0.0.description, UInt64($0.1)) }), forKey: .drops)
-    }
-
     func writeFields(_ w: inout JSONWriter) {
         let drops = counters.drops
         w.key("drops")
@@ -225,26 +160,6 @@ struct RoomStats: JSONFields {
 
     struct Participant: JSONFields {
         var stats: ParticipantStats
-
-        enum CodingKeys: String, CodingKey {
-            case participant, packetsReceived = "packets_received", bytesReceived = "bytes_received"
-            case bandwidthEstimate = "bandwidth_estimate", numberOfVideos = "number_of_videos", drops, slots
-            case publishTransport = "publish_transport", subscribeTransport = "subscribe_transport", rtt = "rtt_ms"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(stats.participant, forKey: .participant)
-            try c.encode(stats.packetsReceived, forKey: .packetsReceived)
-            try c.encode(stats.bytesReceived, forKey: .bytesReceived)
-            try c.encode(stats.bandwidthEstimateBps, forKey: .bandwidthEstimate)  // null before any estimate
-            try c.encode(stats.numberOfVideos, forKey: .numberOfVideos)
-            try c.encode(Dictionary(uniqueKeysWithValues: stats.drops.map { ($0.key.description, $0.value) }), forKey: .drops)
-            try c.encode(stats.slots.map(Slot.init), forKey: .slots)
-            try c.encode(stats.publishPath.map(EventPayload.PathJSON.init), forKey: .publishTransport)
-            try c.encode(stats.subscribePath.map(EventPayload.PathJSON.init), forKey: .subscribeTransport)
-            try c.encode(stats.rttMilliseconds, forKey: .rtt)
-        }
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("bandwidth_estimate", stats.bandwidthEstimateBps)
@@ -276,26 +191,6 @@ struct RoomStats: JSONFields {
 
     struct Slot: JSONFields {
         var slot: ParticipantStats.SlotStats
-
-        enum CodingKeys: String, CodingKey {
-            case mid, kind, participant, packets, bytes, retransmissions, fractionLost = "fraction_lost", rtt = "rtt_ms"
-            case source, layer, temporalLayer = "temporal_layer"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(slot.mid, forKey: .mid)
-            try c.encode(slot.kind.rawValue, forKey: .kind)
-            try c.encode(slot.participant, forKey: .participant)  // null for an empty slot
-            try c.encode(slot.packetsSent, forKey: .packets)
-            try c.encode(slot.bytesSent, forKey: .bytes)
-            try c.encode(slot.retransmissions, forKey: .retransmissions)
-            try c.encode(Int(slot.fractionLost), forKey: .fractionLost)
-            try c.encode(slot.rttMilliseconds, forKey: .rtt)
-            try c.encode(slot.source?.rawValue, forKey: .source)
-            try c.encode(slot.layer, forKey: .layer)
-            try c.encode(slot.temporalLayer, forKey: .temporalLayer)
-        }
 
         func writeFields(_ w: inout JSONWriter) {
             w.field("bytes", slot.bytesSent)

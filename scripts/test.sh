@@ -37,23 +37,25 @@ scripts/install-deps.sh --tests
 source scripts/lib.sh
 use_libsrtp
 
-# The stages: name, the variable that skips it when 0 (=its default; - for none), and the command, which
-# sees that variable's value (with its default) as $value.
+# The stages: the group, the name, the variable that skips it when 0 (=its default; - for none), and the
+# command, which sees that variable's value (with its default) as $value. Groups run in order; the stages of
+# one group run side by side (each one's output is held and printed whole when the group ends): only stages
+# whose figures and checks do not depend on having the cores to themselves share a group (README, Testing).
 mapfile -t stages <<'TABLE'
-build             -                       run_build
-swift-test        -                       run_swift_test
-bench-thresholds  SFU_BENCH_THRESHOLDS=1  scripts/bench-thresholds.sh
-interop           SFU_INTEROP=1           scripts/interop.sh
-soak              SFU_SOAK_CYCLES=12      run_soak "$value"
-hostile           SFU_HOSTILE=1           run_hostile
-browser           SFU_BROWSER=1           scripts/browser-test.sh
-shaped            SFU_SHAPED=1            scripts/shaped-test.sh
-reach             SFU_REACH=1             scripts/reach-test.sh
-onset             SFU_ONSET=1             scripts/onset-test.sh
-cluster           SFU_CLUSTER=1           scripts/cluster-test.sh
-janus             SFU_JANUS=1             scripts/bench-check.sh
-api-fuzz          SFU_API_FUZZ=1          scripts/api-fuzz.sh
-fuzz              SFU_FUZZ_SECONDS=20     scripts/fuzz.sh "$value"
+1  build             -                       run_build
+2  swift-test        -                       run_swift_test
+3  bench-thresholds  SFU_BENCH_THRESHOLDS=1  scripts/bench-thresholds.sh
+4  interop           SFU_INTEROP=1           scripts/interop.sh
+5  soak              SFU_SOAK_CYCLES=12      run_soak "$value"
+6  hostile           SFU_HOSTILE=1           run_hostile
+7  browser           SFU_BROWSER=1           scripts/browser-test.sh
+8  shaped            SFU_SHAPED=1            scripts/shaped-test.sh
+9  reach             SFU_REACH=1             scripts/reach-test.sh
+10 onset             SFU_ONSET=1             scripts/onset-test.sh
+11 cluster           SFU_CLUSTER=1           scripts/cluster-test.sh
+12 janus             SFU_JANUS=1             scripts/bench-check.sh
+13 api-fuzz          SFU_API_FUZZ=1          scripts/api-fuzz.sh
+14 fuzz              SFU_FUZZ_SECONDS=20     scripts/fuzz.sh "$value"
 TABLE
 
 test_log=$(mktemp)
@@ -118,28 +120,18 @@ busy_ticks() {
   echo $(( user + nice + system + irq + softirq + steal ))
 }
 
-results=()  # one "name|result|seconds|cores|note" per stage
-failed_stages=0
-swift_status=1
-for row in "${stages[@]}"; do
-  read -r name skip command <<< "$row"
-  value=""
-  if [ "$skip" != "-" ]; then
-    var=${skip%%=*}
-    value=${!var:-${skip#*=}}
-    if [ "$value" = "0" ]; then
-      results+=("$name|skipped|-|-|$var=0")
-      continue
-    fi
-  fi
+results_dir=$(mktemp -d)
+
+# Runs stage $1 (command $2, its variable's value $3) and writes "name|result|seconds|cores|note" to its
+# result file. A subshell of its own: a stage that exits (build_sfu on a failed build) fails alone.
+run_stage() {
+  local name=$1 command=$2 value=$3 start busy status us seconds cpu cores
   start=$(now_us)
   busy=$(busy_ticks)
-  # A subshell of its own: a stage that exits (build_sfu on a failed build) fails alone.
   set +e
   (set -e; stage_cgroup_join "$name"; eval "$command")
   status=$?
   set -e
-  if [ "$name" = swift-test ] || { [ "$name" = build ] && [ "$status" -ne 0 ]; }; then swift_status=$status; fi
   us=$(( $(now_us) - start ))
   seconds=$(printf '%d.%d' $(( us / 1000000 )) $(( us % 1000000 / 100000 )))
   # Cores the stage kept busy on average (2.00: both cores of this machine kind all the time).
@@ -150,12 +142,66 @@ for row in "${stages[@]}"; do
     cores=$(awk -v b=$(( $(busy_ticks) - busy )) -v us="$us" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "~%.2f", (us > 0 ? b / hz / (us / 1e6) : 0) }')
   fi
   if [ "$status" -eq 0 ]; then
-    results+=("$name|pass|$seconds|$cores|")
+    echo "$name|pass|$seconds|$cores|" > "$results_dir/$name"
   else
-    results+=("$name|FAIL|$seconds|$cores|exit status $status")
-    failed_stages=$(( failed_stages + 1 ))
+    echo "$name|FAIL|$seconds|$cores|exit status $status" > "$results_dir/$name"
   fi
+}
+
+# Runs the stages of group $1: one in the foreground; several side by side, each one's output held in a log
+# and printed when all of them ended.
+run_group() {
+  local group=$1 row g name skip command var value commands=() names=()
+  for row in "${stages[@]}"; do
+    read -r g name skip command <<< "$row"
+    [ "$g" = "$group" ] || continue
+    # SFU_STAGES="a b": only those (a developer's partial run; the budget then means nothing).
+    if [ -n "${SFU_STAGES:-}" ] && [[ " $SFU_STAGES " != *" $name "* ]]; then
+      echo "$name|skipped|-|-|not in SFU_STAGES" > "$results_dir/$name"
+      continue
+    fi
+    value=""
+    if [ "$skip" != "-" ]; then
+      var=${skip%%=*}
+      value=${!var:-${skip#*=}}
+      if [ "$value" = "0" ]; then
+        echo "$name|skipped|-|-|$var=0" > "$results_dir/$name"
+        continue
+      fi
+    fi
+    names+=("$name")
+    commands+=("$command|$value")
+  done
+  if [ ${#names[@]} -eq 1 ]; then
+    run_stage "${names[0]}" "${commands[0]%|*}" "${commands[0]##*|}"
+  elif [ ${#names[@]} -gt 1 ]; then
+    echo "== side by side: ${names[*]} (each one's output follows when all have ended)"
+    local i jobs=()
+    for i in "${!names[@]}"; do
+      run_stage "${names[$i]}" "${commands[$i]%|*}" "${commands[$i]##*|}" > "$results_dir/${names[$i]}.log" 2>&1 &
+      jobs+=($!)
+    done
+    wait "${jobs[@]}" || true
+    for i in "${!names[@]}"; do
+      echo "---- ${names[$i]}"
+      cat "$results_dir/${names[$i]}.log"
+    done
+  fi
+}
+
+for group in $(for row in "${stages[@]}"; do echo "${row%% *}"; done | uniq); do run_group "$group"; done
+
+results=()  # one "name|result|seconds|cores|note" per stage, in the table's order
+failed_stages=0
+for row in "${stages[@]}"; do
+  read -r g name skip command <<< "$row"
+  r=$(cat "$results_dir/$name" 2>/dev/null || echo "$name|FAIL|-|-|no result")
+  results+=("$r")
+  case "$r" in *"|FAIL|"*) failed_stages=$(( failed_stages + 1 )) ;; esac
 done
+swift_status=0
+case "${results[0]}${results[1]}" in *"|FAIL|"*|*"|skipped|"*) swift_status=1 ;; esac
+rm -rf "$results_dir"
 
 echo
 echo "== summary"
